@@ -1,0 +1,283 @@
+/*
+ * rlock — reentrant distributed locks for multithreaded C, arbitrated by Redis.
+ *
+ * One lock per name, shared by every thread of every process that talks to
+ * the same Redis. A lock is owned by the *thread* that took it, may be taken
+ * again by that thread (reentry), is kept alive by one watchdog thread per
+ * client, and tells its holder when it can no longer promise exclusion:
+ * rl_interrupted() turns true as soon as a lease of the calling thread is
+ * lost or can no longer be proven to hold.
+ *
+ * Conventions, for every function below:
+ *   - Functions return an int status: RL_OK (0) or a negative RL_E* code.
+ *     rl_strerror() names a status; rl_last_error() carries the detail (the
+ *     Redis or system message) of the last failure on the calling thread.
+ *   - Output parameters come first and are named `out`.
+ *   - Every *_free() accepts NULL.
+ *   - Strings passed in are copied; the caller keeps ownership of its memory.
+ *   - Bad input returns RL_EINVAL and changes nothing, in memory or in Redis.
+ *   - The library never prints; it reports through the optional log callback.
+ *     It never logs a password.
+ *
+ * Threads: rl_client and rl_lock objects are thread-safe; any thread may use
+ * them at any time between their creation and their *_free(). A hold belongs
+ * to the calling thread: only that thread can release it.
+ *
+ * fork(): the child process is a new owner. It holds nothing, inherits none
+ * of the parent's threads or connections, and can keep using the clients
+ * and lock handles it inherited; they reconnect on first use.
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stddef.h>
+
+#include "rlock/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define RL_EXTERN
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define RL_EXTERN __attribute__((visibility("default")))
+#else
+#  define RL_EXTERN
+#endif
+
+/** A connection to one Redis deployment, shared by all threads of a process. */
+typedef struct rl_client rl_client;
+
+/** A handle on one lock name. Cheap; many threads may share one handle. */
+typedef struct rl_lock rl_lock;
+
+/** Pass as wait_ms to wait as long as it takes. */
+#define RL_WAIT_FOREVER (-1L)
+
+/** Pass as lease_ms to have the watchdog keep the lease alive until release. */
+#define RL_LEASE_WATCHDOG (-1L)
+
+/** Longest lock name, in bytes. */
+#define RL_NAME_MAX 1024
+
+/*
+ * Status codes. Never renumbered; new codes are only ever added.
+ */
+#define RL_OK         0   /* success */
+#define RL_EBUSY     (-1) /* held by another owner and wait_ms was 0 */
+#define RL_ETIMEDOUT (-2) /* the wait ran out before the lock came free */
+#define RL_ENOTOWNER (-3) /* the calling thread does not hold this lock */
+#define RL_ELOST     (-4) /* the calling thread held it, but its lease was lost */
+#define RL_EINVAL    (-5) /* bad argument, or a client already freed */
+#define RL_ENOMEM    (-6) /* out of memory */
+#define RL_ECONN     (-7) /* Redis could not be reached, or stopped answering */
+#define RL_EREDIS    (-8) /* Redis answered with an error; see rl_last_error() */
+#define RL_EPROTO    (-9) /* Redis state disagrees with what the protocol allows */
+#define RL_EAUTH     (-10) /* Redis refused the credentials */
+
+/* Log levels passed to rl_options.log. */
+#define RL_LOG_ERROR 0
+#define RL_LOG_WARN  1
+#define RL_LOG_INFO  2
+#define RL_LOG_DEBUG 3
+
+/** The layout version of rl_options this header describes. */
+#define RL_OPTIONS_VERSION 1
+
+/**
+ * Settings of a client. Fill it with rl_options_init(), then change what you
+ * need. Fields are only ever appended; `version` tells the library which
+ * layout you compiled against.
+ */
+typedef struct rl_options {
+    unsigned int version;       /* RL_OPTIONS_VERSION, set by rl_options_init() */
+
+    /*
+     * Where Redis is: "redis://[[user]:pass@]host[:port][/db]" or
+     * "unix:///path/to/socket[?db=N]". NULL: "redis://127.0.0.1:6379".
+     * IPv6 hosts go in brackets: "redis://[::1]:6379". User and password
+     * are percent-decoded. Copied by rl_client_new().
+     */
+    const char *url;
+
+    /* Prefix of every key rlock writes. NULL: "rl:". Copied. */
+    const char *key_prefix;
+
+    /* Lease of watchdog-kept locks, in ms. 0: 30000. */
+    long lease_ms;
+
+    /* How often the watchdog renews, in ms. 0: lease_ms / 3. Must be < lease_ms. */
+    long renew_interval_ms;
+
+    /* Time allowed to connect, and to wait for one reply, in ms. 0: 2000 each. */
+    long connect_timeout_ms;
+    long command_timeout_ms;
+
+    /* Connections kept for application threads. 0: 8. */
+    int pool_size;
+
+    /*
+     * Called once, from the watchdog thread, for each hold whose lease was
+     * lost or could no longer be proven. `name` is not NUL-terminated and is
+     * valid only during the call. Must not block for long and must not call
+     * rl_client_free(). May be NULL.
+     */
+    void (*on_lost)(const char *name, size_t name_len, void *payload);
+
+    /*
+     * Receives the library's diagnostics, from any of its threads, with one
+     * of the RL_LOG_* levels. `message` is valid only during the call. May
+     * be NULL: nothing is reported.
+     */
+    void (*log)(int level, const char *message, void *payload);
+
+    /* Passed back to on_lost and log. */
+    void *payload;
+} rl_options;
+
+/**
+ * Fill `opts` with the defaults and the current version.
+ * Returns RL_OK, or RL_EINVAL when opts is NULL.
+ */
+RL_EXTERN int rl_options_init(rl_options *opts);
+
+/**
+ * Create a client and connect it: the URL is parsed, one connection is made,
+ * authenticated and checked, and rlock's scripts are loaded.
+ *
+ * `opts` may be NULL for the defaults. It is read during the call only.
+ * Returns RL_OK and sets *out; on error *out is left untouched and the
+ * status says why: RL_EINVAL (bad option, unknown version, unparsable URL),
+ * RL_ECONN (unreachable), RL_EAUTH (credentials refused), RL_EREDIS.
+ * Thread-safe. Free with rl_client_free().
+ */
+RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
+
+/**
+ * Stop the client's threads, release in Redis every lock the process still
+ * holds through it, and close its connections.
+ *
+ * Call it once no other thread is inside a call on this client or one of its
+ * locks. Lock handles created from it stay valid memory until each is freed
+ * with rl_lock_free(); any other call on them returns RL_EINVAL. Accepts NULL.
+ */
+RL_EXTERN void rl_client_free(rl_client *client);
+
+/**
+ * Create a handle on the lock `name` (NUL-terminated, 1..RL_NAME_MAX bytes).
+ * No I/O. The name is copied. Free with rl_lock_free(). Thread-safe.
+ */
+RL_EXTERN int rl_lock_new(rl_lock **out, rl_client *client, const char *name);
+
+/** As rl_lock_new(), for a binary name of `len` bytes (1..RL_NAME_MAX). */
+RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
+                              const void *name, size_t len);
+
+/**
+ * Free a handle. Holds taken through it stay held: they belong to threads,
+ * not to handles, and another handle on the same name can release them.
+ * Must not race with other calls on the same handle. Accepts NULL.
+ */
+RL_EXTERN void rl_lock_free(rl_lock *lock);
+
+/**
+ * Take the lock for the calling thread, waiting as long as it takes, with a
+ * watchdog lease. Same as rl_lock_try_acquire(lock, RL_WAIT_FOREVER,
+ * RL_LEASE_WATCHDOG).
+ */
+RL_EXTERN int rl_lock_acquire(rl_lock *lock);
+
+/**
+ * Take the lock for the calling thread.
+ *
+ * wait_ms: 0 tries once; > 0 waits up to that long; RL_WAIT_FOREVER waits
+ * as long as it takes. Waiting sleeps until the holder releases (a release
+ * notice from Redis, or from a thread of this process) or the holder's
+ * lease runs out; it never polls at a fixed interval.
+ *
+ * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; > 0 sets
+ * a fixed lease that is never renewed (the lock frees itself when it runs
+ * out, and the hold counts as lost from then on).
+ *
+ * A thread that already holds the lock takes it again at once (reentry):
+ * the hold count rises by one and the lease is refreshed; the hold keeps
+ * the lease kind of its first acquisition.
+ *
+ * Returns RL_OK, RL_EBUSY (wait_ms 0, held by another), RL_ETIMEDOUT,
+ * RL_ELOST (reentry into a hold whose lease was lost), RL_ECONN (Redis
+ * unreachable on a one-shot try; waits ride out outages until their
+ * deadline), RL_EREDIS (e.g. WRONGTYPE: the key is not rlock's), RL_EINVAL.
+ * Thread-safe.
+ */
+RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
+
+/**
+ * Release one hold of the calling thread. The last release deletes the lock
+ * in Redis and wakes its waiters.
+ *
+ * Returns RL_OK; RL_ENOTOWNER when the calling thread does not hold it
+ * (nothing changes); RL_ELOST when the thread held it but the lease was
+ * lost: the hold count still drops, and rlock never deletes a lock that
+ * another owner has taken since. Thread-safe.
+ */
+RL_EXTERN int rl_lock_release(rl_lock *lock);
+
+/**
+ * Delete the lock in Redis whoever holds it, and wake its waiters. The
+ * previous holder's watchdog will flag its hold as lost. Meant for
+ * operators and recovery tools. Thread-safe.
+ */
+RL_EXTERN int rl_lock_force_release(rl_lock *lock);
+
+/**
+ * How many times the calling thread holds the lock (0: not held).
+ * No I/O. Returns a negative status on bad input.
+ */
+RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
+
+/**
+ * Whether anyone (any thread, any process) holds the lock now: 1 or 0, or a
+ * negative status. One round trip.
+ */
+RL_EXTERN int rl_lock_is_locked(rl_lock *lock);
+
+/**
+ * The lease left on the lock in Redis, in ms, into *ttl_ms: -2 when the
+ * lock is free, -1 when it has no expiry. One round trip.
+ */
+RL_EXTERN int rl_lock_ttl(rl_lock *lock, long *ttl_ms);
+
+/**
+ * 1 when the calling thread holds this lock and its lease was lost or can
+ * no longer be proven to hold; 0 otherwise; a negative status on bad input.
+ * No I/O.
+ */
+RL_EXTERN int rl_lock_interrupted(const rl_lock *lock);
+
+/**
+ * 1 when any lock held by the calling thread, through any client, has lost
+ * its lease or can no longer be proven to hold; else 0. No I/O, no lock
+ * taken: atomic loads and one monotonic clock read, cheap enough for the
+ * inside of long loops. Does not depend on the watchdog thread running.
+ */
+RL_EXTERN int rl_interrupted(void);
+
+/** A static, human-readable name for a status. Never NULL. */
+RL_EXTERN const char *rl_strerror(int status);
+
+/**
+ * Detail of the last failure on the calling thread (a Redis or system
+ * message), or "" when there is none. Never NULL. Valid until the calling
+ * thread's next rlock call.
+ */
+RL_EXTERN const char *rl_last_error(void);
+
+/** The library's version, "MAJOR.MINOR.PATCH". */
+RL_EXTERN const char *rl_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLOCK_H */

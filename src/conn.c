@@ -1,0 +1,295 @@
+/*
+ * Connections to Redis: opening one (connect, authenticate, select the
+ * database, learn its server-side id), the pool that application threads
+ * borrow them from, and running one command or one of rlock's scripts.
+ *
+ * A hiredis context is not thread-safe: a connection is used by one thread
+ * at a time, between rl__pool_get() and rl__pool_put().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "rlock_int.h"
+
+static struct timeval ms_to_tv(long ms)
+{
+    struct timeval tv;
+    tv.tv_sec = ms / 1000;
+    tv.tv_usec = (ms % 1000) * 1000;
+    return tv;
+}
+
+static int io_error(redisContext *ctx, const char *what)
+{
+    return rl__err(RL_ECONN, "%s: %s", what, ctx && ctx->errstr[0] ? ctx->errstr : "connection lost");
+}
+
+int rl__conn_open(rl_client *c, rl__conn **out)
+{
+    redisContext *ctx;
+    redisReply *r = NULL;
+    rl__conn *conn;
+    const char *argv[3];
+    size_t lens[3];
+    char dbbuf[16];
+    int n = 0, rc = RL_OK, i;
+
+    if (c->url.is_unix)
+        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(c->connect_ms));
+    else
+        ctx = redisConnectWithTimeout(c->url.host, c->url.port, ms_to_tv(c->connect_ms));
+    if (!ctx)
+        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
+    if (ctx->err) {
+        rc = c->url.is_unix
+            ? rl__err(RL_ECONN, "connect to unix:%s: %s", c->url.path, ctx->errstr)
+            : rl__err(RL_ECONN, "connect to %s:%d: %s", c->url.host, c->url.port, ctx->errstr);
+        redisFree(ctx);
+        return rc;
+    }
+    if (redisSetTimeout(ctx, ms_to_tv(c->command_ms)) != REDIS_OK) {
+        rc = io_error(ctx, "set timeout");
+        redisFree(ctx);
+        return rc;
+    }
+    if (!c->url.is_unix)
+        redisEnableKeepAlive(ctx);
+
+    /* One round trip: AUTH, SELECT, CLIENT ID. */
+    if (c->url.pass) {
+        argv[0] = "AUTH";
+        lens[0] = 4;
+        i = 1;
+        if (c->url.user) {
+            argv[i] = c->url.user;
+            lens[i++] = strlen(c->url.user);
+        }
+        argv[i] = c->url.pass;
+        lens[i++] = strlen(c->url.pass);
+        redisAppendCommandArgv(ctx, i, argv, lens);
+        n++;
+    }
+    if (c->url.db) {
+        snprintf(dbbuf, sizeof dbbuf, "%d", c->url.db);
+        argv[0] = "SELECT";
+        lens[0] = 6;
+        argv[1] = dbbuf;
+        lens[1] = strlen(dbbuf);
+        redisAppendCommandArgv(ctx, 2, argv, lens);
+        n++;
+    }
+    argv[0] = "CLIENT";
+    lens[0] = 6;
+    argv[1] = "ID";
+    lens[1] = 2;
+    redisAppendCommandArgv(ctx, 2, argv, lens);
+    n++;
+
+    conn = calloc(1, sizeof *conn);
+    if (!conn) {
+        redisFree(ctx);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    conn->ctx = ctx;
+    conn->server_id = -1;
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
+            rc = io_error(ctx, "handshake with Redis");
+            break;
+        }
+        if (r->type == REDIS_REPLY_ERROR && rc == RL_OK) {
+            /* CLIENT ID may be refused by an ACL: the id is then unknown. */
+            if (i < n - 1 || strncmp(r->str, "NOAUTH", 6) == 0)
+                rc = rl__reply_error_status(r);
+        } else if (i == n - 1 && r->type == REDIS_REPLY_INTEGER) {
+            conn->server_id = r->integer;
+        }
+        freeReplyObject(r);
+    }
+    if (rc != RL_OK) {
+        redisFree(ctx);
+        free(conn);
+        return rc;
+    }
+    *out = conn;
+    return RL_OK;
+}
+
+/* Track conn in the client's list of every connection (mutex held). */
+static void track(rl_client *c, rl__conn *conn)
+{
+    conn->all_prev = NULL;
+    conn->all_next = c->all;
+    if (c->all)
+        c->all->all_prev = conn;
+    c->all = conn;
+}
+
+static void untrack(rl_client *c, rl__conn *conn)
+{
+    if (conn->all_prev)
+        conn->all_prev->all_next = conn->all_next;
+    else if (c->all == conn)
+        c->all = conn->all_next;
+    if (conn->all_next)
+        conn->all_next->all_prev = conn->all_prev;
+    conn->all_next = conn->all_prev = NULL;
+}
+
+void rl__conn_close(rl_client *c, rl__conn *conn)
+{
+    (void)c;
+    if (!conn)
+        return;
+    redisFree(conn->ctx);
+    free(conn);
+}
+
+int rl__conn_broken(const rl__conn *conn)
+{
+    return conn->ctx->err != 0;
+}
+
+int rl__pool_get(rl_client *c, rl__conn **out)
+{
+    rl__conn *conn;
+    int rc;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (c->idle) {
+            conn = c->idle;
+            c->idle = conn->next;
+            pthread_mutex_unlock(&c->mu);
+            *out = conn;
+            return RL_OK;
+        }
+        if (c->conns < c->pool_size)
+            break;
+        c->pool_waiters++;
+        pthread_cond_wait(&c->pool_cond, &c->mu);
+        c->pool_waiters--;
+    }
+    c->conns++;
+    pthread_mutex_unlock(&c->mu);
+
+    rc = rl__conn_open(c, &conn);
+
+    pthread_mutex_lock(&c->mu);
+    if (rc != RL_OK) {
+        c->conns--;
+        if (c->pool_waiters)
+            pthread_cond_signal(&c->pool_cond);
+    } else {
+        track(c, conn);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc == RL_OK)
+        *out = conn;
+    return rc;
+}
+
+void rl__pool_put(rl_client *c, rl__conn *conn)
+{
+    int broken = rl__conn_broken(conn);
+
+    pthread_mutex_lock(&c->mu);
+    if (broken) {
+        untrack(c, conn);
+        c->conns--;
+    } else {
+        conn->next = c->idle;
+        c->idle = conn;
+    }
+    if (c->pool_waiters)
+        pthread_cond_signal(&c->pool_cond);
+    pthread_mutex_unlock(&c->mu);
+    if (broken)
+        rl__conn_close(c, conn);
+}
+
+int rl__conn_call(rl__conn *conn, redisReply **out, int argc, const char **argv, const size_t *lens)
+{
+    redisReply *r = redisCommandArgv(conn->ctx, argc, argv, lens);
+
+    if (!r) {
+        if (conn->ctx->err == 0)
+            conn->ctx->err = REDIS_ERR_OTHER;
+        return io_error(conn->ctx, "Redis command");
+    }
+    *out = r;
+    return RL_OK;
+}
+
+static int load_one(rl_client *c, rl__conn *conn, int script)
+{
+    const char *argv[3] = { "SCRIPT", "LOAD", rl__script_src[script] };
+    size_t lens[3] = { 6, 4, strlen(rl__script_src[script]) };
+    redisReply *r;
+    int rc = rl__conn_call(conn, &r, 3, argv, lens);
+
+    if (rc != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = rl__reply_error_status(r);
+    else if (r->type != REDIS_REPLY_STRING || r->len != 40)
+        rc = rl__err(RL_EPROTO, "SCRIPT LOAD did not return a SHA1");
+    else if (!c->sha[script][0])
+        memcpy(c->sha[script], r->str, 41);   /* only at creation: read-only after */
+    else if (memcmp(c->sha[script], r->str, 40) != 0)
+        rc = rl__err(RL_EPROTO, "SCRIPT LOAD returned another SHA1 for the same script");
+    freeReplyObject(r);
+    return rc;
+}
+
+int rl__conn_load_scripts(rl_client *c, rl__conn *conn)
+{
+    int i, rc;
+
+    for (i = 0; i < RL__S_COUNT; i++)
+        if ((rc = load_one(c, conn, i)) != RL_OK)
+            return rc;
+    return RL_OK;
+}
+
+#define RL__MAX_ARGS 8
+
+int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
+                    int nkeys, int nargs, const char **args, const size_t *lens)
+{
+    const char *argv[3 + RL__MAX_ARGS];
+    size_t alens[3 + RL__MAX_ARGS];
+    char nk[12];
+    redisReply *r;
+    int rc, i, attempt;
+
+    if (nargs > RL__MAX_ARGS)
+        return rl__err(RL_EINVAL, "too many script arguments");
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[0] = "EVALSHA";
+    alens[0] = 7;
+    argv[1] = c->sha[script];
+    alens[1] = 40;
+    argv[2] = nk;
+    alens[2] = strlen(nk);
+    for (i = 0; i < nargs; i++) {
+        argv[3 + i] = args[i];
+        alens[3 + i] = lens[i];
+    }
+    for (attempt = 0;; attempt++) {
+        rc = rl__conn_call(conn, &r, 3 + nargs, argv, alens);
+        if (rc != RL_OK)
+            return rc;
+        /* NOSCRIPT: the script did not run; load it again and retry once. */
+        if (attempt == 0 && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            freeReplyObject(r);
+            if ((rc = load_one(c, conn, script)) != RL_OK)
+                return rc;
+            continue;
+        }
+        *out = r;
+        return RL_OK;
+    }
+}

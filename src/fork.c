@@ -1,0 +1,161 @@
+/*
+ * fork() safety. pthread_atfork handlers take no argument, so the clients of
+ * the process are kept in one registry: the one piece of global state
+ * besides the thread-local identity and error detail.
+ *
+ * Before fork: every client mutex is taken, so the child inherits tables in
+ * a consistent state. In the child: mutexes are released, condition
+ * variables made anew, and each client is marked; the first call on it then
+ * rebuilds it as a new owner (new UUID) holding nothing.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "rlock_int.h"
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static rl_client *registry;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static int atfork_rc;
+
+static void prepare(void)
+{
+    rl_client *c;
+
+    pthread_mutex_lock(&registry_mu);
+    for (c = registry; c; c = c->reg_next)
+        pthread_mutex_lock(&c->mu);
+}
+
+static void parent(void)
+{
+    rl_client *c;
+
+    for (c = registry; c; c = c->reg_next)
+        pthread_mutex_unlock(&c->mu);
+    pthread_mutex_unlock(&registry_mu);
+}
+
+static void child(void)
+{
+    rl_client *c;
+
+    /* The only thread left is the one that forked: whatever it held in the
+     * parent, it holds nothing here. */
+    rl__thread_forget_all();
+    for (c = registry; c; c = c->reg_next) {
+        atomic_store(&c->forked, 1);
+        rl__cond_init(&c->pool_cond);
+        rl__cond_init(&c->wd_cond);
+        pthread_mutex_unlock(&c->mu);
+    }
+    pthread_mutex_unlock(&registry_mu);
+}
+
+static void register_atfork(void)
+{
+    atfork_rc = pthread_atfork(prepare, parent, child);
+}
+
+int rl__registry_add(rl_client *c)
+{
+    pthread_once(&atfork_once, register_atfork);
+    if (atfork_rc != 0)
+        return rl__err(RL_ENOMEM, "pthread_atfork failed");
+    pthread_mutex_lock(&registry_mu);
+    c->reg_next = registry;
+    registry = c;
+    pthread_mutex_unlock(&registry_mu);
+    return RL_OK;
+}
+
+void rl__registry_remove(rl_client *c)
+{
+    rl_client **pp;
+
+    pthread_mutex_lock(&registry_mu);
+    for (pp = &registry; *pp; pp = &(*pp)->reg_next) {
+        if (*pp == c) {
+            *pp = c->reg_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_mu);
+}
+
+/* Whether c is a live client. Compares pointers only: never reads *c, so it
+ * is safe to call with a pointer to a client already freed. */
+int rl__registry_has(const rl_client *c)
+{
+    const rl_client *p;
+    int found = 0;
+
+    pthread_mutex_lock(&registry_mu);
+    for (p = registry; p && !found; p = p->reg_next)
+        found = p == c;
+    pthread_mutex_unlock(&registry_mu);
+    return found;
+}
+
+void rl__rebuild_after_fork(rl_client *c)
+{
+    rl__conn *conn, *next;
+    rl__hold *h, *hnext;
+    size_t i;
+
+    /* Connections: the idle ones are whole and are closed; the ones that
+     * threads of the parent had borrowed (and the watchdog's and the
+     * subscriber's) may be mid-use, so only their sockets are closed. */
+    for (conn = c->idle; conn; conn = conn->next)
+        conn->server_id = -2;    /* mark: idle, safe to free */
+    for (conn = c->all; conn; conn = next) {
+        next = conn->all_next;
+        if (conn->server_id == -2) {
+            rl__conn_close(c, conn);
+        } else if (conn->ctx && conn->ctx->fd >= 0) {
+            close(conn->ctx->fd);
+        }
+    }
+    c->all = NULL;
+    c->idle = NULL;
+    c->conns = 0;
+    c->pool_waiters = 0;
+
+    /* Holds and waiters were the parent's threads'. */
+    for (h = c->holds; h; h = hnext) {
+        hnext = h->c_next;
+        free(h);
+    }
+    c->holds = NULL;
+    c->nholds = 0;
+    for (i = 0; i < c->nbuckets; i++) {
+        rl__entry *e, *enext;
+        for (e = c->buckets[i]; e; e = enext) {
+            enext = e->next;
+            e->holds = e->waiters = e->local_live = 0;
+            e->q_head = e->q_tail = NULL;
+            e->sub_want = 0;
+            e->sub_state = RL__SUB_NONE;
+            rl__entry_maybe_free(c, e);
+        }
+    }
+
+    /* The watchdog and subscriber threads do not exist here. */
+    c->wd_started = 0;
+    c->wd_idle = 0;
+    c->sub_started = 0;
+    if (c->sub_efd >= 0)
+        close(c->sub_efd);
+    c->sub_efd = -1;
+    if (c->wd_conn && c->wd_conn->ctx && c->wd_conn->ctx->fd >= 0)
+        close(c->wd_conn->ctx->fd);
+    if (c->sub_ctx && c->sub_ctx->fd >= 0)
+        close(c->sub_ctx->fd);
+    c->wd_conn = NULL;
+    c->sub_ctx = NULL;
+    c->stopping = 0;
+
+    rl__client_new_identity(c);
+    atomic_store(&c->forked, 0);
+    rl__log(c, RL_LOG_INFO, "rlock: new owner %s after fork", c->uuid);
+}

@@ -1,0 +1,284 @@
+/*
+ * The local bookkeeping of one client: a table of lock names (entries), the
+ * FIFO of this process's threads waiting on each name, and the holds that
+ * the watchdog renews. Everything here runs with the client mutex held,
+ * except what a hold's owner thread reads through atomics.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+static int grow(rl_client *c)
+{
+    size_t n = c->nbuckets ? c->nbuckets * 2 : 64, i;
+    rl__entry **b = calloc(n, sizeof *b);
+
+    if (!b)
+        return -1;
+    for (i = 0; i < c->nbuckets; i++) {
+        rl__entry *e = c->buckets[i], *next;
+        for (; e; e = next) {
+            next = e->next;
+            e->next = b[e->hash & (n - 1)];
+            b[e->hash & (n - 1)] = e;
+        }
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->nbuckets = n;
+    return 0;
+}
+
+static rl__entry *lookup(rl_client *c, const void *name, size_t len, uint64_t hash)
+{
+    rl__entry *e;
+
+    if (!c->nbuckets)
+        return NULL;
+    for (e = c->buckets[hash & (c->nbuckets - 1)]; e; e = e->next)
+        if (e->hash == hash && e->name_len == len && memcmp(e->name, name, len) == 0)
+            return e;
+    return NULL;
+}
+
+rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
+{
+    uint64_t hash = rl__hash(name, len);
+    rl__entry *e = lookup(c, name, len, hash);
+    size_t klen;
+
+    if (e)
+        return e;
+    if (c->nentries >= c->nbuckets && grow(c) != 0)
+        return NULL;
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    klen = c->prefix_len + 1 + len + 1;
+    e->name = rl__memdup(name, len);
+    e->key = malloc(klen + 1);
+    e->channel = malloc(klen + sizeof ":release");
+    if (!e->name || !e->key || !e->channel) {
+        free(e->name);
+        free(e->key);
+        free(e->channel);
+        free(e);
+        return NULL;
+    }
+    e->name_len = len;
+    e->hash = hash;
+    memcpy(e->key, c->prefix, c->prefix_len);
+    e->key[c->prefix_len] = '{';
+    memcpy(e->key + c->prefix_len + 1, name, len);
+    e->key[klen - 1] = '}';
+    e->key[klen] = '\0';
+    e->key_len = klen;
+    memcpy(e->channel, e->key, klen);
+    memcpy(e->channel + klen, ":release", sizeof ":release");
+    e->channel_len = klen + sizeof ":release" - 1;
+    e->next = c->buckets[hash & (c->nbuckets - 1)];
+    c->buckets[hash & (c->nbuckets - 1)] = e;
+    c->nentries++;
+    return e;
+}
+
+static void entry_free(rl__entry *e)
+{
+    free(e->name);
+    free(e->key);
+    free(e->channel);
+    free(e);
+}
+
+void rl__entry_maybe_free(rl_client *c, rl__entry *e)
+{
+    rl__entry **pp;
+
+    if (e->handles || e->holds || e->waiters || e->sub_state != RL__SUB_NONE)
+        return;
+    for (pp = &c->buckets[e->hash & (c->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            c->nentries--;
+            entry_free(e);
+            return;
+        }
+    }
+}
+
+rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len)
+{
+    size_t tail = sizeof "}:release" - 1;
+
+    if (len < c->prefix_len + 1 + tail + 1 || memcmp(ch, c->prefix, c->prefix_len) != 0 ||
+        ch[c->prefix_len] != '{' || memcmp(ch + len - tail, "}:release", tail) != 0)
+        return NULL;
+    ch += c->prefix_len + 1;
+    len -= c->prefix_len + 1 + tail;
+    return lookup(c, ch, len, rl__hash(ch, len));
+}
+
+void rl__entry_free_all(rl_client *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->nbuckets; i++) {
+        rl__entry *e = c->buckets[i], *next;
+        for (; e; e = next) {
+            next = e->next;
+            entry_free(e);
+        }
+    }
+    free(c->buckets);
+    c->buckets = NULL;
+    c->nbuckets = c->nentries = 0;
+}
+
+/* ---- local waiters ---------------------------------------------------- */
+
+void rl__queue_push(rl__entry *e, rl__waiter *w)
+{
+    w->next = NULL;
+    w->kicked = 0;
+    if (e->q_tail)
+        e->q_tail->next = w;
+    else
+        e->q_head = w;
+    e->q_tail = w;
+    e->waiters++;
+}
+
+void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w)
+{
+    rl__waiter **pp, *prev = NULL;
+    int was_head = e->q_head == w;
+
+    for (pp = &e->q_head; *pp; prev = *pp, pp = &(*pp)->next) {
+        if (*pp == w) {
+            *pp = w->next;
+            if (e->q_tail == w)
+                e->q_tail = prev;
+            e->waiters--;
+            break;
+        }
+    }
+    if (was_head)
+        rl__queue_kick_head(e);
+    if (!e->q_head && e->sub_want) {
+        e->sub_want = 0;
+        rl__sub_poke(c);
+    }
+}
+
+void rl__queue_kick_head(rl__entry *e)
+{
+    if (e->q_head && !e->q_head->kicked) {
+        e->q_head->kicked = 1;
+        pthread_cond_signal(&e->q_head->cond);
+    }
+}
+
+void rl__queue_kick_all(rl_client *c)
+{
+    size_t i;
+
+    for (i = 0; i < c->nbuckets; i++) {
+        rl__entry *e;
+        for (e = c->buckets[i]; e; e = e->next)
+            rl__queue_kick_head(e);
+    }
+}
+
+/* ---- holds ------------------------------------------------------------ */
+
+rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog)
+{
+    rl__hold *h = calloc(1, sizeof *h);
+
+    if (!h)
+        return NULL;
+    h->client = c;
+    h->entry = e;
+    h->tid = tid;
+    h->lease_ms = lease_ms;
+    h->watchdog = watchdog;
+    atomic_init(&h->lost, 0);
+    atomic_init(&h->expiry_ms, 0);
+    return h;
+}
+
+void rl__hold_insert(rl_client *c, rl__hold *h)
+{
+    h->serial = ++c->next_serial;
+    h->c_prev = NULL;
+    h->c_next = c->holds;
+    if (c->holds)
+        c->holds->c_prev = h;
+    c->holds = h;
+    c->nholds++;
+    h->refs = 1;
+    h->in_table = 1;
+    h->entry->holds++;
+    h->entry->local_live++;
+}
+
+void rl__hold_remove(rl_client *c, rl__hold *h)
+{
+    if (!h->in_table)
+        return;
+    if (h->c_prev)
+        h->c_prev->c_next = h->c_next;
+    else
+        c->holds = h->c_next;
+    if (h->c_next)
+        h->c_next->c_prev = h->c_prev;
+    h->c_next = h->c_prev = NULL;
+    c->nholds--;
+    h->in_table = 0;
+    if (!atomic_load(&h->lost))
+        h->entry->local_live--;
+    /* A local waiter may now take the name: wake it without a round trip. */
+    rl__queue_kick_head(h->entry);
+    rl__hold_unref(c, h);
+}
+
+void rl__hold_unref(rl_client *c, rl__hold *h)
+{
+    rl__entry *e = h->entry;
+
+    if (--h->refs > 0)
+        return;
+    e->holds--;
+    free(h);
+    rl__entry_maybe_free(c, e);
+}
+
+int rl__hold_is_lost(const rl__hold *h, int64_t now)
+{
+    return atomic_load_explicit(&h->lost, memory_order_acquire) ||
+           now >= atomic_load_explicit(&h->expiry_ms, memory_order_relaxed);
+}
+
+void rl__hold_confirm(rl__hold *h, int64_t sent_ms, long lease_ms, long drift_ms)
+{
+    long long expiry = sent_ms + lease_ms - drift_ms;
+    long long cur = atomic_load(&h->expiry_ms);
+
+    /* Only ever forward: an older confirmation must not shorten a newer one. */
+    while (expiry > cur && !atomic_compare_exchange_weak(&h->expiry_ms, &cur, expiry))
+        ;
+}
+
+/* Flag the hold lost; the watchdog reports it to on_lost. Returns 1 the
+ * first time. */
+int rl__hold_mark_lost(rl_client *c, rl__hold *h)
+{
+    if (atomic_exchange(&h->lost, 1) != 0)
+        return 0;
+    if (h->in_table) {
+        h->entry->local_live--;
+        rl__watchdog_poke(c);
+    }
+    return 1;
+}

@@ -1,0 +1,645 @@
+/*
+ * The rl_lock API: acquire (with the local queue and the wait on release
+ * notices), reentry, release, and the resolution of operations whose reply
+ * was lost.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+struct rl_lock {
+    rl_client *client;
+    rl__entry *entry;
+};
+
+#define RL__RETRY (-100)   /* internal: the change was not applied; send it again */
+
+static int check_lock(const rl_lock *lock)
+{
+    rl__err_clear();
+    if (!lock)
+        return rl__err(RL_EINVAL, "lock is NULL");
+    return rl__client_enter(lock->client);
+}
+
+int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
+{
+    rl_lock *lock;
+    rl__entry *e;
+    int rc;
+
+    rl__err_clear();
+    if (!out || !client || !name)
+        return rl__err(RL_EINVAL, "out, client and name must not be NULL");
+    if (len == 0 || len > RL_NAME_MAX)
+        return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
+    if (!rl__registry_has(client))
+        return rl__err(RL_EINVAL, "not a live client (freed already?)");
+    if ((rc = rl__client_enter(client)) != RL_OK)
+        return rc;
+    lock = malloc(sizeof *lock);
+    if (!lock)
+        return rl__err(RL_ENOMEM, "out of memory");
+    pthread_mutex_lock(&client->mu);
+    e = rl__entry_get(client, name, len);
+    if (e)
+        e->handles++;
+    pthread_mutex_unlock(&client->mu);
+    if (!e) {
+        free(lock);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    atomic_fetch_add(&client->refs, 1);
+    lock->client = client;
+    lock->entry = e;
+    *out = lock;
+    return RL_OK;
+}
+
+int rl_lock_new(rl_lock **out, rl_client *client, const char *name)
+{
+    if (!name) {
+        rl__err_clear();
+        return rl__err(RL_EINVAL, "name is NULL");
+    }
+    return rl_lock_new_bin(out, client, name, strnlen(name, RL_NAME_MAX + 1));
+}
+
+void rl_lock_free(rl_lock *lock)
+{
+    rl_client *c;
+
+    if (!lock)
+        return;
+    c = lock->client;
+    if (!atomic_load(&c->closed))
+        rl__client_enter(c);
+    pthread_mutex_lock(&c->mu);
+    lock->entry->handles--;
+    rl__entry_maybe_free(c, lock->entry);
+    pthread_mutex_unlock(&c->mu);
+    free(lock);
+    rl__client_unref(c);
+}
+
+/* ---- talking to Redis -------------------------------------------------- */
+
+typedef struct op {
+    rl_client *c;
+    rl__entry *e;
+    char owner[RL__OWNER_MAX];
+    size_t owner_len;
+} op;
+
+static void op_init(op *o, rl_client *c, rl__entry *e, uint64_t tid)
+{
+    o->c = c;
+    o->e = e;
+    o->owner_len = (size_t)rl__client_owner(c, tid, o->owner);
+}
+
+/*
+ * After a lost reply: fence off the connection that carried the change (a
+ * killed client's unread commands are never run), then read our count.
+ */
+static int read_count(op *o, long long dead_id, long long *count)
+{
+    rl__conn *conn;
+    redisReply *r = NULL;
+    char idbuf[24];
+    int rc, n = 0, i;
+
+    if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
+        return rc;
+    if (dead_id >= 0) {
+        const char *argv[4] = { "CLIENT", "KILL", "ID", idbuf };
+        size_t lens[4] = { 6, 4, 2, 0 };
+        lens[3] = (size_t)snprintf(idbuf, sizeof idbuf, "%lld", dead_id);
+        redisAppendCommandArgv(conn->ctx, 4, argv, lens);
+        n++;
+    }
+    {
+        const char *argv[3] = { "HGET", o->e->key, o->owner };
+        size_t lens[3] = { 4, o->e->key_len, o->owner_len };
+        redisAppendCommandArgv(conn->ctx, 3, argv, lens);
+        n++;
+    }
+    rc = RL_OK;
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            rc = rl__err(RL_ECONN, "reading back a hold count: %s", conn->ctx->errstr);
+            break;
+        }
+        if (i == n - 1)
+            rc = rl__reply_count(r, count);
+        freeReplyObject(r);
+    }
+    rl__pool_put(o->c, conn);
+    return rc;
+}
+
+/*
+ * Run the acquire or release script for a hold of `held`. A lost reply is
+ * resolved by reading the count back: the count success would produce
+ * means applied, the count we started from means not applied (RL__RETRY).
+ * When even that fails, RL_ECONN with *unresolved set to the fenced id.
+ */
+static int run_change(op *o, int script, long long held, long lease_ms,
+                      int64_t *sent_ms, rl__result *res, long long *unresolved)
+{
+    char heldbuf[24], leasebuf[24];
+    const char *args[5];
+    size_t lens[5];
+    rl__conn *conn;
+    redisReply *r;
+    long long dead_id, count;
+    int rc, nkeys;
+
+    lens[0] = 0;
+    snprintf(heldbuf, sizeof heldbuf, "%lld", held);
+    snprintf(leasebuf, sizeof leasebuf, "%ld", lease_ms);
+    args[0] = o->e->key;
+    lens[0] = o->e->key_len;
+    if (script == RL__S_ACQUIRE) {
+        nkeys = 1;
+        args[1] = leasebuf;
+        args[2] = o->owner;
+        args[3] = heldbuf;
+    } else {
+        nkeys = 2;
+        args[1] = o->e->channel;
+        args[2] = o->owner;
+        args[3] = heldbuf;
+        args[4] = leasebuf;
+        lens[1] = o->e->channel_len;
+    }
+    if (script == RL__S_ACQUIRE) {
+        lens[1] = strlen(leasebuf);
+        lens[2] = o->owner_len;
+        lens[3] = strlen(heldbuf);
+    } else {
+        lens[2] = o->owner_len;
+        lens[3] = strlen(heldbuf);
+        lens[4] = strlen(leasebuf);
+    }
+
+    *unresolved = -1;
+    if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
+        return rc;               /* nothing was sent */
+    *sent_ms = rl__now_ms();
+    rc = rl__conn_script(o->c, conn, script, &r, nkeys, script == RL__S_ACQUIRE ? 4 : 5,
+                         args, lens);
+    if (rc == RL_OK) {
+        rc = rl__reply_result(r, res);
+        freeReplyObject(r);
+        rl__pool_put(o->c, conn);
+        return rc;
+    }
+    dead_id = conn->server_id;
+    rl__pool_put(o->c, conn);
+    if (rc != RL_ECONN)
+        return rc;
+
+    rl__log(o->c, RL_LOG_WARN, "rlock: reply lost on %.*s, reading the hold count back",
+            (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key);
+    if ((rc = read_count(o, dead_id, &count)) != RL_OK) {
+        *unresolved = dead_id < 0 ? 0 : dead_id;
+        return rl__err(RL_ECONN, "outcome unknown (%s)", rl_last_error());
+    }
+    if (script == RL__S_ACQUIRE) {
+        if (count == held + 1) {
+            res->code = RL__R_DONE;
+            res->value = count;
+            return RL_OK;
+        }
+        if (count == held)
+            return RL__RETRY;
+    } else {
+        long long want = held > 0 ? held - 1 : 0;
+        if (count == want) {
+            res->code = RL__R_DONE;
+            res->value = count;
+            return RL_OK;
+        }
+        if (count == held)
+            return RL__RETRY;
+    }
+    if (count == 0) {
+        res->code = RL__R_NOTOWNER;
+        res->value = 0;
+        return RL_OK;
+    }
+    res->code = RL__R_MISMATCH;
+    res->value = count;
+    return RL_OK;
+}
+
+static int run_change_retrying(op *o, int script, long long held, long lease_ms,
+                               int64_t *sent_ms, rl__result *res, long long *unresolved)
+{
+    int rc, attempt;
+
+    for (attempt = 0; attempt < 3; attempt++) {
+        rc = run_change(o, script, held, lease_ms, sent_ms, res, unresolved);
+        if (rc != RL__RETRY)
+            return rc;
+    }
+    return rl__err(RL_ECONN, "the change was lost three times in a row");
+}
+
+/* ---- holds of the calling thread --------------------------------------- */
+
+static void flag_lost(rl_client *c, rl__hold *h)
+{
+    pthread_mutex_lock(&c->mu);
+    rl__hold_mark_lost(c, h);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The thread no longer holds h: take it out of every list. */
+static void hold_done(rl_client *c, rl__thread *t, rl__hold *h)
+{
+    rl__thread_unlink(t, h);
+    pthread_mutex_lock(&c->mu);
+    rl__hold_remove(c, h);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Resolve an earlier change of h whose outcome stayed unknown. */
+static int settle(op *o, rl__thread *t, rl__hold *h)
+{
+    long long count;
+    int rc = read_count(o, h->pending_conn_id, &count);
+
+    if (rc != RL_OK)
+        return rl__err(RL_ECONN, "an earlier change is still unresolved (%s)", rl_last_error());
+    if (count == h->count + h->pending_delta) {
+        h->count += h->pending_delta;
+    } else if (count != h->count) {
+        h->pending_delta = 0;
+        flag_lost(o->c, h);
+        if (h->count == 0)
+            hold_done(o->c, t, h);
+        return rl__err(count == 0 ? RL_ELOST : RL_EPROTO,
+                       "hold count in Redis is %lld, expected %d", count, h->count);
+    }
+    h->pending_delta = 0;
+    if (h->count == 0) {
+        hold_done(o->c, t, h);
+        return RL_ENOTOWNER;
+    }
+    return RL_OK;
+}
+
+static int reenter(op *o, rl__thread *t, rl__hold *h)
+{
+    rl__result res;
+    long long unresolved;
+    int64_t sent;
+    int rc;
+
+    if (h->pending_delta && (rc = settle(o, t, h)) != RL_OK)
+        return rc == RL_ENOTOWNER ? RL__RETRY : rc;
+    if (rl__hold_is_lost(h, rl__now_ms())) {
+        flag_lost(o->c, h);
+        return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
+    }
+    rc = run_change_retrying(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved);
+    if (rc == RL_ECONN && unresolved >= 0) {
+        h->pending_delta = 1;
+        h->pending_conn_id = unresolved;
+    }
+    if (rc != RL_OK)
+        return rc;
+    if (res.code == RL__R_DONE && res.value == h->count + 1) {
+        h->count++;
+        rl__hold_confirm(h, sent, h->lease_ms, o->c->drift_ms);
+        return RL_OK;
+    }
+    flag_lost(o->c, h);
+    if (res.code == RL__R_NOTOWNER)
+        return rl__err(RL_ELOST, "the lock is no longer held by this thread in Redis");
+    return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
+}
+
+static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
+{
+    rl_client *c = o->c;
+    rl__entry *e = o->e;
+    int watchdog = lease_ms == RL_LEASE_WATCHDOG;
+    long lease = watchdog ? c->lease_ms : lease_ms;
+    int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : rl__now_ms() + wait_ms;
+    int64_t sent = 0, wake_at, now;
+    long long unresolved;
+    long backoff = 0;
+    rl__result res;
+    rl__waiter w;
+    rl__hold *h;
+    int rc, first = 1;
+
+    h = rl__hold_new(c, e, t->id, lease, watchdog);
+    if (!h || rl__cond_init(&w.cond) != 0) {
+        free(h);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+
+    pthread_mutex_lock(&c->mu);
+    if ((rc = rl__watchdog_ensure(c)) != RL_OK)
+        goto out;
+    rl__queue_push(e, &w);
+    /* Single flight: only the head of the local queue talks to Redis. */
+    while (e->q_head != &w) {
+        if (deadline >= 0 && rl__now_ms() >= deadline) {
+            rc = rl__err(RL_ETIMEDOUT, "timed out behind other threads of this process");
+            goto dequeue;
+        }
+        rl__cond_wait_until(&w.cond, &c->mu, deadline);
+        w.kicked = 0;
+    }
+
+    for (;; first = 0) {
+        now = rl__now_ms();
+        if (!first && deadline >= 0 && now >= deadline) {
+            rc = rl__err(RL_ETIMEDOUT, "timed out waiting for the lock%s",
+                         backoff ? " (Redis unreachable)" : "");
+            goto dequeue;
+        }
+        if (e->local_live > 0) {
+            /* A thread of this process holds it: its release wakes us. */
+            if (wait_ms == 0) {
+                rc = rl__err(RL_EBUSY, "held by another thread of this process");
+                goto dequeue;
+            }
+            wake_at = now + lease;
+        } else {
+            w.kicked = 0;
+            pthread_mutex_unlock(&c->mu);
+            rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved);
+            pthread_mutex_lock(&c->mu);
+            if (rc == RL_OK && res.code == RL__R_DONE) {
+                rl__hold_insert(c, h);
+                h->count = 1;
+                rl__hold_confirm(h, sent, lease, c->drift_ms);
+                rl__watchdog_poke(c);
+                rl__thread_link(t, h);
+                h = NULL;
+                goto dequeue;
+            }
+            if (rc == RL_OK && res.code == RL__R_BUSY) {
+                if (wait_ms == 0) {
+                    rc = rl__err(RL_EBUSY, "held by another owner");
+                    goto dequeue;
+                }
+                if (!e->sub_want) {
+                    e->sub_want = 1;
+                    if ((rc = rl__sub_ensure(c)) != RL_OK)
+                        goto dequeue;
+                    rl__sub_poke(c);
+                }
+                /* Sleep until a release notice, the holder's lease, or our deadline. */
+                wake_at = now + (res.value > 0 ? res.value : res.value == -2 ? 0 : lease);
+                backoff = 0;
+            } else if (rc == RL_ECONN && wait_ms != 0) {
+                /* Ride out the outage until the deadline; reconnects are retried. */
+                backoff = backoff ? (backoff * 2 > 1000 ? 1000 : backoff * 2) : 50;
+                wake_at = now + backoff;
+            } else {
+                if (rc == RL_OK)
+                    rc = rl__err(RL_EPROTO, "unexpected acquire result %d", res.code);
+                goto dequeue;
+            }
+        }
+        if (deadline >= 0 && wake_at > deadline)
+            wake_at = deadline;
+        while (!w.kicked && rl__now_ms() < wake_at)
+            rl__cond_wait_until(&w.cond, &c->mu, wake_at);
+        w.kicked = 0;
+    }
+
+dequeue:
+    rl__queue_remove(c, e, &w);
+out:
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_destroy(&w.cond);
+    free(h);
+    return rc;
+}
+
+int rl_lock_acquire(rl_lock *lock)
+{
+    return rl_lock_try_acquire(lock, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+}
+
+int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
+{
+    rl__thread *t;
+    rl__hold *h;
+    op o;
+    int rc;
+
+    if ((rc = check_lock(lock)) != RL_OK)
+        return rc;
+    if (wait_ms < 0 && wait_ms != RL_WAIT_FOREVER)
+        return rl__err(RL_EINVAL, "wait_ms must be >= 0 or RL_WAIT_FOREVER");
+    if (lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG)
+        return rl__err(RL_EINVAL, "lease_ms must be > 0 or RL_LEASE_WATCHDOG");
+    t = rl__thread_self();
+    op_init(&o, lock->client, lock->entry, t->id);
+    h = rl__thread_find(t, lock->client, lock->entry);
+    if (h) {
+        rc = reenter(&o, t, h);
+        if (rc != RL__RETRY)
+            return rc;
+        /* The hold turned out to be gone already: take the lock anew. */
+    }
+    return acquire_new(&o, t, wait_ms, lease_ms);
+}
+
+/* One hold of a lost lease is given back: locally only, until the last. */
+static int release_lost(op *o, rl__thread *t, rl__hold *h)
+{
+    int64_t sent;
+    rl__result res;
+    long long unresolved;
+
+    flag_lost(o->c, h);
+    if (--h->count > 0)
+        return rl__err(RL_ELOST, "the lease of this hold was lost");
+    /* Last hold: remove our field if it is still there (it may be, when the
+     * loss was only presumed), never anyone else's. */
+    run_change(o, RL__S_RELEASE, 0, 0, &sent, &res, &unresolved);
+    hold_done(o->c, t, h);
+    return rl__err(RL_ELOST, "the lease of this hold was lost");
+}
+
+int rl_lock_release(rl_lock *lock)
+{
+    rl_client *c;
+    rl__thread *t;
+    rl__hold *h;
+    rl__result res;
+    long long unresolved;
+    int64_t sent;
+    op o;
+    int rc;
+
+    if ((rc = check_lock(lock)) != RL_OK)
+        return rc;
+    c = lock->client;
+    t = rl__thread_self();
+    h = rl__thread_find(t, c, lock->entry);
+    if (!h)
+        return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
+    op_init(&o, c, lock->entry, t->id);
+    if (h->pending_delta && (rc = settle(&o, t, h)) != RL_OK)
+        return rc;
+    if (rl__hold_is_lost(h, rl__now_ms()))
+        return release_lost(&o, t, h);
+
+    if (h->count == 1) {
+        pthread_mutex_lock(&c->mu);
+        h->releasing = 1;
+        pthread_mutex_unlock(&c->mu);
+    }
+    rc = run_change_retrying(&o, RL__S_RELEASE, h->count, h->watchdog ? h->lease_ms : 0,
+                             &sent, &res, &unresolved);
+    if (rc != RL_OK) {
+        if (rc == RL_ECONN && unresolved >= 0) {
+            h->pending_delta = -1;
+            h->pending_conn_id = unresolved;
+        }
+        pthread_mutex_lock(&c->mu);
+        h->releasing = 0;
+        pthread_mutex_unlock(&c->mu);
+        return rc;
+    }
+    if (res.code == RL__R_DONE && res.value == h->count - 1) {
+        if (--h->count == 0) {
+            hold_done(c, t, h);
+        } else if (h->watchdog) {
+            rl__hold_confirm(h, sent, h->lease_ms, c->drift_ms);
+        }
+        return RL_OK;
+    }
+    pthread_mutex_lock(&c->mu);
+    h->releasing = 0;
+    pthread_mutex_unlock(&c->mu);
+    if (res.code == RL__R_NOTOWNER) {
+        flag_lost(c, h);
+        if (--h->count == 0)
+            hold_done(c, t, h);
+        return rl__err(RL_ELOST, "the lock was no longer held by this thread in Redis");
+    }
+    flag_lost(c, h);
+    return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
+}
+
+int rl_lock_force_release(rl_lock *lock)
+{
+    rl_client *c;
+    rl__conn *conn;
+    redisReply *r;
+    rl__result res;
+    rl__hold *h;
+    const char *args[2];
+    size_t lens[2];
+    int rc;
+
+    if ((rc = check_lock(lock)) != RL_OK)
+        return rc;
+    c = lock->client;
+    args[0] = lock->entry->key;
+    lens[0] = lock->entry->key_len;
+    args[1] = lock->entry->channel;
+    lens[1] = lock->entry->channel_len;
+    if ((rc = rl__pool_get(c, &conn)) != RL_OK)
+        return rc;
+    rc = rl__conn_script(c, conn, RL__S_FORCE, &r, 2, 2, args, lens);
+    rl__pool_put(c, conn);
+    if (rc != RL_OK)
+        return rc;
+    rc = rl__reply_result(r, &res);
+    freeReplyObject(r);
+    if (rc == RL_OK && (h = rl__thread_find(rl__thread_self(), c, lock->entry)))
+        flag_lost(c, h);
+    return rc;
+}
+
+int rl_lock_hold_count(const rl_lock *lock)
+{
+    const rl__hold *h;
+
+    if (!lock)
+        return rl__err(RL_EINVAL, "lock is NULL");
+    if (atomic_load(&lock->client->closed))
+        return rl__err(RL_EINVAL, "the client was freed");
+    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    return h ? h->count : 0;
+}
+
+int rl_lock_interrupted(const rl_lock *lock)
+{
+    const rl__hold *h;
+
+    if (!lock)
+        return rl__err(RL_EINVAL, "lock is NULL");
+    if (atomic_load(&lock->client->closed))
+        return rl__err(RL_EINVAL, "the client was freed");
+    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
+}
+
+/* One plain command on the lock's key, returning an integer. */
+static int key_query(rl_lock *lock, const char *cmd, long long *out)
+{
+    const char *argv[2];
+    size_t lens[2];
+    rl__conn *conn;
+    redisReply *r;
+    int rc;
+
+    if ((rc = check_lock(lock)) != RL_OK)
+        return rc;
+    argv[0] = cmd;
+    lens[0] = strlen(cmd);
+    argv[1] = lock->entry->key;
+    lens[1] = lock->entry->key_len;
+    if ((rc = rl__pool_get(lock->client, &conn)) != RL_OK)
+        return rc;
+    rc = rl__conn_call(conn, &r, 2, argv, lens);
+    rl__pool_put(lock->client, conn);
+    if (rc != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER)
+        *out = r->integer;
+    else if (r->type == REDIS_REPLY_ERROR)
+        rc = rl__reply_error_status(r);
+    else
+        rc = rl__err(RL_EPROTO, "%s did not return an integer", cmd);
+    freeReplyObject(r);
+    return rc;
+}
+
+int rl_lock_is_locked(rl_lock *lock)
+{
+    long long n = 0;
+    int rc = key_query(lock, "EXISTS", &n);
+
+    return rc == RL_OK ? n > 0 : rc;
+}
+
+int rl_lock_ttl(rl_lock *lock, long *ttl_ms)
+{
+    long long n = 0;
+    int rc;
+
+    if (!ttl_ms) {
+        rl__err_clear();
+        return rl__err(RL_EINVAL, "ttl_ms is NULL");
+    }
+    if ((rc = key_query(lock, "PTTL", &n)) == RL_OK)
+        *ttl_ms = (long)n;
+    return rc;
+}

@@ -1,0 +1,86 @@
+/*
+ * How rlock reads Redis replies. Pure: takes a parsed reply, trusts nothing
+ * about its shape, and turns it into a status or a value.
+ */
+#include <string.h>
+
+#include "rlock_int.h"
+
+static int is_int(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_INTEGER;
+}
+
+int rl__reply_error_status(const redisReply *reply)
+{
+    const char *s = reply->str ? reply->str : "";
+    int len = (int)(reply->len > 400 ? 400 : reply->len);
+
+    if (strncmp(s, "WRONGPASS", 9) == 0 || strncmp(s, "NOAUTH", 6) == 0 ||
+        strstr(s, "invalid password") || strstr(s, "invalid username-password"))
+        return rl__err(RL_EAUTH, "%.*s", len, s);
+    return rl__err(RL_EREDIS, "%.*s", len, s);
+}
+
+int rl__reply_result(const redisReply *reply, rl__result *out)
+{
+    if (!reply)
+        return rl__err(RL_EPROTO, "no reply");
+    if (reply->type == REDIS_REPLY_ERROR)
+        return rl__reply_error_status(reply);
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        !is_int(reply->element[0]) || !is_int(reply->element[1]))
+        return rl__err(RL_EPROTO, "unexpected reply shape from an rlock script");
+    out->code = (int)reply->element[0]->integer;
+    out->value = reply->element[1]->integer;
+    if (out->code < RL__R_MISMATCH || out->code > RL__R_DONE)
+        return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
+                       (long long)reply->element[0]->integer);
+    return RL_OK;
+}
+
+int rl__reply_count(const redisReply *reply, long long *out)
+{
+    long long v = 0;
+    size_t i;
+
+    if (!reply)
+        return rl__err(RL_EPROTO, "no reply");
+    if (reply->type == REDIS_REPLY_ERROR)
+        return rl__reply_error_status(reply);
+    if (reply->type == REDIS_REPLY_NIL) {
+        *out = 0;
+        return RL_OK;
+    }
+    if (reply->type == REDIS_REPLY_INTEGER) {
+        *out = reply->integer;
+        return RL_OK;
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len == 0 || reply->len > 18)
+        return rl__err(RL_EPROTO, "hold count is not a number");
+    for (i = 0; i < reply->len; i++) {
+        if (reply->str[i] < '0' || reply->str[i] > '9')
+            return rl__err(RL_EPROTO, "hold count is not a number");
+        v = v * 10 + (reply->str[i] - '0');
+    }
+    *out = v;
+    return RL_OK;
+}
+
+int rl__reply_flags(const redisReply *reply, size_t n, const char **out)
+{
+    size_t i;
+
+    if (!reply)
+        return rl__err(RL_EPROTO, "no reply");
+    if (reply->type == REDIS_REPLY_ERROR)
+        return rl__reply_error_status(reply);
+    if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
+        reply->len != n)
+        return rl__err(RL_EPROTO, "renewal reply has the wrong length");
+    for (i = 0; i < n; i++)
+        if (reply->str[i] != '0' && reply->str[i] != '1')
+            return rl__err(RL_EPROTO, "renewal reply holds a bad flag");
+    *out = reply->str;
+    return RL_OK;
+}

@@ -1,0 +1,263 @@
+/*
+ * Internal declarations shared between rlock's source files. Nothing here is
+ * exported: every symbol is hidden and uses the rl__ prefix.
+ */
+#ifndef RLOCK_INT_H
+#define RLOCK_INT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#include "rlock.h"
+
+#define RL__UUID_LEN   36
+#define RL__OWNER_MAX  (RL__UUID_LEN + 1 + 20 + 1)
+#define RL__RENEW_BATCH 1000   /* (key, owner) pairs per renewal script call */
+
+#if defined(__GNUC__)
+#  define RL__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#  define RL__PRINTF(f, a)
+#endif
+
+/* ---- util.c ---------------------------------------------------------- */
+
+int64_t rl__now_ms(void);                       /* CLOCK_MONOTONIC, ms */
+int rl__cond_init(pthread_cond_t *cond);        /* a condvar on CLOCK_MONOTONIC */
+/* Wait on cond until signalled or the monotonic deadline (ms; < 0: forever). */
+int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ms);
+uint64_t rl__hash(const void *data, size_t len);
+char *rl__strdup(const char *s);
+void *rl__memdup(const void *p, size_t len);
+
+/* ---- error.c --------------------------------------------------------- */
+
+/* Record the detail of a failure for rl_last_error() and return status. */
+int rl__err(int status, const char *fmt, ...) RL__PRINTF(2, 3);
+void rl__err_clear(void);
+void rl__log(rl_client *c, int level, const char *fmt, ...) RL__PRINTF(3, 4);
+
+/* ---- url.c (pure) ---------------------------------------------------- */
+
+typedef struct rl__url {
+    int is_unix;
+    char *host;     /* TCP host, brackets stripped */
+    int port;
+    char *path;     /* unix socket path */
+    char *user;     /* NULL: none */
+    char *pass;     /* NULL: none */
+    int db;
+} rl__url;
+
+int rl__url_parse(rl__url *out, const char *url);
+void rl__url_clear(rl__url *url);
+
+/* ---- reply.c (pure) -------------------------------------------------- */
+
+/* What a script said, decoded from its reply. */
+typedef struct rl__result {
+    int code;           /* see RL__R_* */
+    long long value;    /* count, or PTTL when busy */
+} rl__result;
+
+#define RL__R_DONE      1   /* applied; value = new count */
+#define RL__R_BUSY      0   /* held by another; value = PTTL */
+#define RL__R_NOTOWNER (-1) /* our field is absent */
+#define RL__R_MISMATCH (-2) /* our field holds another count; value = it */
+
+int rl__reply_result(const redisReply *reply, rl__result *out);
+int rl__reply_count(const redisReply *reply, long long *out); /* HGET: nil → 0 */
+int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
+int rl__reply_error_status(const redisReply *reply);
+
+/* ---- scripts.c ------------------------------------------------------- */
+
+enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE, RL__S_COUNT };
+extern const char *const rl__script_src[RL__S_COUNT];
+
+/* ---- thread.c -------------------------------------------------------- */
+
+typedef struct rl__hold rl__hold;
+
+typedef struct rl__thread {
+    uint64_t id;            /* per-process counter, 0 until first use */
+    rl__hold *holds;        /* this thread's holds, through any client */
+} rl__thread;
+
+rl__thread *rl__thread_self(void);
+rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry);
+void rl__thread_link(rl__thread *t, rl__hold *h);
+void rl__thread_unlink(rl__thread *t, rl__hold *h);
+void rl__thread_forget_all(void);      /* fork child: the thread holds nothing */
+
+/* ---- conn.c ---------------------------------------------------------- */
+
+typedef struct rl__conn {
+    redisContext *ctx;
+    long long server_id;    /* CLIENT ID, or -1 when unknown */
+    struct rl__conn *next;  /* idle list */
+    struct rl__conn *all_next, *all_prev; /* every connection of the client */
+} rl__conn;
+
+int rl__conn_open(rl_client *c, rl__conn **out);
+void rl__conn_close(rl_client *c, rl__conn *conn);
+int rl__pool_get(rl_client *c, rl__conn **out);
+void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
+int rl__conn_broken(const rl__conn *conn);
+
+/* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
+int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
+                  const char **argv, const size_t *lens);
+/* EVALSHA of one of rlock's scripts, loading it again on NOSCRIPT. */
+int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
+                    int nkeys, int nargs, const char **args, const size_t *lens);
+int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
+
+/* ---- holds.c: name entries, holds, local waiter queues ---------------- */
+
+typedef struct rl__waiter {
+    struct rl__waiter *next;
+    pthread_cond_t cond;
+    int kicked;
+} rl__waiter;
+
+enum { RL__SUB_NONE, RL__SUB_SENT, RL__SUB_ON, RL__SUB_OFF_SENT };
+
+typedef struct rl__entry {
+    struct rl__entry *next;         /* hash chain */
+    uint64_t hash;
+    char *name;
+    size_t name_len;
+    char *key;                      /* <prefix>{<name>} */
+    size_t key_len;
+    char *channel;                  /* <prefix>{<name>}:release */
+    size_t channel_len;
+    int handles, holds, waiters;    /* what keeps the entry alive */
+    rl__waiter *q_head, *q_tail;    /* local FIFO of waiting threads */
+    int local_live;                 /* holds of this process not lost */
+    int sub_want, sub_state;        /* subscriber's view of the release channel */
+} rl__entry;
+
+struct rl__hold {
+    rl__hold *t_next, *t_prev;      /* owner thread's list; owner thread only */
+    rl__hold *c_next, *c_prev;      /* client's list; under client mutex */
+    rl_client *client;
+    rl__entry *entry;
+    uint64_t tid;
+    uint64_t serial;
+    int count;                      /* owner thread only */
+    long lease_ms;
+    int watchdog;                   /* renewed by the watchdog */
+    atomic_int lost;
+    atomic_llong expiry_ms;         /* last confirmed expiry, local clock, less drift */
+    int releasing;                  /* under mutex: final release in flight */
+    int refs;                       /* under mutex */
+    int reported;                   /* under mutex: on_lost called */
+    int in_table;                   /* under mutex */
+    /* An operation whose outcome is unknown, to resolve before the next. */
+    int pending_delta;              /* +1 or -1, 0: none */
+    long long pending_conn_id;
+};
+
+rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len); /* mutex held */
+void rl__entry_maybe_free(rl_client *c, rl__entry *e);               /* mutex held */
+rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len);
+void rl__entry_free_all(rl_client *c);
+
+void rl__queue_push(rl__entry *e, rl__waiter *w);
+void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w);
+void rl__queue_kick_head(rl__entry *e);
+void rl__queue_kick_all(rl_client *c);
+
+rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog);
+void rl__hold_insert(rl_client *c, rl__hold *h);                     /* mutex held */
+void rl__hold_remove(rl_client *c, rl__hold *h);                     /* mutex held */
+void rl__hold_unref(rl_client *c, rl__hold *h);                      /* mutex held */
+int rl__hold_is_lost(const rl__hold *h, int64_t now);
+void rl__hold_confirm(rl__hold *h, int64_t sent_ms, long lease_ms, long drift_ms);
+int rl__hold_mark_lost(rl_client *c, rl__hold *h);                   /* mutex held */
+
+/* ---- client.c -------------------------------------------------------- */
+
+struct rl_client {
+    atomic_int refs;                /* 1 for the user, 1 per rl_lock */
+    atomic_int closed;
+    atomic_int forked;              /* set in a fork child: rebuild before use */
+    rl_client *reg_next;            /* process registry, for pthread_atfork */
+
+    rl__url url;
+    char *prefix;
+    size_t prefix_len;
+    long lease_ms, renew_ms, drift_ms;
+    long connect_ms, command_ms;
+    int pool_size;
+    void (*on_lost)(const char *name, size_t len, void *payload);
+    void (*log)(int level, const char *message, void *payload);
+    void *payload;
+
+    char uuid[RL__UUID_LEN + 1];
+    char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
+
+    pthread_mutex_t mu;             /* guards everything below */
+
+    /* pool */
+    rl__conn *idle;
+    rl__conn *all;
+    int conns;
+    int pool_waiters;
+    pthread_cond_t pool_cond;
+
+    /* entries and holds */
+    rl__entry **buckets;
+    size_t nbuckets, nentries;
+    rl__hold *holds;
+    size_t nholds;
+    uint64_t next_serial;
+
+    /* watchdog */
+    rl__conn *wd_conn;              /* owned by the watchdog thread */
+    int wd_started, wd_idle;
+    pthread_t wd_thread;
+    pthread_cond_t wd_cond;
+    int64_t wd_next_renew;
+
+    /* subscriber */
+    redisContext *sub_ctx;          /* owned by the subscriber thread */
+    int sub_started;
+    pthread_t sub_thread;
+    int sub_efd;                    /* eventfd: wake the subscriber */
+
+    int stopping;
+};
+
+int rl__client_enter(rl_client *c);       /* closed? forked? then rebuild */
+void rl__client_unref(rl_client *c);
+void rl__client_new_identity(rl_client *c);
+int rl__client_owner(const rl_client *c, uint64_t tid, char *buf);  /* returns length */
+
+/* ---- fork.c ---------------------------------------------------------- */
+
+int rl__registry_add(rl_client *c);
+void rl__registry_remove(rl_client *c);
+int rl__registry_has(const rl_client *c);
+void rl__rebuild_after_fork(rl_client *c);   /* mutex held */
+
+/* ---- watchdog.c ------------------------------------------------------ */
+
+int rl__watchdog_ensure(rl_client *c);       /* mutex held */
+void rl__watchdog_poke(rl_client *c);        /* mutex held */
+void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
+
+/* ---- subscriber.c ---------------------------------------------------- */
+
+int rl__sub_ensure(rl_client *c);            /* mutex held */
+void rl__sub_poke(rl_client *c);
+void rl__sub_stop(rl_client *c);             /* mutex NOT held */
+
+#endif

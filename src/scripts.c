@@ -1,0 +1,82 @@
+/*
+ * The Lua scripts: the only code that changes a lock in Redis. Each runs
+ * atomically; they are loaded once (SCRIPT LOAD) and called by EVALSHA.
+ *
+ * Every script that changes a hold is told the count the caller believes
+ * it holds (`held`), so a change is applied only to the state the caller
+ * saw, and a lost reply can be resolved by reading the count back.
+ * Replies are {code, value}; see RL__R_* in rlock_int.h.
+ */
+#include "rlock_int.h"
+
+/* KEYS[1] lock; ARGV lease_ms, owner, held */
+static const char acquire_src[] =
+    "local held = tonumber(ARGV[3])\n"
+    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
+    "if not n then\n"
+    "  if held > 0 then return {-1, 0} end\n"
+    "  if redis.call('exists', KEYS[1]) == 1 then\n"
+    "    return {0, redis.call('pttl', KEYS[1])}\n"
+    "  end\n"
+    "  n = 0\n"
+    "else\n"
+    "  n = tonumber(n)\n"
+    /* held 0 with our field present: an acquire of ours that was reported
+     * failed but applied late. It is ours; start the count afresh. */
+    "  if held == 0 then n = 0\n"
+    "  elseif n ~= held then return {-2, n} end\n"
+    "end\n"
+    "redis.call('hset', KEYS[1], ARGV[2], n + 1)\n"
+    "redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "return {1, n + 1}\n";
+
+/* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
+ * whole field), lease_ms (0: leave the expiry alone) */
+static const char release_src[] =
+    "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "if not n then return {-1, 0} end\n"
+    "n = tonumber(n)\n"
+    "local held = tonumber(ARGV[2])\n"
+    "if held > 0 and n ~= held then return {-2, n} end\n"
+    "if held == 0 then n = 1 end\n"
+    "n = n - 1\n"
+    "if n > 0 then\n"
+    "  redis.call('hset', KEYS[1], ARGV[1], n)\n"
+    "  if tonumber(ARGV[3]) > 0 then redis.call('pexpire', KEYS[1], ARGV[3]) end\n"
+    "  return {1, n}\n"
+    "end\n"
+    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "if redis.call('exists', KEYS[1]) == 0 then redis.call('publish', KEYS[2], '0') end\n"
+    "return {1, 0}\n";
+
+/* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
+ * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
+ * counts as gone and does not stop the others. */
+static const char renew_src[] =
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
+    "  if r == 1 then\n"
+    "    redis.call('pexpire', KEYS[i], ARGV[1])\n"
+    "    out[i] = '1'\n"
+    "  else\n"
+    "    out[i] = '0'\n"
+    "  end\n"
+    "end\n"
+    "return table.concat(out)\n";
+
+/* KEYS[1] lock, KEYS[2] release channel */
+static const char force_src[] =
+    "if redis.call('type', KEYS[1]).ok ~= 'hash' then\n"
+    "  if redis.call('exists', KEYS[1]) == 1 then\n"
+    "    return redis.error_reply('WRONGTYPE key is not an rlock hash')\n"
+    "  end\n"
+    "  return {1, 0}\n"
+    "end\n"
+    "redis.call('del', KEYS[1])\n"
+    "redis.call('publish', KEYS[2], '0')\n"
+    "return {1, 1}\n";
+
+const char *const rl__script_src[RL__S_COUNT] = {
+    acquire_src, release_src, renew_src, force_src,
+};

@@ -1,0 +1,75 @@
+/*
+ * Thread identity and the calling thread's own holds.
+ *
+ * A thread's id comes from a per-process counter on its first use of the
+ * library, never from pthread_self(): those values are reused after a
+ * thread exits, and a new thread must not inherit a dead thread's lock.
+ * The list of a thread's holds is touched only by that thread, which is
+ * what lets rl_interrupted() run without taking any lock.
+ */
+#include "rlock_int.h"
+
+static atomic_uint_fast64_t rl__thread_counter;
+static _Thread_local rl__thread rl__self;
+
+rl__thread *rl__thread_self(void)
+{
+    if (rl__self.id == 0)
+        rl__self.id = atomic_fetch_add(&rl__thread_counter, 1) + 1;
+    return &rl__self;
+}
+
+rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
+{
+    rl__hold *h;
+
+    for (h = t->holds; h; h = h->t_next)
+        if (h->client == c && (const void *)h->entry == entry)
+            return h;
+    return NULL;
+}
+
+void rl__thread_link(rl__thread *t, rl__hold *h)
+{
+    h->t_prev = NULL;
+    h->t_next = t->holds;
+    if (t->holds)
+        t->holds->t_prev = h;
+    t->holds = h;
+}
+
+void rl__thread_unlink(rl__thread *t, rl__hold *h)
+{
+    if (h->t_prev)
+        h->t_prev->t_next = h->t_next;
+    else if (t->holds == h)
+        t->holds = h->t_next;
+    if (h->t_next)
+        h->t_next->t_prev = h->t_prev;
+    h->t_next = h->t_prev = NULL;
+}
+
+void rl__thread_forget_all(void)
+{
+    rl__hold *h = rl__self.holds, *next;
+
+    for (; h; h = next) {
+        next = h->t_next;
+        h->t_next = h->t_prev = NULL;
+    }
+    rl__self.holds = NULL;
+}
+
+int rl_interrupted(void)
+{
+    const rl__hold *h = rl__self.holds;
+    int64_t now;
+
+    if (!h)
+        return 0;
+    now = rl__now_ms();
+    for (; h; h = h->t_next)
+        if (rl__hold_is_lost(h, now))
+            return 1;
+    return 0;
+}

@@ -1,0 +1,217 @@
+/*
+ * Parsing of the connection URL. Pure: no I/O, no globals; every failure
+ * says what was wrong through rl_last_error() and leaves *out cleared.
+ *
+ *   redis://[[user]:pass@]host[:port][/db]     host may be [ipv6]
+ *   unix:///path/to/socket[?db=N]
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+#define RL__URL_MAX 4096
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Copy s[0..len) percent-decoded; NULL on a bad escape, an embedded NUL, or no memory. */
+static char *decode(const char *s, size_t len, int *nomem)
+{
+    char *out = malloc(len + 1);
+    size_t i, o = 0;
+
+    if (!out) {
+        *nomem = 1;
+        return NULL;
+    }
+    for (i = 0; i < len; i++) {
+        if (s[i] == '%') {
+            int hi, lo;
+            if (i + 2 >= len) {
+                free(out);
+                return NULL;
+            }
+            hi = hexval((unsigned char)s[i + 1]);
+            lo = hexval((unsigned char)s[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                free(out);
+                return NULL;
+            }
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Whole decimal number in s[0..len), within [min, max]. */
+static int parse_num(const char *s, size_t len, long min, long max, long *out)
+{
+    long v = 0;
+    size_t i;
+
+    if (len == 0 || len > 9)
+        return -1;
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int fail(rl__url *u, int status, const char *why)
+{
+    rl__url_clear(u);
+    if (status == RL_ENOMEM)
+        return rl__err(RL_ENOMEM, "out of memory parsing the URL");
+    /* The URL may carry a password: the message never quotes it. */
+    return rl__err(status, "bad URL: %s", why);
+}
+
+static int parse_unix(rl__url *u, const char *rest)
+{
+    const char *q = strchr(rest, '?');
+    size_t plen = q ? (size_t)(q - rest) : strlen(rest);
+    int nomem = 0;
+    long db = 0;
+
+    u->is_unix = 1;
+    if (plen == 0 || rest[0] != '/')
+        return fail(u, RL_EINVAL, "unix:// needs an absolute socket path (unix:///path)");
+    if (q) {
+        if (strncmp(q, "?db=", 4) != 0 || parse_num(q + 4, strlen(q + 4), 0, 1000000, &db) != 0)
+            return fail(u, RL_EINVAL, "the only query a unix:// URL takes is ?db=N");
+    }
+    u->path = decode(rest, plen, &nomem);
+    if (!u->path)
+        return fail(u, nomem ? RL_ENOMEM : RL_EINVAL, "bad percent-escape in the socket path");
+    u->db = (int)db;
+    return RL_OK;
+}
+
+static int parse_tcp(rl__url *u, const char *rest)
+{
+    const char *end = rest + strlen(rest);
+    const char *slash = strchr(rest, '/');
+    const char *auth_end, *host, *host_end, *port = NULL;
+    size_t auth_len;
+    int nomem = 0;
+    long num;
+
+    if (!slash)
+        slash = end;
+    if (memchr(rest, '?', (size_t)(end - rest)) || memchr(rest, '#', (size_t)(end - rest)))
+        return fail(u, RL_EINVAL, "query strings and fragments are not supported");
+
+    /* user:pass@ — the last '@' before the path ends it (passwords may hold '@' escaped). */
+    auth_end = NULL;
+    for (const char *p = rest; p < slash; p++)
+        if (*p == '@')
+            auth_end = p;
+    host = rest;
+    if (auth_end) {
+        const char *colon = memchr(rest, ':', (size_t)(auth_end - rest));
+        auth_len = (size_t)(auth_end - rest);
+        if (!colon)
+            return fail(u, RL_EINVAL, "credentials need a password (user:pass@ or :pass@)");
+        if (colon > rest) {
+            u->user = decode(rest, (size_t)(colon - rest), &nomem);
+            if (!u->user)
+                return fail(u, nomem ? RL_ENOMEM : RL_EINVAL, "bad percent-escape in the user");
+        }
+        u->pass = decode(colon + 1, auth_len - (size_t)(colon + 1 - rest), &nomem);
+        if (!u->pass)
+            return fail(u, nomem ? RL_ENOMEM : RL_EINVAL, "bad percent-escape in the password");
+        if (u->pass[0] == '\0')
+            return fail(u, RL_EINVAL, "empty password");
+        host = auth_end + 1;
+    }
+
+    if (*host == '[') {
+        host_end = memchr(host, ']', (size_t)(slash - host));
+        if (!host_end || host_end == host + 1)
+            return fail(u, RL_EINVAL, "unterminated or empty [IPv6] host");
+        if (host_end + 1 < slash) {
+            if (host_end[1] != ':')
+                return fail(u, RL_EINVAL, "junk after the [IPv6] host");
+            port = host_end + 2;
+        }
+        host++;
+    } else {
+        host_end = memchr(host, ':', (size_t)(slash - host));
+        if (host_end)
+            port = host_end + 1;
+        else
+            host_end = slash;
+    }
+    if (host_end == host)
+        return fail(u, RL_EINVAL, "missing host");
+    for (const char *p = host; p < host_end; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch <= ' ' || ch == '@' || ch == '%' || ch >= 0x7f || (ch == '[' || ch == ']'))
+            return fail(u, RL_EINVAL, "bad character in host");
+    }
+    u->host = rl__memdup(host, (size_t)(host_end - host) + 1);
+    if (!u->host)
+        return fail(u, RL_ENOMEM, "");
+    u->host[host_end - host] = '\0';
+
+    u->port = 6379;
+    if (port) {
+        if (parse_num(port, (size_t)(slash - port), 1, 65535, &num) != 0)
+            return fail(u, RL_EINVAL, "port must be a number from 1 to 65535");
+        u->port = (int)num;
+    }
+    if (slash < end && slash + 1 < end) {
+        if (parse_num(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &num) != 0)
+            return fail(u, RL_EINVAL, "database must be a number after the '/'");
+        u->db = (int)num;
+    }
+    return RL_OK;
+}
+
+int rl__url_parse(rl__url *out, const char *url)
+{
+    memset(out, 0, sizeof *out);
+    if (!url)
+        url = "redis://127.0.0.1:6379";
+    if (strlen(url) > RL__URL_MAX)
+        return fail(out, RL_EINVAL, "longer than 4096 bytes");
+    if (strncmp(url, "redis://", 8) == 0)
+        return parse_tcp(out, url + 8);
+    if (strncmp(url, "unix://", 7) == 0)
+        return parse_unix(out, url + 7);
+    if (strncmp(url, "rediss://", 9) == 0)
+        return fail(out, RL_EINVAL, "TLS (rediss://) is not supported");
+    return fail(out, RL_EINVAL, "scheme must be redis:// or unix://");
+}
+
+void rl__url_clear(rl__url *u)
+{
+    if (!u)
+        return;
+    free(u->host);
+    free(u->path);
+    free(u->user);
+    if (u->pass) {
+        /* Do not leave the password in freed memory. */
+        volatile char *p = u->pass;
+        while (*p)
+            *p++ = '\0';
+        free(u->pass);
+    }
+    memset(u, 0, sizeof *u);
+}

@@ -1,0 +1,269 @@
+/*
+ * The watchdog: one thread per client that keeps watchdog leases alive and
+ * raises the flag of every hold it can no longer vouch for.
+ *
+ * Each tick renews every watchdog-kept hold of the process in one pipelined
+ * round (RL__RENEW_BATCH pairs per script call). A pair reported gone flags
+ * its hold at once. A round that fails is retried soon; meanwhile each
+ * hold's last confirmed expiry (local monotonic clock, less a drift margin)
+ * decides when its flag rises. Fixed leases are never renewed: their flag
+ * rises when the lease runs out. With nothing held the thread sleeps
+ * without a timeout.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+typedef struct snap {
+    rl__hold *h;
+    char owner[RL__OWNER_MAX];
+    size_t owner_len;
+} snap;
+
+static void *watchdog_main(void *arg);
+
+int rl__watchdog_ensure(rl_client *c)
+{
+    int rc;
+
+    if (c->wd_started)
+        return RL_OK;
+    c->wd_next_renew = 0;
+    rc = pthread_create(&c->wd_thread, NULL, watchdog_main, c);
+    if (rc != 0)
+        return rl__err(RL_ENOMEM, "cannot start the watchdog thread");
+    c->wd_started = 1;
+    return RL_OK;
+}
+
+void rl__watchdog_poke(rl_client *c)
+{
+    if (c->wd_started)
+        pthread_cond_signal(&c->wd_cond);
+}
+
+void rl__watchdog_stop(rl_client *c)
+{
+    int started;
+
+    pthread_mutex_lock(&c->mu);
+    c->stopping = 1;
+    started = c->wd_started;
+    pthread_cond_signal(&c->wd_cond);
+    pthread_mutex_unlock(&c->mu);
+    if (started)
+        pthread_join(c->wd_thread, NULL);
+    pthread_mutex_lock(&c->mu);
+    c->wd_started = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Send every chunk, then read every reply: one round trip per tick. */
+static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *flags)
+{
+    size_t chunks = (n + RL__RENEW_BATCH - 1) / RL__RENEW_BATCH, i, j;
+    const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
+    size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
+    char nk[16], lease[24];
+    int rc = RL_OK, noscript = 0, pass;
+
+    if (!argv || !lens) {
+        free(argv);
+        free(lens);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    snprintf(lease, sizeof lease, "%ld", c->lease_ms);
+    for (pass = 0; pass < 2 && rc == RL_OK; pass++) {
+        for (i = 0; i < chunks; i++) {
+            size_t first = i * RL__RENEW_BATCH;
+            size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH;
+            argv[0] = "EVALSHA"; lens[0] = 7;
+            argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
+            snprintf(nk, sizeof nk, "%zu", m);
+            argv[2] = nk; lens[2] = strlen(nk);
+            for (j = 0; j < m; j++) {
+                argv[3 + j] = s[first + j].h->entry->key;
+                lens[3 + j] = s[first + j].h->entry->key_len;
+                argv[4 + m + j] = s[first + j].owner;
+                lens[4 + m + j] = s[first + j].owner_len;
+            }
+            argv[3 + m] = lease;
+            lens[3 + m] = strlen(lease);
+            redisAppendCommandArgv(conn->ctx, (int)(4 + 2 * m), argv, lens);
+        }
+        noscript = 0;
+        for (i = 0; i < chunks; i++) {
+            size_t first = i * RL__RENEW_BATCH;
+            size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH;
+            const char *f;
+            redisReply *r;
+            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+                rc = rl__err(RL_ECONN, "renewal: %s", conn->ctx->errstr);
+                break;
+            }
+            if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+                noscript = 1;
+            } else if (rc == RL_OK) {
+                int st = rl__reply_flags(r, m, &f);
+                if (st == RL_OK)
+                    memcpy(flags + first, f, m);
+                else
+                    rc = st;
+            }
+            freeReplyObject(r);
+        }
+        if (rc != RL_OK || !noscript)
+            break;
+        rc = rl__conn_load_scripts(c, conn);
+    }
+    free(argv);
+    free(lens);
+    return rc;
+}
+
+static void renew(rl_client *c)
+{
+    snap *s = NULL;
+    char *flags = NULL;
+    size_t n = 0, cap = 0, i;
+    rl__hold *h;
+    rl__conn *conn;
+    int64_t sent;
+    int rc;
+
+    for (h = c->holds; h; h = h->c_next) {
+        if (!h->watchdog || h->releasing || atomic_load(&h->lost))
+            continue;
+        if (n == cap) {
+            snap *ns = realloc(s, sizeof *s * (cap = cap ? cap * 2 : 64));
+            if (!ns)
+                break;
+            s = ns;
+        }
+        s[n].h = h;
+        s[n].owner_len = (size_t)rl__client_owner(c, h->tid, s[n].owner);
+        h->refs++;
+        n++;
+    }
+    flags = n ? malloc(n) : NULL;
+    conn = c->wd_conn;
+    pthread_mutex_unlock(&c->mu);
+
+    rc = n && !flags ? RL_ENOMEM : RL_OK;
+    if (rc == RL_OK && n && !conn) {
+        rc = rl__conn_open(c, &conn);
+        if (rc != RL_OK)
+            conn = NULL;
+    }
+    sent = rl__now_ms();
+    if (rc == RL_OK && n)
+        rc = renew_round(c, conn, s, n, flags);
+    if (rc == RL_ECONN && conn) {
+        rl__conn_close(c, conn);
+        conn = NULL;
+    }
+
+    pthread_mutex_lock(&c->mu);
+    c->wd_conn = conn;
+    if (rc == RL_OK) {
+        c->wd_next_renew = sent + c->renew_ms;
+    } else {
+        long retry = c->renew_ms / 4;
+        c->wd_next_renew = rl__now_ms() + (retry < 10 ? 10 : retry > 500 ? 500 : retry);
+        rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed: %s", rl_last_error());
+    }
+    for (i = 0; i < n; i++) {
+        h = s[i].h;
+        if (rc == RL_OK && h->in_table && !h->releasing && !atomic_load(&h->lost)) {
+            if (flags[i] == '1')
+                rl__hold_confirm(h, sent, h->lease_ms, c->drift_ms);
+            else
+                rl__hold_mark_lost(c, h);
+        }
+        rl__hold_unref(c, h);
+    }
+    free(s);
+    free(flags);
+}
+
+/* Call on_lost for every newly lost hold, without the mutex held. */
+static void report(rl_client *c, int64_t now)
+{
+    rl__hold *h, **list = NULL;
+    size_t n = 0, cap = 0, i;
+
+    for (h = c->holds; h; h = h->c_next) {
+        if (!atomic_load(&h->lost) && !h->releasing && now >= atomic_load(&h->expiry_ms))
+            rl__hold_mark_lost(c, h);
+        if (atomic_load(&h->lost) && !h->reported && !h->releasing) {
+            h->reported = 1;
+            if (!c->on_lost)
+                continue;
+            if (n == cap) {
+                rl__hold **nl = realloc(list, sizeof *nl * (cap = cap ? cap * 2 : 16));
+                if (!nl)
+                    break;
+                list = nl;
+            }
+            h->refs++;
+            list[n++] = h;
+        }
+    }
+    if (!n) {
+        free(list);
+        return;
+    }
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < n; i++)
+        c->on_lost(list[i]->entry->name, list[i]->entry->name_len, c->payload);
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < n; i++)
+        rl__hold_unref(c, list[i]);
+    free(list);
+}
+
+static void *watchdog_main(void *arg)
+{
+    rl_client *c = arg;
+    rl__conn *conn;
+
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping) {
+        int64_t now = rl__now_ms(), next = -1;
+        int renewable = 0;
+        rl__hold *h;
+
+        report(c, now);
+        for (h = c->holds; h; h = h->c_next) {
+            int64_t exp;
+            if (atomic_load(&h->lost) || h->releasing)
+                continue;
+            if (h->watchdog)
+                renewable = 1;
+            exp = atomic_load(&h->expiry_ms);
+            if (next < 0 || exp < next)
+                next = exp;
+        }
+        if (renewable) {
+            if (c->wd_next_renew == 0)
+                c->wd_next_renew = now + c->renew_ms;
+            if (now >= c->wd_next_renew) {
+                renew(c);
+                continue;
+            }
+            if (next < 0 || c->wd_next_renew < next)
+                next = c->wd_next_renew;
+        } else {
+            c->wd_next_renew = 0;
+        }
+        c->wd_idle = next < 0;
+        rl__cond_wait_until(&c->wd_cond, &c->mu, next);
+        c->wd_idle = 0;
+    }
+    conn = c->wd_conn;
+    c->wd_conn = NULL;
+    pthread_mutex_unlock(&c->mu);
+    rl__conn_close(c, conn);
+    return NULL;
+}

@@ -1,0 +1,158 @@
+/* Local bookkeeping without Redis: key layout, the name table, the FIFO
+ * of waiters, hold counts and the lost-lease check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlock_int.h"
+
+static rl_client *fake_client(const char *prefix)
+{
+    rl_client *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->prefix = rl__strdup(prefix);
+    c->prefix_len = strlen(prefix);
+    c->sub_efd = -1;
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+static void free_client(rl_client *c)
+{
+    rl__entry_free_all(c);
+    free(c->prefix);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static void test_key_layout(void **state)
+{
+    rl_client *c = fake_client("rl:");
+    rl__entry *e;
+    static const char bin[] = { 'a', 0, '}', 'b' };
+    (void)state;
+    e = rl__entry_get(c, "account:7", 9);
+    assert_non_null(e);
+    assert_string_equal(e->key, "rl:{account:7}");
+    assert_int_equal(e->key_len, strlen("rl:{account:7}"));
+    assert_string_equal(e->channel, "rl:{account:7}:release");
+    assert_int_equal(e->channel_len, strlen("rl:{account:7}:release"));
+    /* Same name, same entry; binary names are kept whole. */
+    assert_ptr_equal(rl__entry_get(c, "account:7", 9), e);
+    e = rl__entry_get(c, bin, sizeof bin);
+    assert_int_equal(e->key_len, 3 + 1 + 4 + 1);
+    assert_memory_equal(e->key, "rl:{a\0}b}", 9);
+    assert_ptr_equal(rl__entry_by_channel(c, e->channel, e->channel_len), e);
+    assert_null(rl__entry_by_channel(c, "rl:{zzz}:release", 16));
+    assert_null(rl__entry_by_channel(c, "other:{a}:release", 17));
+    assert_null(rl__entry_by_channel(c, "rl:", 3));
+    free_client(c);
+}
+
+static void test_many_names(void **state)
+{
+    rl_client *c = fake_client("p:");
+    char name[32];
+    int i;
+    (void)state;
+    for (i = 0; i < 5000; i++) {
+        int n = snprintf(name, sizeof name, "n%d", i);
+        rl__entry *e = rl__entry_get(c, name, (size_t)n);
+        assert_non_null(e);
+        e->handles = 1;
+    }
+    assert_int_equal(c->nentries, 5000);
+    for (i = 0; i < 5000; i += 7) {
+        int n = snprintf(name, sizeof name, "n%d", i);
+        rl__entry *e = rl__entry_get(c, name, (size_t)n);
+        assert_memory_equal(e->name, name, (size_t)n);
+        e->handles = 0;
+        rl__entry_maybe_free(c, e);
+    }
+    assert_int_equal(c->nentries, 5000 - 715);
+    free_client(c);
+}
+
+static void test_queue_fifo(void **state)
+{
+    rl_client *c = fake_client("rl:");
+    rl__entry *e = rl__entry_get(c, "q", 1);
+    rl__waiter w[3];
+    int i;
+    (void)state;
+    e->handles = 1;
+    for (i = 0; i < 3; i++) {
+        pthread_cond_init(&w[i].cond, NULL);
+        rl__queue_push(e, &w[i]);
+    }
+    assert_int_equal(e->waiters, 3);
+    assert_ptr_equal(e->q_head, &w[0]);
+    /* Leaving from the middle does not wake anyone. */
+    rl__queue_remove(c, e, &w[1]);
+    assert_false(w[2].kicked);
+    assert_ptr_equal(e->q_head->next, &w[2]);
+    /* The head leaving wakes the next one. */
+    rl__queue_remove(c, e, &w[0]);
+    assert_ptr_equal(e->q_head, &w[2]);
+    assert_true(w[2].kicked);
+    rl__queue_remove(c, e, &w[2]);
+    assert_null(e->q_head);
+    assert_null(e->q_tail);
+    assert_int_equal(e->waiters, 0);
+    for (i = 0; i < 3; i++)
+        pthread_cond_destroy(&w[i].cond);
+    free_client(c);
+}
+
+static void test_hold_lost_check(void **state)
+{
+    rl_client *c = fake_client("rl:");
+    rl__entry *e = rl__entry_get(c, "h", 1);
+    rl__hold *h = rl__hold_new(c, e, 1, 1000, 1);
+    int64_t now = rl__now_ms();
+    (void)state;
+    e->handles = 1;
+    rl__hold_insert(c, h);
+    assert_int_equal(e->local_live, 1);
+    rl__hold_confirm(h, now, 1000, 12);
+    assert_false(rl__hold_is_lost(h, now));
+    assert_false(rl__hold_is_lost(h, now + 987));
+    assert_true(rl__hold_is_lost(h, now + 988));
+    /* An older confirmation never moves the expiry back. */
+    rl__hold_confirm(h, now - 500, 1000, 12);
+    assert_false(rl__hold_is_lost(h, now + 987));
+    assert_int_equal(rl__hold_mark_lost(c, h), 1);
+    assert_int_equal(rl__hold_mark_lost(c, h), 0);
+    assert_true(rl__hold_is_lost(h, now));
+    assert_int_equal(e->local_live, 0);
+    rl__hold_remove(c, h);
+    assert_int_equal(e->holds, 0);
+    assert_int_equal(c->nholds, 0);
+    free_client(c);
+}
+
+static void test_thread_ids(void **state)
+{
+    rl__thread *t = rl__thread_self();
+    (void)state;
+    assert_true(t->id > 0);
+    assert_ptr_equal(rl__thread_self(), t);
+    assert_int_equal(rl_interrupted(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_layout),
+        cmocka_unit_test(test_many_names),
+        cmocka_unit_test(test_queue_fifo),
+        cmocka_unit_test(test_hold_lost_check),
+        cmocka_unit_test(test_thread_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

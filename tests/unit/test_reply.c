@@ -1,0 +1,141 @@
+/* How script replies are read: shapes accepted, everything else refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rlock_int.h"
+
+static redisReply mk(int type)
+{
+    redisReply r;
+    memset(&r, 0, sizeof r);
+    r.type = type;
+    return r;
+}
+
+static void test_result_ok(void **state)
+{
+    redisReply a = mk(REDIS_REPLY_ARRAY), x = mk(REDIS_REPLY_INTEGER), y = mk(REDIS_REPLY_INTEGER);
+    redisReply *el[2] = { &x, &y };
+    rl__result res;
+    (void)state;
+    a.elements = 2;
+    a.element = el;
+    x.integer = 1;
+    y.integer = 7;
+    assert_int_equal(rl__reply_result(&a, &res), RL_OK);
+    assert_int_equal(res.code, RL__R_DONE);
+    assert_int_equal(res.value, 7);
+    x.integer = 0;
+    y.integer = 1234;
+    assert_int_equal(rl__reply_result(&a, &res), RL_OK);
+    assert_int_equal(res.code, RL__R_BUSY);
+    assert_int_equal(res.value, 1234);
+    x.integer = -2;
+    assert_int_equal(rl__reply_result(&a, &res), RL_OK);
+    assert_int_equal(res.code, RL__R_MISMATCH);
+}
+
+static void test_result_bad_shapes(void **state)
+{
+    redisReply a = mk(REDIS_REPLY_ARRAY), x = mk(REDIS_REPLY_INTEGER), s = mk(REDIS_REPLY_STRING);
+    redisReply *el[3] = { &x, &s, &x };
+    rl__result res;
+    (void)state;
+    assert_int_equal(rl__reply_result(NULL, &res), RL_EPROTO);
+    a.element = el;
+    a.elements = 2;           /* second is a string */
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    a.elements = 3;
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    a.elements = 0;
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    el[1] = &x;
+    a.elements = 2;
+    x.integer = 9;            /* unknown code */
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    x.integer = -3;
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    assert_int_equal(rl__reply_result(&x, &res), RL_EPROTO);
+}
+
+static void test_errors(void **state)
+{
+    redisReply e = mk(REDIS_REPLY_ERROR);
+    rl__result res;
+    static char wrongtype[] = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    static char wrongpass[] = "WRONGPASS invalid username-password pair or user is disabled.";
+    static char noauth[] = "NOAUTH Authentication required.";
+    (void)state;
+    e.str = wrongtype;
+    e.len = strlen(wrongtype);
+    assert_int_equal(rl__reply_result(&e, &res), RL_EREDIS);
+    assert_non_null(strstr(rl_last_error(), "WRONGTYPE"));
+    e.str = wrongpass;
+    e.len = strlen(wrongpass);
+    assert_int_equal(rl__reply_result(&e, &res), RL_EAUTH);
+    e.str = noauth;
+    e.len = strlen(noauth);
+    assert_int_equal(rl__reply_error_status(&e), RL_EAUTH);
+}
+
+static void test_count(void **state)
+{
+    redisReply r = mk(REDIS_REPLY_NIL);
+    long long n = -1;
+    static char s1[] = "1000", s2[] = "12a", s3[] = "-1", s4[] = "1234567890123456789";
+    (void)state;
+    assert_int_equal(rl__reply_count(&r, &n), RL_OK);
+    assert_int_equal(n, 0);
+    r = mk(REDIS_REPLY_STRING);
+    r.str = s1;
+    r.len = 4;
+    assert_int_equal(rl__reply_count(&r, &n), RL_OK);
+    assert_int_equal(n, 1000);
+    r.str = s2;
+    r.len = 3;
+    assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    r.str = s3;
+    r.len = 2;
+    assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    r.str = s4;
+    r.len = strlen(s4);
+    assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    r.len = 0;
+    assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    r = mk(REDIS_REPLY_ARRAY);
+    assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+}
+
+static void test_flags(void **state)
+{
+    redisReply r = mk(REDIS_REPLY_STRING);
+    const char *f = NULL;
+    static char ok[] = "1011", bad[] = "10x1";
+    (void)state;
+    r.str = ok;
+    r.len = 4;
+    assert_int_equal(rl__reply_flags(&r, 4, &f), RL_OK);
+    assert_memory_equal(f, "1011", 4);
+    assert_int_equal(rl__reply_flags(&r, 5, &f), RL_EPROTO);
+    r.str = bad;
+    assert_int_equal(rl__reply_flags(&r, 4, &f), RL_EPROTO);
+    r = mk(REDIS_REPLY_INTEGER);
+    assert_int_equal(rl__reply_flags(&r, 0, &f), RL_EPROTO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_result_ok),
+        cmocka_unit_test(test_result_bad_shapes),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_count),
+        cmocka_unit_test(test_flags),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

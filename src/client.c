@@ -61,6 +61,7 @@ static void client_destroy(rl_client *c)
         cnext = conn->all_next;
         rl__conn_close(c, conn);
     }
+    rl__hold_free_spares(c);
     rl__entry_free_all(c);
     rl__url_clear(&c->url);
     free(c->prefix);

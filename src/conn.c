@@ -7,9 +7,14 @@
  * at a time, between rl__pool_get() and rl__pool_put().
  */
 #include <errno.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <stdio.h>
 
 #include "rlock_int.h"
 
@@ -24,6 +29,27 @@ static struct timeval ms_to_tv(long ms)
 static int io_error(redisContext *ctx, const char *what)
 {
     return rl__err(RL_ECONN, "%s: %s", what, ctx && ctx->errstr[0] ? ctx->errstr : "connection lost");
+}
+
+/* Our end of the socket, formatted as Redis shows a client's address. */
+static void local_addr(int fd, char *buf, size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char ip[INET6_ADDRSTRLEN];
+
+    buf[0] = '\0';
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip))
+            snprintf(buf, len, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip))
+            snprintf(buf, len, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
+    }
 }
 
 int rl__conn_open(rl_client *c, rl__conn **out)
@@ -93,7 +119,9 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         return rl__err(RL_ENOMEM, "out of memory");
     }
     conn->ctx = ctx;
-    conn->server_id = -1;
+    conn->fence.id = -1;
+    if (!c->url.is_unix)
+        local_addr(ctx->fd, conn->fence.addr, sizeof conn->fence.addr);
     for (i = 0; i < n; i++) {
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
             rc = io_error(ctx, "handshake with Redis");
@@ -104,7 +132,7 @@ int rl__conn_open(rl_client *c, rl__conn **out)
             if (i < n - 1 || strncmp(r->str, "NOAUTH", 6) == 0)
                 rc = rl__reply_error_status(r);
         } else if (i == n - 1 && r->type == REDIS_REPLY_INTEGER) {
-            conn->server_id = r->integer;
+            conn->fence.id = r->integer;
         }
         freeReplyObject(r);
     }
@@ -144,6 +172,7 @@ void rl__conn_close(rl_client *c, rl__conn *conn)
     if (!conn)
         return;
     redisFree(conn->ctx);
+    free(conn->wbuf);
     free(conn);
 }
 
@@ -290,6 +319,101 @@ int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
             continue;
         }
         *out = r;
+        return RL_OK;
+    }
+}
+
+/* Mark the connection dead: its replies can no longer be matched. */
+static int broken(rl__conn *conn, int status, const char *what)
+{
+    redisContext *ctx = conn->ctx;
+
+    if (!ctx->err) {
+        ctx->err = REDIS_ERR_IO;
+        snprintf(ctx->errstr, sizeof ctx->errstr, "%s", what);
+    }
+    return rl__err(status, "Redis command: %s", what);
+}
+
+static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *lens,
+                     rl__resp *out)
+{
+    size_t len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens), off = 0, have = 0;
+    int fd = conn->ctx->fd;
+
+    if (len > conn->wcap) {
+        size_t cap = len < 512 ? 512 : len;
+        char *b = realloc(conn->wbuf, cap);
+        if (!b)
+            return rl__err(RL_ENOMEM, "out of memory");
+        conn->wbuf = b;
+        conn->wcap = cap;
+        len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens);
+    }
+    while (off < len) {
+        ssize_t n = write(fd, conn->wbuf + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return broken(conn, RL_ECONN, n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+                                              ? "timed out sending" : strerror(errno));
+        off += (size_t)n;
+    }
+    for (;;) {
+        size_t used;
+        int st = rl__resp_read(conn->rbuf, have, out, &used);
+        ssize_t n;
+
+        if (st == 1) {
+            if (used != have)
+                return broken(conn, RL_EPROTO, "unexpected bytes after a reply");
+            return RL_OK;
+        }
+        if (st < 0 || have == sizeof conn->rbuf)
+            return broken(conn, RL_EPROTO, "reply not understood");
+        n = read(fd, conn->rbuf + have, sizeof conn->rbuf - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            return broken(conn, RL_ECONN, "connection closed by the server");
+        if (n < 0)
+            return broken(conn, RL_ECONN, errno == EAGAIN || errno == EWOULDBLOCK
+                                              ? "timed out waiting for a reply" : strerror(errno));
+        have += (size_t)n;
+    }
+}
+
+int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
+                         int nkeys, int nargs, const char **args, const size_t *lens)
+{
+    const char *argv[3 + RL__MAX_ARGS];
+    size_t alens[3 + RL__MAX_ARGS];
+    char nk[12];
+    int rc, i, attempt;
+
+    if (nargs > RL__MAX_ARGS || nkeys > 9)
+        return rl__err(RL_EINVAL, "too many script arguments");
+    nk[0] = (char)('0' + nkeys);
+    argv[0] = "EVALSHA";
+    alens[0] = 7;
+    argv[1] = c->sha[script];
+    alens[1] = 40;
+    argv[2] = nk;
+    alens[2] = 1;
+    for (i = 0; i < nargs; i++) {
+        argv[3 + i] = args[i];
+        alens[3 + i] = lens[i];
+    }
+    for (attempt = 0;; attempt++) {
+        if ((rc = fast_call(conn, 3 + nargs, argv, alens, out)) != RL_OK)
+            return rc;
+        /* NOSCRIPT: the script did not run; load it again and retry once. */
+        if (attempt == 0 && out->type == RL__RESP_ERROR && out->str_len >= 8 &&
+            memcmp(out->str, "NOSCRIPT", 8) == 0) {
+            if ((rc = load_one(c, conn, script)) != RL_OK)
+                return rc;
+            continue;
+        }
         return RL_OK;
     }
 }

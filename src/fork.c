@@ -107,10 +107,10 @@ void rl__rebuild_after_fork(rl_client *c)
      * threads of the parent had borrowed (and the watchdog's and the
      * subscriber's) may be mid-use, so only their sockets are closed. */
     for (conn = c->idle; conn; conn = conn->next)
-        conn->server_id = -2;    /* mark: idle, safe to free */
+        conn->fence.id = -2;    /* mark: idle, safe to free */
     for (conn = c->all; conn; conn = next) {
         next = conn->all_next;
-        if (conn->server_id == -2) {
+        if (conn->fence.id == -2) {
             rl__conn_close(c, conn);
         } else if (conn->ctx && conn->ctx->fd >= 0) {
             close(conn->ctx->fd);
@@ -128,6 +128,7 @@ void rl__rebuild_after_fork(rl_client *c)
     }
     c->holds = NULL;
     c->nholds = 0;
+    rl__hold_free_spares(c);
     for (i = 0; i < c->nbuckets; i++) {
         rl__entry *e, *enext;
         for (e = c->buckets[i]; e; e = enext) {

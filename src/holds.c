@@ -192,12 +192,20 @@ void rl__queue_kick_all(rl_client *c)
 
 /* ---- holds ------------------------------------------------------------ */
 
+#define RL__SPARE_MAX 64
+
 rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog)
 {
-    rl__hold *h = calloc(1, sizeof *h);
+    rl__hold *h = c->spare_holds;
 
-    if (!h)
+    /* Reuse a freed hold: no allocation on the steady acquire path. */
+    if (h) {
+        c->spare_holds = h->c_next;
+        c->nspare--;
+        memset(h, 0, sizeof *h);
+    } else if (!(h = calloc(1, sizeof *h))) {
         return NULL;
+    }
     h->client = c;
     h->entry = e;
     h->tid = tid;
@@ -250,8 +258,31 @@ void rl__hold_unref(rl_client *c, rl__hold *h)
     if (--h->refs > 0)
         return;
     e->holds--;
-    free(h);
+    rl__hold_discard(c, h);
     rl__entry_maybe_free(c, e);
+}
+
+void rl__hold_discard(rl_client *c, rl__hold *h)
+{
+    if (c->nspare >= RL__SPARE_MAX) {
+        free(h);
+        return;
+    }
+    h->c_next = c->spare_holds;
+    c->spare_holds = h;
+    c->nspare++;
+}
+
+void rl__hold_free_spares(rl_client *c)
+{
+    rl__hold *h, *next;
+
+    for (h = c->spare_holds; h; h = next) {
+        next = h->c_next;
+        free(h);
+    }
+    c->spare_holds = NULL;
+    c->nspare = 0;
 }
 
 int rl__hold_is_lost(const rl__hold *h, int64_t now)
@@ -278,6 +309,8 @@ int rl__hold_mark_lost(rl_client *c, rl__hold *h)
         return 0;
     if (h->in_table) {
         h->entry->local_live--;
+        /* A local waiter was waiting for this holder: let it ask Redis. */
+        rl__queue_kick_head(h->entry);
         rl__watchdog_poke(c);
     }
     return 1;

@@ -104,7 +104,7 @@ static void op_init(op *o, rl_client *c, rl__entry *e, uint64_t tid)
  * After a lost reply: fence off the connection that carried the change (a
  * killed client's unread commands are never run), then read our count.
  */
-static int read_count(op *o, long long dead_id, long long *count)
+static int read_count(op *o, const rl__fence *dead, long long *count)
 {
     rl__conn *conn;
     redisReply *r = NULL;
@@ -113,11 +113,11 @@ static int read_count(op *o, long long dead_id, long long *count)
 
     if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
         return rc;
-    if (dead_id >= 0) {
-        const char *argv[4] = { "CLIENT", "KILL", "ID", idbuf };
-        size_t lens[4] = { 6, 4, 2, 0 };
-        lens[3] = (size_t)snprintf(idbuf, sizeof idbuf, "%lld", dead_id);
-        redisAppendCommandArgv(conn->ctx, 4, argv, lens);
+    if (dead && dead->id >= 0) {
+        const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
+        size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
+        lens[3] = (size_t)snprintf(idbuf, sizeof idbuf, "%lld", dead->id);
+        redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);
         n++;
     }
     {
@@ -144,17 +144,19 @@ static int read_count(op *o, long long dead_id, long long *count)
  * Run the acquire or release script for a hold of `held`. A lost reply is
  * resolved by reading the count back: the count success would produce
  * means applied, the count we started from means not applied (RL__RETRY).
- * When even that fails, RL_ECONN with *unresolved set to the fenced id.
+ * When even that fails, RL_ECONN with *unresolved set to the connection
+ * to fence off before trying again (unresolved->id is -1 otherwise).
  */
 static int run_change(op *o, int script, long long held, long lease_ms,
-                      int64_t *sent_ms, rl__result *res, long long *unresolved)
+                      int64_t *sent_ms, rl__result *res, rl__fence *unresolved)
 {
     char heldbuf[24], leasebuf[24];
     const char *args[5];
     size_t lens[5];
     rl__conn *conn;
-    redisReply *r;
-    long long dead_id, count;
+    rl__resp resp;
+    rl__fence dead;
+    long long count;
     int rc, nkeys;
 
     lens[0] = 0;
@@ -185,27 +187,29 @@ static int run_change(op *o, int script, long long held, long lease_ms,
         lens[4] = strlen(leasebuf);
     }
 
-    *unresolved = -1;
+    unresolved->id = -1;
+    unresolved->addr[0] = '\0';
     if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
         return rc;               /* nothing was sent */
     *sent_ms = rl__now_ms();
-    rc = rl__conn_script(o->c, conn, script, &r, nkeys, script == RL__S_ACQUIRE ? 4 : 5,
-                         args, lens);
+    rc = rl__conn_script_fast(o->c, conn, script, &resp, nkeys, script == RL__S_ACQUIRE ? 4 : 5,
+                              args, lens);
     if (rc == RL_OK) {
-        rc = rl__reply_result(r, res);
-        freeReplyObject(r);
+        rc = rl__resp_result(&resp, res);
         rl__pool_put(o->c, conn);
         return rc;
     }
-    dead_id = conn->server_id;
+    dead = conn->fence;
     rl__pool_put(o->c, conn);
     if (rc != RL_ECONN)
         return rc;
 
     rl__log(o->c, RL_LOG_WARN, "rlock: reply lost on %.*s, reading the hold count back",
             (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key);
-    if ((rc = read_count(o, dead_id, &count)) != RL_OK) {
-        *unresolved = dead_id < 0 ? 0 : dead_id;
+    if ((rc = read_count(o, &dead, &count)) != RL_OK) {
+        *unresolved = dead;
+        if (unresolved->id < 0)
+            unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
         return rl__err(RL_ECONN, "outcome unknown (%s)", rl_last_error());
     }
     if (script == RL__S_ACQUIRE) {
@@ -237,7 +241,7 @@ static int run_change(op *o, int script, long long held, long lease_ms,
 }
 
 static int run_change_retrying(op *o, int script, long long held, long lease_ms,
-                               int64_t *sent_ms, rl__result *res, long long *unresolved)
+                               int64_t *sent_ms, rl__result *res, rl__fence *unresolved)
 {
     int rc, attempt;
 
@@ -271,7 +275,7 @@ static void hold_done(rl_client *c, rl__thread *t, rl__hold *h)
 static int settle(op *o, rl__thread *t, rl__hold *h)
 {
     long long count;
-    int rc = read_count(o, h->pending_conn_id, &count);
+    int rc = read_count(o, &h->pending_fence, &count);
 
     if (rc != RL_OK)
         return rl__err(RL_ECONN, "an earlier change is still unresolved (%s)", rl_last_error());
@@ -296,7 +300,7 @@ static int settle(op *o, rl__thread *t, rl__hold *h)
 static int reenter(op *o, rl__thread *t, rl__hold *h)
 {
     rl__result res;
-    long long unresolved;
+    rl__fence unresolved;
     int64_t sent;
     int rc;
 
@@ -307,9 +311,9 @@ static int reenter(op *o, rl__thread *t, rl__hold *h)
         return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
     }
     rc = run_change_retrying(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved);
-    if (rc == RL_ECONN && unresolved >= 0) {
+    if (rc == RL_ECONN && unresolved.id >= 0) {
         h->pending_delta = 1;
-        h->pending_conn_id = unresolved;
+        h->pending_fence = unresolved;
     }
     if (rc != RL_OK)
         return rc;
@@ -332,20 +336,21 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
     long lease = watchdog ? c->lease_ms : lease_ms;
     int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : rl__now_ms() + wait_ms;
     int64_t sent = 0, wake_at, now;
-    long long unresolved;
+    rl__fence unresolved;
     long backoff = 0;
     rl__result res;
     rl__waiter w;
     rl__hold *h;
     int rc, first = 1;
 
-    h = rl__hold_new(c, e, t->id, lease, watchdog);
-    if (!h || rl__cond_init(&w.cond) != 0) {
-        free(h);
+    if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
-    }
-
     pthread_mutex_lock(&c->mu);
+    h = rl__hold_new(c, e, t->id, lease, watchdog);
+    if (!h) {
+        rc = rl__err(RL_ENOMEM, "out of memory");
+        goto out;
+    }
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
     rl__queue_push(e, &w);
@@ -421,9 +426,10 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
 dequeue:
     rl__queue_remove(c, e, &w);
 out:
+    if (h)
+        rl__hold_discard(c, h);
     pthread_mutex_unlock(&c->mu);
     pthread_cond_destroy(&w.cond);
-    free(h);
     return rc;
 }
 
@@ -462,7 +468,7 @@ static int release_lost(op *o, rl__thread *t, rl__hold *h)
 {
     int64_t sent;
     rl__result res;
-    long long unresolved;
+    rl__fence unresolved;
 
     flag_lost(o->c, h);
     if (--h->count > 0)
@@ -480,7 +486,7 @@ int rl_lock_release(rl_lock *lock)
     rl__thread *t;
     rl__hold *h;
     rl__result res;
-    long long unresolved;
+    rl__fence unresolved;
     int64_t sent;
     op o;
     int rc;
@@ -506,9 +512,9 @@ int rl_lock_release(rl_lock *lock)
     rc = run_change_retrying(&o, RL__S_RELEASE, h->count, h->watchdog ? h->lease_ms : 0,
                              &sent, &res, &unresolved);
     if (rc != RL_OK) {
-        if (rc == RL_ECONN && unresolved >= 0) {
+        if (rc == RL_ECONN && unresolved.id >= 0) {
             h->pending_delta = -1;
-            h->pending_conn_id = unresolved;
+            h->pending_fence = unresolved;
         }
         pthread_mutex_lock(&c->mu);
         h->releasing = 0;

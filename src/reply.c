@@ -11,15 +11,33 @@ static int is_int(const redisReply *r)
     return r && r->type == REDIS_REPLY_INTEGER;
 }
 
-int rl__reply_error_status(const redisReply *reply)
+int rl__error_status(const char *s, size_t n)
 {
-    const char *s = reply->str ? reply->str : "";
-    int len = (int)(reply->len > 400 ? 400 : reply->len);
+    int len = (int)(n > 400 ? 400 : n);
 
-    if (strncmp(s, "WRONGPASS", 9) == 0 || strncmp(s, "NOAUTH", 6) == 0 ||
-        strstr(s, "invalid password") || strstr(s, "invalid username-password"))
+    if ((n >= 9 && strncmp(s, "WRONGPASS", 9) == 0) || (n >= 6 && strncmp(s, "NOAUTH", 6) == 0) ||
+        memmem(s, n, "invalid password", 16) || memmem(s, n, "invalid username-password", 25))
         return rl__err(RL_EAUTH, "%.*s", len, s);
     return rl__err(RL_EREDIS, "%.*s", len, s);
+}
+
+int rl__reply_error_status(const redisReply *reply)
+{
+    return rl__error_status(reply->str ? reply->str : "", reply->str ? reply->len : 0);
+}
+
+int rl__resp_result(const rl__resp *resp, rl__result *out)
+{
+    if (resp->type == RL__RESP_ERROR)
+        return rl__error_status(resp->str, resp->str_len);
+    if (resp->type != RL__RESP_ARRAY || resp->nints != 2)
+        return rl__err(RL_EPROTO, "unexpected reply shape from an rlock script");
+    if (resp->ints[0] < RL__R_MISMATCH || resp->ints[0] > RL__R_DONE)
+        return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
+                       resp->ints[0]);
+    out->code = (int)resp->ints[0];
+    out->value = resp->ints[1];
+    return RL_OK;
 }
 
 int rl__reply_result(const redisReply *reply, rl__result *out)

@@ -58,6 +58,24 @@ typedef struct rl__url {
 int rl__url_parse(rl__url *out, const char *url);
 void rl__url_clear(rl__url *url);
 
+/* ---- resp.c (pure): the hot path's own RESP2 encoding and reading ----- */
+
+#define RL__RESP_MAX_INTS 4
+enum { RL__RESP_INT = 1, RL__RESP_ARRAY, RL__RESP_ERROR, RL__RESP_STATUS };
+
+typedef struct rl__resp {
+    int type;
+    int nints;                          /* INT: 1; ARRAY: its length */
+    long long ints[RL__RESP_MAX_INTS];
+    const char *str;                    /* ERROR/STATUS text, not terminated */
+    size_t str_len;
+} rl__resp;
+
+/* Encode a command; returns its length, or a bound on it when > cap. */
+size_t rl__resp_encode(char *buf, size_t cap, int argc, const char **argv, const size_t *lens);
+/* 1: a whole reply (*used bytes); 0: need more bytes; -1: not a reply rlock reads. */
+int rl__resp_read(const char *buf, size_t len, rl__resp *out, size_t *used);
+
 /* ---- reply.c (pure) -------------------------------------------------- */
 
 /* What a script said, decoded from its reply. */
@@ -75,6 +93,8 @@ int rl__reply_result(const redisReply *reply, rl__result *out);
 int rl__reply_count(const redisReply *reply, long long *out); /* HGET: nil → 0 */
 int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
 int rl__reply_error_status(const redisReply *reply);
+int rl__error_status(const char *msg, size_t len);
+int rl__resp_result(const rl__resp *resp, rl__result *out);
 
 /* ---- scripts.c ------------------------------------------------------- */
 
@@ -98,9 +118,23 @@ void rl__thread_forget_all(void);      /* fork child: the thread holds nothing *
 
 /* ---- conn.c ---------------------------------------------------------- */
 
+/*
+ * Enough to name one connection to the server, so that it can be killed
+ * (CLIENT KILL ID .. ADDR ..) before a lost reply is resolved: a killed
+ * client's unread commands are never run. The address guards against ids
+ * reused by a restarted server.
+ */
+typedef struct rl__fence {
+    long long id;           /* CLIENT ID; < 0: unknown */
+    char addr[64];          /* our ip:port as the server sees it; "" for unix sockets */
+} rl__fence;
+
 typedef struct rl__conn {
     redisContext *ctx;
-    long long server_id;    /* CLIENT ID, or -1 when unknown */
+    rl__fence fence;
+    char *wbuf;             /* hot path: encoded command */
+    size_t wcap;
+    char rbuf[1024];        /* hot path: one reply */
     struct rl__conn *next;  /* idle list */
     struct rl__conn *all_next, *all_prev; /* every connection of the client */
 } rl__conn;
@@ -114,6 +148,10 @@ int rl__conn_broken(const rl__conn *conn);
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
                   const char **argv, const size_t *lens);
+/* The hot path: EVALSHA of a script whose reply is read in place into out
+ * (valid until the next call on conn). NOSCRIPT is handled. */
+int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
+                         int nkeys, int nargs, const char **args, const size_t *lens);
 /* EVALSHA of one of rlock's scripts, loading it again on NOSCRIPT. */
 int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
                     int nkeys, int nargs, const char **args, const size_t *lens);
@@ -162,7 +200,7 @@ struct rl__hold {
     int in_table;                   /* under mutex */
     /* An operation whose outcome is unknown, to resolve before the next. */
     int pending_delta;              /* +1 or -1, 0: none */
-    long long pending_conn_id;
+    rl__fence pending_fence;
 };
 
 rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len); /* mutex held */
@@ -179,6 +217,8 @@ rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, 
 void rl__hold_insert(rl_client *c, rl__hold *h);                     /* mutex held */
 void rl__hold_remove(rl_client *c, rl__hold *h);                     /* mutex held */
 void rl__hold_unref(rl_client *c, rl__hold *h);                      /* mutex held */
+void rl__hold_discard(rl_client *c, rl__hold *h);   /* never inserted, or done; mutex held */
+void rl__hold_free_spares(rl_client *c);
 int rl__hold_is_lost(const rl__hold *h, int64_t now);
 void rl__hold_confirm(rl__hold *h, int64_t sent_ms, long lease_ms, long drift_ms);
 int rl__hold_mark_lost(rl_client *c, rl__hold *h);                   /* mutex held */
@@ -218,6 +258,8 @@ struct rl_client {
     size_t nbuckets, nentries;
     rl__hold *holds;
     size_t nholds;
+    rl__hold *spare_holds;          /* freed holds kept for reuse */
+    int nspare;
     uint64_t next_serial;
 
     /* watchdog */

@@ -9,29 +9,33 @@
  */
 #include "rlock_int.h"
 
-/* KEYS[1] lock; ARGV lease_ms, owner, held */
+/* KEYS[1] lock; ARGV lease_ms, owner, held. Few calls on the common paths:
+ * Redis counts each call a script makes. */
 static const char acquire_src[] =
     "local held = tonumber(ARGV[3])\n"
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
-    "if not n then\n"
-    "  if held > 0 then return {-1, 0} end\n"
+    "if held == 0 then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
-    "    return {0, redis.call('pttl', KEYS[1])}\n"
+    /* Held: by another, or by us through an acquire that was reported
+     * failed but applied late. Ours is ours: start the count afresh. */
+    "    if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
+    "      return {0, redis.call('pttl', KEYS[1])}\n"
+    "    end\n"
     "  end\n"
-    "  n = 0\n"
-    "else\n"
-    "  n = tonumber(n)\n"
-    /* held 0 with our field present: an acquire of ours that was reported
-     * failed but applied late. It is ours; start the count afresh. */
-    "  if held == 0 then n = 0\n"
-    "  elseif n ~= held then return {-2, n} end\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], 1)\n"
+    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  return {1, 1}\n"
     "end\n"
+    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
+    "if not n then return {-1, 0} end\n"
+    "n = tonumber(n)\n"
+    "if n ~= held then return {-2, n} end\n"
     "redis.call('hset', KEYS[1], ARGV[2], n + 1)\n"
     "redis.call('pexpire', KEYS[1], ARGV[1])\n"
     "return {1, n + 1}\n";
 
 /* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
- * whole field), lease_ms (0: leave the expiry alone) */
+ * whole field), lease_ms (0: leave the expiry alone). Only our own field is
+ * ever removed: the lock is deleted only when no other field is left. */
 static const char release_src[] =
     "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
     "if not n then return {-1, 0} end\n"
@@ -45,8 +49,9 @@ static const char release_src[] =
     "  if tonumber(ARGV[3]) > 0 then redis.call('pexpire', KEYS[1], ARGV[3]) end\n"
     "  return {1, n}\n"
     "end\n"
-    "redis.call('hdel', KEYS[1], ARGV[1])\n"
-    "if redis.call('exists', KEYS[1]) == 0 then redis.call('publish', KEYS[2], '0') end\n"
+    "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then\n"
+    "  redis.call('publish', KEYS[2], '0')\n"
+    "end\n"
     "return {1, 0}\n";
 
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still

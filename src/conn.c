@@ -223,11 +223,20 @@ int rl__pool_get(rl_client *c, rl__conn **out)
 void rl__pool_put(rl_client *c, rl__conn *conn)
 {
     int broken = rl__conn_broken(conn);
+    rl__conn *stale = NULL, *next;
 
     pthread_mutex_lock(&c->mu);
     if (broken) {
         untrack(c, conn);
         c->conns--;
+        /* The idle ones were opened before this one broke: most likely the
+         * server went away, so they are dead too. Reconnect lazily. */
+        stale = c->idle;
+        c->idle = NULL;
+        for (next = stale; next; next = next->next) {
+            untrack(c, next);
+            c->conns--;
+        }
     } else {
         conn->next = c->idle;
         c->idle = conn;
@@ -237,6 +246,10 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
     pthread_mutex_unlock(&c->mu);
     if (broken)
         rl__conn_close(c, conn);
+    for (; stale; stale = next) {
+        next = stale->next;
+        rl__conn_close(c, stale);
+    }
 }
 
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc, const char **argv, const size_t *lens)

@@ -242,7 +242,7 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
         c->idle = conn;
     }
     if (c->pool_waiters)
-        pthread_cond_signal(&c->pool_cond);
+        pthread_cond_broadcast(&c->pool_cond);
     pthread_mutex_unlock(&c->mu);
     if (broken)
         rl__conn_close(c, conn);

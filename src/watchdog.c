@@ -12,6 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "rlock_int.h"
 
@@ -129,7 +130,7 @@ static void renew(rl_client *c)
     size_t n = 0, cap = 0, i;
     rl__hold *h;
     rl__conn *conn;
-    int64_t sent;
+    int64_t sent, earliest = 0;
     int rc;
 
     for (h = c->holds; h; h = h->c_next) {
@@ -144,6 +145,8 @@ static void renew(rl_client *c)
         s[n].h = h;
         s[n].owner_len = (size_t)rl__client_owner(c, h->tid, s[n].owner);
         h->refs++;
+        if (!n || atomic_load(&h->expiry_ms) < earliest)
+            earliest = atomic_load(&h->expiry_ms);
         n++;
     }
     flags = n ? malloc(n) : NULL;
@@ -157,6 +160,19 @@ static void renew(rl_client *c)
             conn = NULL;
     }
     sent = rl__now_ms();
+    if (rc == RL_OK && n) {
+        /* Do not stay blocked past the first expiry: the thread must be
+         * free to flag and report that hold when its time comes. */
+        long wait = (long)(earliest - sent);
+        struct timeval tv;
+        if (wait > c->command_ms)
+            wait = c->command_ms;
+        if (wait < 20)
+            wait = 20;
+        tv.tv_sec = wait / 1000;
+        tv.tv_usec = (wait % 1000) * 1000;
+        redisSetTimeout(conn->ctx, tv);
+    }
     if (rc == RL_OK && n)
         rc = renew_round(c, conn, s, n, flags);
     if (rc == RL_ECONN && conn) {

@@ -36,11 +36,14 @@ const char *rl_version(void)
 
 int rl__err(int status, const char *fmt, ...)
 {
+    char buf[sizeof rl__detail];
     va_list ap;
 
+    /* Format aside first: the arguments may include rl_last_error() itself. */
     va_start(ap, fmt);
-    vsnprintf(rl__detail, sizeof rl__detail, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(rl__detail, buf, sizeof buf);
     return status;
 }
 

@@ -1,0 +1,209 @@
+#include "rt_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t rt_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t rt_now_ms(void)
+{
+    return rt_now_us() / 1000;
+}
+
+void rt_sleep_ms(long ms)
+{
+    struct timespec ts;
+    if (ms <= 0)
+        return;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+pid_t rt_child_start(int (*fn)(void *arg), void *arg, unsigned alarm_s)
+{
+    pid_t pid;
+
+    /* Whatever the parent buffered must not be written twice. */
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "rltest: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        if (alarm_s > 0)
+            alarm(alarm_s);
+        _exit(fn(arg) & 0xff);
+    }
+    return pid;
+}
+
+#define RT_KEEP_MAX 8
+#define RT_KEEP_PARK 200 /* keep fds are first moved up here, out of the way */
+
+pid_t rt_spawn_self(char *const argv[], const int *keep, int nkeep, unsigned alarm_s)
+{
+    char self[4096];
+    ssize_t n;
+    pid_t pid;
+    int i;
+
+    if (nkeep < 0 || nkeep > RT_KEEP_MAX)
+        return -1;
+    /* The program's path, read now: exec of "/proc/self/exe" itself would
+     * start valgrind's tool rather than the test when run under valgrind
+     * (which answers this readlink with the client program). */
+    n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        fprintf(stderr, "rltest: readlink /proc/self/exe: %s\n", strerror(errno));
+        return -1;
+    }
+    self[n] = '\0';
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "rltest: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        /* Only async-signal-safe calls from here to execv. */
+        int parked[RT_KEEP_MAX];
+        for (i = 0; i < nkeep; i++) {
+            parked[i] = fcntl(keep[i], F_DUPFD_CLOEXEC, RT_KEEP_PARK);
+            if (parked[i] < 0)
+                _exit(125);
+        }
+        for (i = 0; i < nkeep; i++) {
+            if (dup2(parked[i], 3 + i) < 0)
+                _exit(125);
+        }
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, (unsigned)(3 + nkeep), ~0U, 0U) != 0)
+#endif
+        {
+            int fd;
+            for (fd = 3 + nkeep; fd < 4096; fd++)
+                close(fd);
+        }
+        if (alarm_s > 0)
+            alarm(alarm_s);
+        execv(self, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int rt_child_wait(pid_t pid, long timeout_ms)
+{
+    const int64_t deadline = rt_now_ms() + timeout_ms;
+    int status = 0;
+
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            fprintf(stderr, "rltest: waitpid(%d): %s\n", (int)pid, strerror(errno));
+            return -1;
+        }
+        if (rt_now_ms() >= deadline) {
+            fprintf(stderr, "rltest: child %d still running after %ld ms; killing it\n",
+                    (int)pid, timeout_ms);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return -1;
+        }
+        rt_sleep_ms(RT_POLL_MS);
+    }
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return -1;
+}
+
+int rt_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "rltest: pipe2: %s\n", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int rt_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int rt_read_full(int fd, void *buf, size_t len, long timeout_ms)
+{
+    const int64_t deadline = rt_now_ms() + timeout_ms;
+    char *p = buf;
+
+    while (len > 0) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int64_t left = deadline - rt_now_ms();
+        int r;
+        ssize_t n;
+
+        if (left < 0)
+            left = 0;
+        r = poll(&pfd, 1, (int)left);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            return -1; /* deadline */
+        n = read(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            return -1; /* EOF */
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+void rt_close(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}

@@ -1,0 +1,267 @@
+#include "it_common.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int setup_with(void **state, const char *args)
+{
+    it_env *e = calloc(1, sizeof *e);
+
+    if (e == NULL)
+        return -1;
+    e->redis = rt_redis_start(args);
+    if (e->redis == NULL) {
+        free(e);
+        fprintf(stderr, "it: cannot start redis-server: this test FAILS without Redis\n");
+        return -1;
+    }
+    e->rc = rt_redis_connect(e->redis);
+    if (e->rc == NULL) {
+        rt_redis_stop(e->redis);
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+int it_setup(void **state)
+{
+    return setup_with(state, NULL);
+}
+
+int it_setup_auth(void **state)
+{
+    return setup_with(state, "--requirepass " IT_PASSWORD);
+}
+
+int it_teardown(void **state)
+{
+    it_env *e = *state;
+
+    if (e == NULL)
+        return 0;
+    if (e->rc != NULL)
+        redisFree(e->rc);
+    rt_redis_stop(e->redis);
+    free(e);
+    *state = NULL;
+    return 0;
+}
+
+void it_options(rl_options *o, const char *url, long lease_ms, long command_timeout_ms)
+{
+    if (rl_options_init(o) != RL_OK)
+        fail_msg("rl_options_init failed");
+    o->url = url;
+    o->lease_ms = lease_ms;
+    o->command_timeout_ms = command_timeout_ms;
+}
+
+rl_client *it_client_opts(const rl_options *o)
+{
+    rl_client *c = NULL;
+    int rc = rl_client_new(&c, o);
+
+    if (rc != RL_OK || c == NULL)
+        fail_msg("rl_client_new(%s) = %d (%s): %s", o->url ? o->url : "(default)", rc,
+                 rl_strerror(rc), rl_last_error());
+    return c;
+}
+
+rl_client *it_client(it_env *e, long lease_ms)
+{
+    rl_options o;
+    it_options(&o, e->redis->url, lease_ms, 0);
+    return it_client_opts(&o);
+}
+
+rl_lock *it_lock(rl_client *c, const char *name)
+{
+    rl_lock *l = NULL;
+    int rc = rl_lock_new(&l, c, name);
+
+    if (rc != RL_OK || l == NULL)
+        fail_msg("rl_lock_new(%s) = %d (%s)", name, rc, rl_strerror(rc));
+    return l;
+}
+
+size_t it_key(char *buf, size_t cap, const char *prefix, const void *name, size_t name_len,
+              const char *suffix)
+{
+    size_t pl = strlen(prefix), sl = suffix ? strlen(suffix) : 0;
+    size_t n = pl + 1 + name_len + 1 + sl;
+
+    if (n + 1 > cap)
+        fail_msg("it_key: buffer too small");
+    memcpy(buf, prefix, pl);
+    buf[pl] = '{';
+    memcpy(buf + pl + 1, name, name_len);
+    buf[pl + 1 + name_len] = '}';
+    if (sl > 0)
+        memcpy(buf + pl + 2 + name_len, suffix, sl);
+    buf[n] = '\0';
+    return n;
+}
+
+int it_hgetall(redisContext *c, const void *key, size_t key_len, it_hash *out)
+{
+    redisReply *rep = redisCommand(c, "HGETALL %b", key, key_len);
+
+    memset(out, 0, sizeof *out);
+    if (rep == NULL)
+        return -1;
+    out->type = rep->type;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(rep);
+        return -1;
+    }
+    out->fields = rep->elements / 2;
+    if (rep->elements >= 2) {
+        redisReply *f = rep->element[0], *v = rep->element[1];
+        size_t n = f->len < sizeof out->field - 1 ? f->len : sizeof out->field - 1;
+        memcpy(out->field, f->str, n);
+        out->field[n] = '\0';
+        out->field_len = f->len;
+        n = v->len < sizeof out->value - 1 ? v->len : sizeof out->value - 1;
+        memcpy(out->value, v->str, n);
+        out->value[n] = '\0';
+    }
+    freeReplyObject(rep);
+    return 0;
+}
+
+int it_owner_field_ok(const char *field, size_t len)
+{
+    size_t i;
+
+    /* 8-4-4-4-12 hex digits, ':', then one or more decimal digits. */
+    if (len < 38)
+        return 0;
+    for (i = 0; i < 36; i++) {
+        int dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? field[i] != '-' : !isxdigit((unsigned char)field[i]))
+            return 0;
+    }
+    if (field[36] != ':')
+        return 0;
+    for (i = 37; i < len; i++) {
+        if (!isdigit((unsigned char)field[i]))
+            return 0;
+    }
+    return 1;
+}
+
+void it_type(redisContext *c, const void *key, size_t key_len, char *buf, size_t cap)
+{
+    redisReply *rep = redisCommand(c, "TYPE %b", key, key_len);
+
+    snprintf(buf, cap, "%s",
+             rep != NULL && rep->type == REDIS_REPLY_STATUS ? rep->str : "(error)");
+    if (rep != NULL)
+        freeReplyObject(rep);
+}
+
+const char *it_describe(redisContext *c, const void *key, size_t key_len, char *buf,
+                        size_t cap)
+{
+    it_hash h;
+    if (it_hgetall(c, key, key_len, &h) != 0)
+        snprintf(buf, cap, "(HGETALL failed, reply type %d)", h.type);
+    else
+        snprintf(buf, cap, "%zu field(s), first \"%s\" = \"%s\"", h.fields, h.field, h.value);
+    return buf;
+}
+
+static void *acq_main(void *arg)
+{
+    it_acq *a = arg;
+
+    a->t_call_us = rt_now_us();
+    atomic_store(&a->state, 1);
+    a->rc = rl_lock_try_acquire(a->lock, a->wait_ms, a->lease_ms);
+    a->t_return_us = rt_now_us();
+    if (a->rc == RL_OK) {
+        if (a->inside != NULL && atomic_fetch_add(a->inside, 1) != 0 && a->overlap != NULL)
+            atomic_store(a->overlap, 1);
+        if (a->order != NULL)
+            a->rank = atomic_fetch_add(a->order, 1) + 1;
+        a->count_after = rl_lock_hold_count(a->lock);
+    }
+    atomic_store(&a->state, 2);
+    if (a->rc == RL_OK) {
+        if (a->hold)
+            RT_WAIT_UNTIL(atomic_load(&a->go) != 0, 60000);
+        if (a->inside != NULL)
+            atomic_fetch_sub(a->inside, 1);
+        a->release_rc = rl_lock_release(a->lock);
+    }
+    atomic_store(&a->state, 3);
+    return NULL;
+}
+
+void it_acq_start(it_acq *a)
+{
+    atomic_init(&a->state, 0);
+    atomic_init(&a->go, 0);
+    if (pthread_create(&a->thread, NULL, acq_main, a) != 0)
+        fail_msg("pthread_create failed");
+    a->started = 1;
+}
+
+void it_acq_let_go(it_acq *a)
+{
+    atomic_store(&a->go, 1);
+}
+
+int it_acq_join(it_acq *a, long timeout_ms)
+{
+    if (!a->started)
+        return 0;
+    if (!RT_WAIT_UNTIL(atomic_load(&a->state) == 3, timeout_ms))
+        return -1;
+    pthread_join(a->thread, NULL);
+    a->started = 0;
+    return 0;
+}
+
+struct on_thread {
+    int (*fn)(void *);
+    void *arg;
+    int result;
+    atomic_int done;
+};
+
+static void *on_thread_main(void *arg)
+{
+    struct on_thread *t = arg;
+    t->result = t->fn(t->arg);
+    atomic_store(&t->done, 1);
+    return NULL;
+}
+
+int it_on_thread(int (*fn)(void *arg), void *arg, long timeout_ms)
+{
+    struct on_thread *t = calloc(1, sizeof *t);
+    pthread_t th;
+    int result;
+
+    if (t == NULL)
+        fail_msg("out of memory");
+    t->fn = fn;
+    t->arg = arg;
+    atomic_init(&t->done, 0);
+    if (pthread_create(&th, NULL, on_thread_main, t) != 0)
+        fail_msg("pthread_create failed");
+    if (!RT_WAIT_UNTIL(atomic_load(&t->done) != 0, timeout_ms)) {
+        /* Leave the thread (and its record) alone: it may still run. */
+        pthread_detach(th);
+        fail_msg("thread did not finish within %ld ms", timeout_ms);
+    }
+    pthread_join(th, NULL);
+    result = t->result;
+    free(t);
+    return result;
+}

@@ -215,7 +215,7 @@ void rl_client_free(rl_client *c)
 {
     rl__thread *self;
     rl__hold *h, *next;
-    rl__conn *conn, *cnext;
+    rl__conn *idle, *next_idle;
 
     if (!c || !rl__registry_has(c))
         return;
@@ -239,18 +239,11 @@ void rl_client_free(rl_client *c)
             rl__hold_remove(c, h);
         }
     }
-    for (conn = c->idle; conn; conn = cnext) {
-        cnext = conn->next;
-        if (conn->all_prev)
-            conn->all_prev->all_next = conn->all_next;
-        else
-            c->all = conn->all_next;
-        if (conn->all_next)
-            conn->all_next->all_prev = conn->all_prev;
-        rl__conn_close(c, conn);
-        c->conns--;
-    }
-    c->idle = NULL;
+    idle = rl__pool_take_idle(c);
     pthread_mutex_unlock(&c->mu);
+    for (; idle; idle = next_idle) {
+        next_idle = idle->next;
+        rl__conn_close(c, idle);
+    }
     rl__client_unref(c);
 }

@@ -220,10 +220,23 @@ int rl__pool_get(rl_client *c, rl__conn **out)
     return rc;
 }
 
+rl__conn *rl__pool_take_idle(rl_client *c)
+{
+    rl__conn *idle = c->idle, *conn;
+
+    for (conn = idle; conn; conn = conn->next) {
+        untrack(c, conn);
+        c->conns--;
+    }
+    c->idle = NULL;
+    return idle;
+}
+
 void rl__pool_put(rl_client *c, rl__conn *conn)
 {
     int broken = rl__conn_broken(conn);
     rl__conn *stale = NULL, *next;
+
 
     pthread_mutex_lock(&c->mu);
     if (broken) {
@@ -231,12 +244,7 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
         c->conns--;
         /* The idle ones were opened before this one broke: most likely the
          * server went away, so they are dead too. Reconnect lazily. */
-        stale = c->idle;
-        c->idle = NULL;
-        for (next = stale; next; next = next->next) {
-            untrack(c, next);
-            c->conns--;
-        }
+        stale = rl__pool_take_idle(c);
     } else {
         conn->next = c->idle;
         c->idle = conn;

@@ -573,27 +573,35 @@ int rl_lock_force_release(rl_lock *lock)
     return rc;
 }
 
-int rl_lock_hold_count(const rl_lock *lock)
+/* The calling thread's hold through lock, without I/O: into *out (NULL
+ * when it holds none). */
+static int own_hold(const rl_lock *lock, const rl__hold **out)
 {
-    const rl__hold *h;
-
     if (!lock)
         return rl__err(RL_EINVAL, "lock is NULL");
     if (atomic_load(&lock->client->closed))
         return rl__err(RL_EINVAL, "the client was freed");
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    *out = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    return RL_OK;
+}
+
+int rl_lock_hold_count(const rl_lock *lock)
+{
+    const rl__hold *h;
+    int rc = own_hold(lock, &h);
+
+    if (rc != RL_OK)
+        return rc;
     return h ? h->count : 0;
 }
 
 int rl_lock_interrupted(const rl_lock *lock)
 {
     const rl__hold *h;
+    int rc = own_hold(lock, &h);
 
-    if (!lock)
-        return rl__err(RL_EINVAL, "lock is NULL");
-    if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was freed");
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    if (rc != RL_OK)
+        return rc;
     return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
 }
 

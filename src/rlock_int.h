@@ -143,6 +143,7 @@ int rl__conn_open(rl_client *c, rl__conn **out);
 void rl__conn_close(rl_client *c, rl__conn *conn);
 int rl__pool_get(rl_client *c, rl__conn **out);
 void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
+rl__conn *rl__pool_take_idle(rl_client *c);        /* mutex held; caller closes them */
 int rl__conn_broken(const rl__conn *conn);
 
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */

@@ -83,6 +83,7 @@ void rl__client_new_identity(rl_client *c)
 
     uuid_generate_random(id);
     uuid_unparse_lower(id, c->uuid);
+    atomic_fetch_add_explicit(&c->identity_gen, 1, memory_order_release);
 }
 
 int rl_client_new(rl_client **out, const rl_options *opts)
@@ -182,8 +183,7 @@ static void release_all(rl_client *c)
 {
     rl__conn *conn;
     rl__hold *h;
-    redisReply *r;
-    char owner[RL__OWNER_MAX];
+    redisReply *r = NULL;
     int n = 0, i;
 
     if (!c->holds || rl__pool_get(c, &conn) != RL_OK)
@@ -191,13 +191,12 @@ static void release_all(rl_client *c)
     for (h = c->holds; h; h = h->c_next) {
         const char *argv[8];
         size_t lens[8];
-        int olen = rl__client_owner(c, h->tid, owner);
         argv[0] = "EVALSHA";          lens[0] = 7;
         argv[1] = c->sha[RL__S_RELEASE]; lens[1] = 40;
         argv[2] = "2";                lens[2] = 1;
         argv[3] = h->entry->key;      lens[3] = h->entry->key_len;
         argv[4] = h->entry->channel;  lens[4] = h->entry->channel_len;
-        argv[5] = owner;              lens[5] = (size_t)olen;
+        argv[5] = h->owner;           lens[5] = h->owner_len;
         argv[6] = "0";                lens[6] = 1;
         argv[7] = "0";                lens[7] = 1;
         redisAppendCommandArgv(conn->ctx, 8, argv, lens);

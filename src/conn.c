@@ -277,7 +277,7 @@ static int load_one(rl_client *c, rl__conn *conn, int script)
 {
     const char *argv[3] = { "SCRIPT", "LOAD", rl__script_src[script] };
     size_t lens[3] = { 6, 4, strlen(rl__script_src[script]) };
-    redisReply *r;
+    redisReply *r = NULL;
     int rc = rl__conn_call(conn, &r, 3, argv, lens);
 
     if (rc != RL_OK)
@@ -312,7 +312,7 @@ int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
     const char *argv[3 + RL__MAX_ARGS];
     size_t alens[3 + RL__MAX_ARGS];
     char nk[12];
-    redisReply *r;
+    redisReply *r = NULL;
     int rc, i, attempt;
 
     if (nargs > RL__MAX_ARGS)

@@ -143,7 +143,7 @@ void rl__rebuild_after_fork(rl_client *c)
 
     /* The watchdog and subscriber threads do not exist here. */
     c->wd_started = 0;
-    c->wd_idle = 0;
+    c->wd_wake_at = 0;
     c->sub_started = 0;
     if (c->sub_efd >= 0)
         close(c->sub_efd);

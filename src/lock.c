@@ -89,15 +89,15 @@ void rl_lock_free(rl_lock *lock)
 typedef struct op {
     rl_client *c;
     rl__entry *e;
-    char owner[RL__OWNER_MAX];
+    const char *owner;
     size_t owner_len;
 } op;
 
-static void op_init(op *o, rl_client *c, rl__entry *e, uint64_t tid)
+static void op_init(op *o, rl_client *c, rl__entry *e, rl__thread *t)
 {
     o->c = c;
     o->e = e;
-    o->owner_len = (size_t)rl__client_owner(c, tid, o->owner);
+    o->owner = rl__thread_owner(t, c, &o->owner_len);
 }
 
 /*
@@ -159,9 +159,8 @@ static int run_change(op *o, int script, long long held, long lease_ms,
     long long count;
     int rc, nkeys;
 
-    lens[0] = 0;
-    snprintf(heldbuf, sizeof heldbuf, "%lld", held);
-    snprintf(leasebuf, sizeof leasebuf, "%ld", lease_ms);
+    size_t heldlen = rl__fmt_ll(heldbuf, held), leaselen = rl__fmt_ll(leasebuf, lease_ms);
+
     args[0] = o->e->key;
     lens[0] = o->e->key_len;
     if (script == RL__S_ACQUIRE) {
@@ -178,13 +177,13 @@ static int run_change(op *o, int script, long long held, long lease_ms,
         lens[1] = o->e->channel_len;
     }
     if (script == RL__S_ACQUIRE) {
-        lens[1] = strlen(leasebuf);
+        lens[1] = leaselen;
         lens[2] = o->owner_len;
-        lens[3] = strlen(heldbuf);
+        lens[3] = heldlen;
     } else {
         lens[2] = o->owner_len;
-        lens[3] = strlen(heldbuf);
-        lens[4] = strlen(leasebuf);
+        lens[3] = heldlen;
+        lens[4] = leaselen;
     }
 
     unresolved->id = -1;
@@ -351,6 +350,8 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
         rc = rl__err(RL_ENOMEM, "out of memory");
         goto out;
     }
+    memcpy(h->owner, o->owner, o->owner_len + 1);
+    h->owner_len = o->owner_len;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
     rl__queue_push(e, &w);
@@ -387,7 +388,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
                 rl__hold_insert(c, h);
                 h->count = 1;
                 rl__hold_confirm(h, sent, lease, c->drift_ms);
-                rl__watchdog_poke(c);
+                rl__watchdog_schedule(c, h);
                 rl__thread_link(t, h);
                 h = NULL;
                 goto dequeue;
@@ -452,7 +453,7 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
     if (lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG)
         return rl__err(RL_EINVAL, "lease_ms must be > 0 or RL_LEASE_WATCHDOG");
     t = rl__thread_self();
-    op_init(&o, lock->client, lock->entry, t->id);
+    op_init(&o, lock->client, lock->entry, t);
     h = rl__thread_find(t, lock->client, lock->entry);
     if (h) {
         rc = reenter(&o, t, h);
@@ -498,7 +499,7 @@ int rl_lock_release(rl_lock *lock)
     h = rl__thread_find(t, c, lock->entry);
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
-    op_init(&o, c, lock->entry, t->id);
+    op_init(&o, c, lock->entry, t);
     if (h->pending_delta && (rc = settle(&o, t, h)) != RL_OK)
         return rc;
     if (rl__hold_is_lost(h, rl__now_ms()))
@@ -546,7 +547,7 @@ int rl_lock_force_release(rl_lock *lock)
 {
     rl_client *c;
     rl__conn *conn;
-    redisReply *r;
+    redisReply *r = NULL;
     rl__result res;
     rl__hold *h;
     const char *args[2];
@@ -587,7 +588,7 @@ static int own_hold(const rl_lock *lock, const rl__hold **out)
 
 int rl_lock_hold_count(const rl_lock *lock)
 {
-    const rl__hold *h;
+    const rl__hold *h = NULL;
     int rc = own_hold(lock, &h);
 
     if (rc != RL_OK)
@@ -597,7 +598,7 @@ int rl_lock_hold_count(const rl_lock *lock)
 
 int rl_lock_interrupted(const rl_lock *lock)
 {
-    const rl__hold *h;
+    const rl__hold *h = NULL;
     int rc = own_hold(lock, &h);
 
     if (rc != RL_OK)
@@ -611,7 +612,7 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     const char *argv[2];
     size_t lens[2];
     rl__conn *conn;
-    redisReply *r;
+    redisReply *r = NULL;
     int rc;
 
     if ((rc = check_lock(lock)) != RL_OK)

@@ -34,6 +34,7 @@ int rl__cond_init(pthread_cond_t *cond);        /* a condvar on CLOCK_MONOTONIC 
 int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ms);
 uint64_t rl__hash(const void *data, size_t len);
 char *rl__strdup(const char *s);
+size_t rl__fmt_ll(char *buf, long long v);     /* decimal, NUL-terminated; returns length */
 void *rl__memdup(const void *p, size_t len);
 
 /* ---- error.c --------------------------------------------------------- */
@@ -108,9 +109,15 @@ typedef struct rl__hold rl__hold;
 typedef struct rl__thread {
     uint64_t id;            /* per-process counter, 0 until first use */
     rl__hold *holds;        /* this thread's holds, through any client */
+    /* The owner field for the last client used, formatted once. */
+    const rl_client *owner_of;
+    unsigned owner_gen;
+    size_t owner_len;
+    char owner[RL__OWNER_MAX];
 } rl__thread;
 
 rl__thread *rl__thread_self(void);
+const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len);
 rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry);
 void rl__thread_link(rl__thread *t, rl__hold *h);
 void rl__thread_unlink(rl__thread *t, rl__hold *h);
@@ -190,6 +197,8 @@ struct rl__hold {
     rl__entry *entry;
     uint64_t tid;
     uint64_t serial;
+    size_t owner_len;
+    char owner[RL__OWNER_MAX];      /* <uuid>:<tid>, the hash field */
     int count;                      /* owner thread only */
     long lease_ms;
     int watchdog;                   /* renewed by the watchdog */
@@ -243,6 +252,7 @@ struct rl_client {
     void *payload;
 
     char uuid[RL__UUID_LEN + 1];
+    atomic_uint identity_gen;       /* bumped with each new uuid (fork) */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
 
     pthread_mutex_t mu;             /* guards everything below */
@@ -265,7 +275,8 @@ struct rl_client {
 
     /* watchdog */
     rl__conn *wd_conn;              /* owned by the watchdog thread */
-    int wd_started, wd_idle;
+    int wd_started;
+    int64_t wd_wake_at;             /* when the watchdog will wake; -1: never; 0: awake */
     pthread_t wd_thread;
     pthread_cond_t wd_cond;
     int64_t wd_next_renew;
@@ -295,6 +306,7 @@ void rl__rebuild_after_fork(rl_client *c);   /* mutex held */
 
 int rl__watchdog_ensure(rl_client *c);       /* mutex held */
 void rl__watchdog_poke(rl_client *c);        /* mutex held */
+void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 
 /* ---- subscriber.c ---------------------------------------------------- */

@@ -253,7 +253,7 @@ static void *sub_main(void *arg)
         }
         pthread_mutex_lock(&c->mu);
         if (rc > 0 && nfds == 2 && st.ctx && (pfd[1].revents & (POLLIN | POLLERR | POLLHUP))) {
-            redisReply *r;
+            redisReply *r = NULL;
             if (redisBufferRead(st.ctx) != REDIS_OK) {
                 drop_connection(&st);
                 continue;

@@ -19,6 +19,19 @@ rl__thread *rl__thread_self(void)
     return &rl__self;
 }
 
+const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len)
+{
+    unsigned gen = atomic_load_explicit(&c->identity_gen, memory_order_acquire);
+
+    if (t->owner_of != c || t->owner_gen != gen) {
+        t->owner_len = (size_t)rl__client_owner(c, t->id, t->owner);
+        t->owner_of = c;
+        t->owner_gen = gen;
+    }
+    *len = t->owner_len;
+    return t->owner;
+}
+
 rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
 {
     rl__hold *h;

@@ -51,6 +51,24 @@ uint64_t rl__hash(const void *data, size_t len)
     return h;
 }
 
+size_t rl__fmt_ll(char *buf, long long v)
+{
+    char tmp[24];
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    size_t n = 0, i = 0;
+
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[i++] = '-';
+    while (n)
+        buf[i++] = tmp[--n];
+    buf[i] = '\0';
+    return i;
+}
+
 char *rl__strdup(const char *s)
 {
     return s ? rl__memdup(s, strlen(s) + 1) : NULL;

@@ -18,8 +18,6 @@
 
 typedef struct snap {
     rl__hold *h;
-    char owner[RL__OWNER_MAX];
-    size_t owner_len;
 } snap;
 
 static void *watchdog_main(void *arg);
@@ -41,6 +39,18 @@ int rl__watchdog_ensure(rl_client *c)
 void rl__watchdog_poke(rl_client *c)
 {
     if (c->wd_started)
+        pthread_cond_signal(&c->wd_cond);
+}
+
+void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
+{
+    int64_t due = atomic_load(&h->expiry_ms);
+
+    if (h->watchdog && rl__now_ms() + c->renew_ms < due)
+        due = rl__now_ms() + c->renew_ms;
+    /* Wake the thread only when it would otherwise sleep past what this
+     * hold needs: a loop of acquire/release then costs no context switch. */
+    if (c->wd_started && (c->wd_wake_at < 0 || due < c->wd_wake_at))
         pthread_cond_signal(&c->wd_cond);
 }
 
@@ -86,8 +96,8 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
             for (j = 0; j < m; j++) {
                 argv[3 + j] = s[first + j].h->entry->key;
                 lens[3 + j] = s[first + j].h->entry->key_len;
-                argv[4 + m + j] = s[first + j].owner;
-                lens[4 + m + j] = s[first + j].owner_len;
+                argv[4 + m + j] = s[first + j].h->owner;
+                lens[4 + m + j] = s[first + j].h->owner_len;
             }
             argv[3 + m] = lease;
             lens[3 + m] = strlen(lease);
@@ -98,7 +108,7 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
             size_t first = i * RL__RENEW_BATCH;
             size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH;
             const char *f;
-            redisReply *r;
+            redisReply *r = NULL;
             if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
                 rc = rl__err(RL_ECONN, "renewal: %s", conn->ctx->errstr);
                 break;
@@ -143,7 +153,6 @@ static void renew(rl_client *c)
             s = ns;
         }
         s[n].h = h;
-        s[n].owner_len = (size_t)rl__client_owner(c, h->tid, s[n].owner);
         h->refs++;
         if (!n || atomic_load(&h->expiry_ms) < earliest)
             earliest = atomic_load(&h->expiry_ms);
@@ -270,12 +279,16 @@ static void *watchdog_main(void *arg)
             }
             if (next < 0 || c->wd_next_renew < next)
                 next = c->wd_next_renew;
-        } else {
+        } else if (c->wd_next_renew && now >= c->wd_next_renew) {
+            /* Nothing to renew for a whole period: go idle. Until then the
+             * tick keeps running, so short holds do not wake the thread. */
             c->wd_next_renew = 0;
+        } else if (c->wd_next_renew && (next < 0 || c->wd_next_renew < next)) {
+            next = c->wd_next_renew;
         }
-        c->wd_idle = next < 0;
+        c->wd_wake_at = next;
         rl__cond_wait_until(&c->wd_cond, &c->mu, next);
-        c->wd_idle = 0;
+        c->wd_wake_at = 0;
     }
     conn = c->wd_conn;
     c->wd_conn = NULL;

@@ -136,6 +136,7 @@ void rl__rebuild_after_fork(rl_client *c)
             e->holds = e->waiters = e->local_live = 0;
             e->q_head = e->q_tail = NULL;
             e->sub_want = 0;
+            e->linger_until = 0;
             e->sub_state = RL__SUB_NONE;
             rl__entry_maybe_free(c, e);
         }

@@ -165,10 +165,11 @@ void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w)
     }
     if (was_head)
         rl__queue_kick_head(e);
-    if (!e->q_head && e->sub_want) {
-        e->sub_want = 0;
-        rl__sub_poke(c);
-    }
+    /* Keep the subscription a little while: under contention the next
+     * wait comes soon, and re-subscribing each time costs two commands.
+     * The subscriber drops it once the linger has passed. */
+    if (!e->q_head && e->sub_want)
+        e->linger_until = rl__now_ms() + (c->renew_ms < 1000 ? c->renew_ms : 1000);
 }
 
 void rl__queue_kick_head(rl__entry *e)

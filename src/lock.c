@@ -398,6 +398,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
                     rc = rl__err(RL_EBUSY, "held by another owner");
                     goto dequeue;
                 }
+                e->linger_until = 0;
                 if (!e->sub_want) {
                     e->sub_want = 1;
                     if ((rc = rl__sub_ensure(c)) != RL_OK)

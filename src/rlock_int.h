@@ -188,6 +188,7 @@ typedef struct rl__entry {
     rl__waiter *q_head, *q_tail;    /* local FIFO of waiting threads */
     int local_live;                 /* holds of this process not lost */
     int sub_want, sub_state;        /* subscriber's view of the release channel */
+    int64_t linger_until;           /* no waiters left: unsubscribe after this */
 } rl__entry;
 
 struct rl__hold {

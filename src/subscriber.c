@@ -100,14 +100,24 @@ static void drop_connection(sub_state *st)
     rl__log(c, RL_LOG_WARN, "rlock subscriber: connection lost, retrying in %ld ms", st->backoff);
 }
 
-/* Queue the (un)subscriptions that differ from what is wanted. Mutex held. */
-static void reconcile(sub_state *st)
+/* Queue the (un)subscriptions that differ from what is wanted. Mutex held.
+ * Returns when the next lingering subscription ends (-1: none). */
+static int64_t reconcile(sub_state *st, int64_t now)
 {
     rl_client *c = st->c;
+    int64_t next = -1;
 
     FOR_EACH_ENTRY(c, e) {
         const char *argv[2];
         size_t lens[2];
+        if (e->sub_want && !e->q_head && e->linger_until) {
+            if (now >= e->linger_until) {
+                e->sub_want = 0;
+                e->linger_until = 0;
+            } else if (next < 0 || e->linger_until < next) {
+                next = e->linger_until;
+            }
+        }
         if (e->sub_want && e->sub_state == RL__SUB_NONE) {
             argv[0] = "SUBSCRIBE";
             lens[0] = 9;
@@ -123,6 +133,7 @@ static void reconcile(sub_state *st)
         lens[1] = e->channel_len;
         redisAppendCommandArgv(st->ctx, 2, argv, lens);
     }
+    return next;
 }
 
 static int any_wanted(rl_client *c)
@@ -209,7 +220,7 @@ static void *sub_main(void *arg)
         }
         if (st.ctx) {
             int active;
-            reconcile(&st);
+            int64_t linger_end = reconcile(&st, now);
             active = any_active(c);
             if (active && !st.ping_sent && now - st.last_io >= RL__PING_MS) {
                 redisAppendCommand(st.ctx, "PING");
@@ -226,6 +237,8 @@ static void *sub_main(void *arg)
                 continue;
             }
             timeout = active ? RL__PING_MS : -1;
+            if (linger_end >= 0 && (timeout < 0 || linger_end - now < timeout))
+                timeout = linger_end - now;
             if (st.ping_sent) {
                 timeout = st.ping_sent + c->command_ms - now;
                 if (timeout <= 0) {

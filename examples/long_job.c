@@ -122,7 +122,7 @@ int main(int argc, char **argv)
     int status, held = 0, failed = 1;
 
     ex_prog = "long_job";
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {     /* --option value */
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = val == NULL;
 
@@ -138,7 +138,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "long_job: bad option \"%s\"\n", argv[i]);
             return 2;
         }
-        i++;
     }
     if (url == NULL) {
         fprintf(stderr, "long_job: --url is required\n");

@@ -303,7 +303,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 {
     *cfg = (struct config){ .prefix = "ex:", .procs = 4, .threads = 4,
                             .jobs = 200, .accounts = 8 };
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {     /* --option value */
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = val == NULL;
 
@@ -327,7 +327,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             fprintf(stderr, "workers: bad option \"%s\"\n", opt);
             return -1;
         }
-        i++;
     }
     if (cfg->url == NULL) {
         fprintf(stderr, "workers: --url is required\n");

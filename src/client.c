@@ -83,7 +83,6 @@ void rl__client_new_identity(rl_client *c)
 
     uuid_generate_random(id);
     uuid_unparse_lower(id, c->uuid);
-    atomic_fetch_add_explicit(&c->identity_gen, 1, memory_order_release);
 }
 
 int rl_client_new(rl_client **out, const rl_options *opts)

@@ -111,7 +111,6 @@ typedef struct rl__thread {
     rl__hold *holds;        /* this thread's holds, through any client */
     /* The owner field for the last client used, formatted once. */
     const rl_client *owner_of;
-    unsigned owner_gen;
     size_t owner_len;
     char owner[RL__OWNER_MAX];
 } rl__thread;
@@ -253,7 +252,6 @@ struct rl_client {
     void *payload;
 
     char uuid[RL__UUID_LEN + 1];
-    atomic_uint identity_gen;       /* bumped with each new uuid (fork) */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
 
     pthread_mutex_t mu;             /* guards everything below */

@@ -7,6 +7,8 @@
  * The list of a thread's holds is touched only by that thread, which is
  * what lets rl_interrupted() run without taking any lock.
  */
+#include <string.h>
+
 #include "rlock_int.h"
 
 static atomic_uint_fast64_t rl__thread_counter;
@@ -21,12 +23,11 @@ rl__thread *rl__thread_self(void)
 
 const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len)
 {
-    unsigned gen = atomic_load_explicit(&c->identity_gen, memory_order_acquire);
-
-    if (t->owner_of != c || t->owner_gen != gen) {
+    /* The pointer alone is not enough: a freed client's address may be
+     * reused by a new one, and a fork child gets a new uuid. */
+    if (t->owner_of != c || memcmp(t->owner, c->uuid, RL__UUID_LEN) != 0) {
         t->owner_len = (size_t)rl__client_owner(c, t->id, t->owner);
         t->owner_of = c;
-        t->owner_gen = gen;
     }
     *len = t->owner_len;
     return t->owner;

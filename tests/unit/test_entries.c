@@ -24,6 +24,7 @@ static rl_client *fake_client(const char *prefix)
 
 static void free_client(rl_client *c)
 {
+    rl__hold_free_spares(c);
     rl__entry_free_all(c);
     free(c->prefix);
     pthread_mutex_destroy(&c->mu);

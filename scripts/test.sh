@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# rlock's test command: builds, tests under gcc, ASan+UBSan and TSan against
+# a throwaway redis-server, runs the examples under valgrind, checks the
+# installed package and the exported symbols. Runs from any directory.
+#
+#   RL_TEST_QUICK=1   skip the sanitizer builds (ignored when CI=true)
+#   RL_CTEST_JOBS=N   run N tests at once (default 1)
+#
+# The last line is the summary: "test.sh: N passed, M failed".
+set -euo pipefail
+
+RL_LOG_TAG=test.sh
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$RL_ROOT"
+
+quick=0
+if [[ ${RL_TEST_QUICK:-0} == 1 && ${CI:-} != true ]]; then
+    quick=1
+fi
+ctest_jobs=${RL_CTEST_JOBS:-1}
+
+# Sanitizer settings for every run below. die_after_fork=0: the library is
+# meant to be used in a child after fork() (it restarts its threads there).
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=print_stacktrace=1
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0"
+
+# ---------------------------------------------------------------------------
+# Steps: a banner, a timing, a count. A failure inside a step stops the script
+# (set -e); the exit hook then reports the step and prints the summary.
+
+passed=0
+failed=0
+skipped=0
+current=
+step_t0=0
+timings=()
+
+step_begin() {
+    current=$1
+    step_t0=$SECONDS
+    printf '\n==== %s ====\n' "$current"
+}
+
+step_end() {
+    local took=$((SECONDS - step_t0))
+    timings+=("$(printf '%-48s %5ds  ok' "$current" "$took")")
+    printf '==== %s: ok (%ds) ====\n' "$current" "$took"
+    passed=$((passed + 1))
+    current=
+}
+
+step_skip() {
+    timings+=("$(printf '%-48s %6s  skipped (%s)' "$1" - "$2")")
+    printf '\n==== %s: skipped (%s) ====\n' "$1" "$2"
+    skipped=$((skipped + 1))
+}
+
+summary() {
+    local line
+    if [[ -n $current ]]; then
+        timings+=("$(printf '%-48s %5ds  FAILED' "$current" "$((SECONDS - step_t0))")")
+        printf '\n==== %s: FAILED (exit status %d) ====\n' "$current" "$RL_EXIT_STATUS"
+        failed=$((failed + 1))
+    elif ((RL_EXIT_STATUS != 0)); then
+        failed=$((failed + 1))
+    fi
+    printf '\n'
+    for line in "${timings[@]}"; do
+        printf '  %s\n' "$line"
+    done
+    printf 'test.sh: total %ds, %d skipped\n' "$SECONDS" "$skipped"
+    printf 'test.sh: %d passed, %d failed\n' "$passed" "$failed"
+}
+# Registered first, so it runs last: after the redis-server is stopped.
+rl_on_exit summary
+
+# A clean keyspace for each suite, so one suite's leftovers cannot touch the next.
+flush_redis() {
+    redis-cli -h 127.0.0.1 -p "$RL_TEST_REDIS_PORT" flushall >/dev/null
+}
+
+run_ctest() {
+    flush_redis
+    ctest --test-dir "$1" --output-on-failure --no-tests=error \
+        --timeout 600 -j "$ctest_jobs"
+}
+
+# Flags for both compiling and linking, so executables get the runtimes.
+sanitizer_build() {
+    local dir=$1 flags=$2
+    rl_build "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DRLOCK_BUILD_TESTS=ON -DRLOCK_BUILD_EXAMPLES=ON \
+        "-DCMAKE_C_FLAGS=$flags" \
+        "-DCMAKE_EXE_LINKER_FLAGS=$flags" \
+        "-DCMAKE_SHARED_LINKER_FLAGS=$flags"
+}
+
+valgrind_run() {
+    printf -- '-- valgrind %s\n' "$*"
+    valgrind --error-exitcode=1 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect \
+        --trace-children=yes --child-silent-after-fork=no \
+        --num-callers=30 "$@"
+}
+
+# ---------------------------------------------------------------------------
+
+step_begin "1 install dependencies"
+rl_install_deps
+step_end
+
+step_begin "2 build (gcc) into build/"
+rl_build build -DCMAKE_C_COMPILER=gcc -DRLOCK_BUILD_TESTS=ON -DRLOCK_BUILD_EXAMPLES=ON
+step_end
+
+step_begin "3 start a throwaway redis-server"
+rl_redis_start
+printf 'RL_TEST_URL=%s\n' "$RL_TEST_URL"
+step_end
+
+step_begin "4 ctest (gcc)"
+run_ctest build
+step_end
+
+if ((quick)); then
+    step_skip "5 ASan+UBSan (clang)" "RL_TEST_QUICK=1"
+    step_skip "6 TSan (clang)" "RL_TEST_QUICK=1"
+else
+    step_begin "5 ASan+UBSan (clang)"
+    sanitizer_build build-asan \
+        "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+    run_ctest build-asan
+    step_end
+
+    step_begin "6 TSan (clang)"
+    sanitizer_build build-tsan "-fsanitize=thread -fno-omit-frame-pointer"
+    run_ctest build-tsan
+    step_end
+fi
+
+step_begin "7 valgrind memcheck on the examples"
+absent=0
+for ex in workers long_job; do
+    if [[ ! -x build/examples/$ex ]]; then
+        printf '\n!!!!!!!!\n!!!! build/examples/%s is MISSING: it must exist before landing\n!!!!!!!!\n\n' "$ex" >&2
+        absent=1
+    fi
+done
+[[ $absent == 0 ]] || rl_die "examples missing (see above)"
+flush_redis
+valgrind_run build/examples/workers --url "$RL_TEST_URL" \
+    --procs 2 --threads 2 --jobs 20 --accounts 4
+flush_redis
+valgrind_run build/examples/long_job --url "$RL_TEST_URL"
+step_end
+
+step_begin "8 packaging (install, find_package, pkg-config)"
+bash tests/packaging/check.sh build
+step_end
+
+step_begin "9 exported symbols of librlock.so"
+[[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
+symbols=$(nm -D --defined-only build/librlock.so | awk '{ print $NF }' | sort -u)
+printf '%s\n' "$symbols" | sed 's/^/  /'
+# Public symbols are rl_*; rl__* is the internal prefix and must stay hidden.
+[[ -n $symbols ]] || rl_die "librlock.so exports nothing"
+internal=$(grep -E '^rl__' <<<"$symbols" || true)
+[[ -z $internal ]] || rl_die "librlock.so exports internal rl__ symbols: ${internal//$'\n'/ }"
+bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
+[[ -z $bad ]] || rl_die "librlock.so exports symbols outside rl_*: ${bad//$'\n'/ }"
+grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
+step_end

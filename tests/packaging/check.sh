@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs an rlock build tree into a throwaway prefix and builds a consumer
+# against it twice: with find_package(rlock) and with pkg-config. Runs both.
+#
+#   tests/packaging/check.sh BUILD_DIR
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=${1:?usage: check.sh BUILD_DIR}
+[[ -d $build ]] || { echo "check.sh: no build directory $build" >&2; exit 1; }
+build=$(cd "$build" && pwd)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rlock-packaging.XXXXXX")
+trap 'rm -rf -- "$work"' EXIT
+prefix=$work/prefix
+
+say() { printf 'check.sh: %s\n' "$*"; }
+fail() { printf 'check.sh: FAIL: %s\n' "$*" >&2; exit 1; }
+
+say "installing $build into $prefix"
+cmake --install "$build" --prefix "$prefix"
+
+for f in include/rlock.h include/rlock/version.h; do
+    [[ -f $prefix/$f ]] || fail "$f was not installed"
+done
+pc=$(find "$prefix" -name rlock.pc -path '*/pkgconfig/*' -print -quit)
+config=$(find "$prefix" -name rlockConfig.cmake -print -quit)
+so=$(find "$prefix" -name 'librlock.so' -print -quit)
+[[ -n $pc ]] || fail "rlock.pc was not installed"
+[[ -n $config ]] || fail "rlockConfig.cmake was not installed"
+[[ -n $so ]] || fail "librlock.so was not installed"
+[[ -n $(find "$prefix" -name 'librlock.a' -print -quit) ]] || fail "librlock.a was not installed"
+[[ -f $(dirname "$config")/rlockConfigVersion.cmake ]] || fail "rlockConfigVersion.cmake was not installed"
+libdir=$(dirname "$so")
+
+version=$(sed -n 's/^#define RL_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/rlock/version.h")
+[[ -n $version ]] || fail "no RL_VERSION_STRING in the installed version.h"
+
+# --- find_package(rlock) ---------------------------------------------------
+say "building the CMake consumer"
+cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release
+found=$(sed -n 's/^rlock_DIR:[A-Z]*=//p' "$work/cmake/CMakeCache.txt")
+[[ $found == "$prefix"/* ]] || fail "find_package(rlock) found $found, not the package in $prefix"
+cmake --build "$work/cmake"
+
+say "running the CMake consumers (shared, static)"
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/cmake/app"
+"$work/cmake/app_static"
+if ldd "$work/cmake/app_static" | grep 'librlock\.so' >/dev/null; then
+    fail "app_static is linked against librlock.so, not librlock.a"
+fi
+
+# --- pkg-config --------------------------------------------------------------
+say "building the pkg-config consumer"
+PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export PKG_CONFIG_PATH
+pcver=$(pkg-config --modversion rlock)
+[[ $pcver == "$version" ]] || fail "rlock.pc says version $pcver, version.h says $version"
+pcinc=$(pkg-config --variable=includedir rlock)
+[[ $(cd "$pcinc" && pwd -P) == $(cd "$prefix/include" && pwd -P) ]] ||
+    fail "rlock.pc includedir $pcinc is not $prefix/include"
+# Word splitting of the pkg-config output is intended.
+# shellcheck disable=SC2046
+"${CC:-cc}" -Wall -Wextra -Werror -o "$work/app-pc" "$here/app.c" \
+    $(pkg-config --cflags --libs rlock)
+
+say "running the pkg-config consumer"
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/app-pc"
+
+say "ok"

@@ -58,6 +58,9 @@ typedef struct rl_lock rl_lock;
 /** Pass as lease_ms to have the watchdog keep the lease alive until release. */
 #define RL_LEASE_WATCHDOG (-1L)
 
+/** Shortest fixed lease, in ms: below it the safety margin would eat the lease. */
+#define RL_LEASE_MIN_MS 10
+
 /** Longest lock name, in bytes. */
 #define RL_NAME_MAX 1024
 
@@ -104,7 +107,7 @@ typedef struct rl_options {
     /* Prefix of every key rlock writes. NULL: "rl:". Copied. */
     const char *key_prefix;
 
-    /* Lease of watchdog-kept locks, in ms. 0: 30000. */
+    /* Lease of watchdog-kept locks, in ms (>= RL_LEASE_MIN_MS). 0: 30000. */
     long lease_ms;
 
     /* How often the watchdog renews, in ms. 0: lease_ms / 3. Must be < lease_ms. */
@@ -127,8 +130,9 @@ typedef struct rl_options {
 
     /*
      * Receives the library's diagnostics, from any of its threads, with one
-     * of the RL_LOG_* levels. `message` is valid only during the call. May
-     * be NULL: nothing is reported.
+     * of the RL_LOG_* levels. `message` is valid only during the call. It
+     * may be called with internal locks held: it must not call rlock
+     * functions, and should return quickly. May be NULL: nothing is reported.
      */
     void (*log)(int level, const char *message, void *payload);
 
@@ -196,9 +200,11 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  * notice from Redis, or from a thread of this process) or the holder's
  * lease runs out; it never polls at a fixed interval.
  *
- * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; > 0 sets
- * a fixed lease that is never renewed (the lock frees itself when it runs
- * out, and the hold counts as lost from then on).
+ * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; a value
+ * >= RL_LEASE_MIN_MS sets a fixed lease that is never renewed (the lock
+ * frees itself when it runs out, and the hold counts as lost from then on).
+ * The hold counts as lost a margin (lease/100 + 2 ms) before the lease can
+ * run out in Redis.
  *
  * A thread that already holds the lock takes it again at once (reentry):
  * the hold count rises by one and the lease is refreshed; the hold keeps
@@ -207,7 +213,9 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  * Returns RL_OK, RL_EBUSY (wait_ms 0, held by another), RL_ETIMEDOUT,
  * RL_ELOST (reentry into a hold whose lease was lost), RL_ECONN (Redis
  * unreachable on a one-shot try; waits ride out outages until their
- * deadline), RL_EREDIS (e.g. WRONGTYPE: the key is not rlock's), RL_EINVAL.
+ * deadline. On reentry, RL_ECONN means the outcome could not be read back:
+ * the hold is then flagged as lost, and its count is unchanged),
+ * RL_EREDIS (e.g. WRONGTYPE: the key is not rlock's), RL_EINVAL.
  * Thread-safe.
  */
 RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
@@ -218,15 +226,18 @@ RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
  *
  * Returns RL_OK; RL_ENOTOWNER when the calling thread does not hold it
  * (nothing changes); RL_ELOST when the thread held it but the lease was
- * lost: the hold count still drops, and rlock never deletes a lock that
- * another owner has taken since. Thread-safe.
+ * lost, or when Redis became unreachable and the outcome is unknown: the
+ * hold count still drops, and rlock never deletes a lock that another owner
+ * has taken since (a field of ours that may remain is removed as soon as
+ * Redis answers again). Thread-safe.
  */
 RL_EXTERN int rl_lock_release(rl_lock *lock);
 
 /**
- * Delete the lock in Redis whoever holds it, and wake its waiters. The
- * previous holder's watchdog will flag its hold as lost. Meant for
- * operators and recovery tools. Thread-safe.
+ * Delete the lock in Redis whoever holds it, and wake its waiters. Holders
+ * in this process (through this client) are flagged at once; holders in
+ * other processes at their watchdog's next renewal, or when their fixed
+ * lease runs out. Meant for operators and recovery tools. Thread-safe.
  */
 RL_EXTERN int rl_lock_force_release(rl_lock *lock);
 

@@ -33,8 +33,9 @@ static int check_options(const rl_options *o)
     if (o->version != RL_OPTIONS_VERSION)
         return rl__err(RL_EINVAL, "unknown rl_options version %u (this library knows %d)",
                        o->version, RL_OPTIONS_VERSION);
-    if (o->lease_ms < 0)
-        return rl__err(RL_EINVAL, "lease_ms must be > 0 (or 0 for the default)");
+    if (o->lease_ms < 0 || (o->lease_ms && o->lease_ms < RL_LEASE_MIN_MS))
+        return rl__err(RL_EINVAL, "lease_ms must be >= %d (or 0 for the default)",
+                       RL_LEASE_MIN_MS);
     if (o->renew_interval_ms < 0 || (o->renew_interval_ms && o->renew_interval_ms >= lease))
         return rl__err(RL_EINVAL, "renew_interval_ms must be > 0 and < lease_ms (or 0)");
     if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0)
@@ -61,12 +62,18 @@ static void client_destroy(rl_client *c)
         cnext = conn->all_next;
         rl__conn_close(c, conn);
     }
+    while (c->leftovers) {
+        rl__leftover *lo = c->leftovers;
+        c->leftovers = lo->next;
+        free(lo);
+    }
     rl__hold_free_spares(c);
     rl__entry_free_all(c);
     rl__url_clear(&c->url);
     free(c->prefix);
     pthread_cond_destroy(&c->pool_cond);
     pthread_cond_destroy(&c->wd_cond);
+    pthread_cond_destroy(&c->leftover_cond);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -120,7 +127,6 @@ int rl_client_new(rl_client **out, const rl_options *opts)
     c->renew_ms = opts->renew_interval_ms ? opts->renew_interval_ms : c->lease_ms / 3;
     if (c->renew_ms < 1)
         c->renew_ms = 1;
-    c->drift_ms = c->lease_ms / 100 + 2;
     c->connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
     c->command_ms = opts->command_timeout_ms ? opts->command_timeout_ms : 2000;
     c->pool_size = opts->pool_size ? opts->pool_size : 8;
@@ -136,6 +142,7 @@ int rl_client_new(rl_client **out, const rl_options *opts)
     pthread_mutex_init(&c->mu, NULL);
     rl__cond_init(&c->pool_cond);
     rl__cond_init(&c->wd_cond);
+    rl__cond_init(&c->leftover_cond);
 
     /* Connect now, so a bad address or password is reported here. */
     rc = rl__conn_open(c, &conn);
@@ -177,30 +184,32 @@ int rl__client_owner(const rl_client *c, uint64_t tid, char *buf)
     return snprintf(buf, RL__OWNER_MAX, "%s:%llu", c->uuid, (unsigned long long)tid);
 }
 
-/* Release, in one pipelined round, every hold still in the table. */
+/* Queue the release script in its "drop our field" form. */
+static void append_drop(rl__conn *conn, rl_client *c, const rl__entry *e,
+                        const char *owner, size_t owner_len)
+{
+    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "2", e->key, e->channel,
+                            owner, "0", "0" };
+    size_t lens[8] = { 7, 40, 1, e->key_len, e->channel_len, owner_len, 1, 1 };
+
+    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+}
+
+/* Release, in one pipelined round, every hold and leftover still known. */
 static void release_all(rl_client *c)
 {
     rl__conn *conn;
     rl__hold *h;
+    rl__leftover *lo;
     redisReply *r = NULL;
     int n = 0, i;
 
-    if (!c->holds || rl__pool_get(c, &conn) != RL_OK)
+    if ((!c->holds && !c->leftovers) || rl__pool_get(c, &conn) != RL_OK)
         return;
-    for (h = c->holds; h; h = h->c_next) {
-        const char *argv[8];
-        size_t lens[8];
-        argv[0] = "EVALSHA";          lens[0] = 7;
-        argv[1] = c->sha[RL__S_RELEASE]; lens[1] = 40;
-        argv[2] = "2";                lens[2] = 1;
-        argv[3] = h->entry->key;      lens[3] = h->entry->key_len;
-        argv[4] = h->entry->channel;  lens[4] = h->entry->channel_len;
-        argv[5] = h->owner;           lens[5] = h->owner_len;
-        argv[6] = "0";                lens[6] = 1;
-        argv[7] = "0";                lens[7] = 1;
-        redisAppendCommandArgv(conn->ctx, 8, argv, lens);
-        n++;
-    }
+    for (h = c->holds; h; h = h->c_next, n++)
+        append_drop(conn, c, h->entry, h->owner, h->owner_len);
+    for (lo = c->leftovers; lo; lo = lo->next, n++)
+        append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
             break;
@@ -214,6 +223,7 @@ void rl_client_free(rl_client *c)
     rl__thread *self;
     rl__hold *h, *next;
     rl__conn *idle, *next_idle;
+    rl__leftover *lo;
 
     if (!c || !rl__registry_has(c))
         return;
@@ -222,6 +232,13 @@ void rl_client_free(rl_client *c)
 
     rl__watchdog_stop(c);
     rl__sub_stop(c);
+
+    /* Flag every hold first: no holder may go on believing it holds a lock
+     * that the release below lets another process take. */
+    pthread_mutex_lock(&c->mu);
+    for (h = c->holds; h; h = h->c_next)
+        rl__hold_mark_lost(c, h);
+    pthread_mutex_unlock(&c->mu);
     release_all(c);
 
     pthread_mutex_lock(&c->mu);
@@ -229,14 +246,16 @@ void rl_client_free(rl_client *c)
     self = rl__thread_self();
     for (h = c->holds; h; h = next) {
         next = h->c_next;
-        rl__hold_mark_lost(c, h);
-        /* The calling thread's holds go now; other threads' holds stay,
-         * flagged, until the last handle is freed. */
         if (h->tid == self->id) {
             rl__thread_unlink(self, h);
             rl__hold_remove(c, h);
+        } else {
+            /* Still linked in its own thread's list: that thread frees it. */
+            rl__hold_orphan(c, h);
         }
     }
+    for (lo = c->leftovers; lo; lo = lo->next)
+        lo->entry->leftovers--;
     idle = rl__pool_take_idle(c);
     pthread_mutex_unlock(&c->mu);
     for (; idle; idle = next_idle) {

@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <stdio.h>
 
 #include "rlock_int.h"
@@ -29,27 +26,6 @@ static struct timeval ms_to_tv(long ms)
 static int io_error(redisContext *ctx, const char *what)
 {
     return rl__err(RL_ECONN, "%s: %s", what, ctx && ctx->errstr[0] ? ctx->errstr : "connection lost");
-}
-
-/* Our end of the socket, formatted as Redis shows a client's address. */
-static void local_addr(int fd, char *buf, size_t len)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    char ip[INET6_ADDRSTRLEN];
-
-    buf[0] = '\0';
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-        if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip))
-            snprintf(buf, len, "%s:%u", ip, (unsigned)ntohs(in->sin_port));
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-        if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof ip))
-            snprintf(buf, len, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
-    }
 }
 
 int rl__conn_open(rl_client *c, rl__conn **out)
@@ -108,8 +84,8 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     }
     argv[0] = "CLIENT";
     lens[0] = 6;
-    argv[1] = "ID";
-    lens[1] = 2;
+    argv[1] = "INFO";
+    lens[1] = 4;
     redisAppendCommandArgv(ctx, 2, argv, lens);
     n++;
 
@@ -120,19 +96,18 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     }
     conn->ctx = ctx;
     conn->fence.id = -1;
-    if (!c->url.is_unix)
-        local_addr(ctx->fd, conn->fence.addr, sizeof conn->fence.addr);
     for (i = 0; i < n; i++) {
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
             rc = io_error(ctx, "handshake with Redis");
             break;
         }
         if (r->type == REDIS_REPLY_ERROR && rc == RL_OK) {
-            /* CLIENT ID may be refused by an ACL: the id is then unknown. */
+            /* CLIENT INFO may be refused by an ACL (or unknown before Redis
+             * 6.2): lost replies are then resolved without a fence. */
             if (i < n - 1 || strncmp(r->str, "NOAUTH", 6) == 0)
                 rc = rl__reply_error_status(r);
-        } else if (i == n - 1 && r->type == REDIS_REPLY_INTEGER) {
-            conn->fence.id = r->integer;
+        } else if (i == n - 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+            rl__parse_client_info(r->str, r->len, &conn->fence);
         }
         freeReplyObject(r);
     }

@@ -47,6 +47,7 @@ static void child(void)
         atomic_store(&c->forked, 1);
         rl__cond_init(&c->pool_cond);
         rl__cond_init(&c->wd_cond);
+        rl__cond_init(&c->leftover_cond);
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&registry_mu);
@@ -128,12 +129,18 @@ void rl__rebuild_after_fork(rl_client *c)
     }
     c->holds = NULL;
     c->nholds = 0;
+    while (c->leftovers) {
+        rl__leftover *lo = c->leftovers;
+        c->leftovers = lo->next;
+        free(lo);
+    }
+    c->leftover_retry_at = 0;
     rl__hold_free_spares(c);
     for (i = 0; i < c->nbuckets; i++) {
         rl__entry *e, *enext;
         for (e = c->buckets[i]; e; e = enext) {
             enext = e->next;
-            e->holds = e->waiters = e->local_live = 0;
+            e->holds = e->waiters = e->local_live = e->leftovers = 0;
             e->q_head = e->q_tail = NULL;
             e->sub_want = 0;
             e->linger_until = 0;

@@ -95,7 +95,7 @@ void rl__entry_maybe_free(rl_client *c, rl__entry *e)
 {
     rl__entry **pp;
 
-    if (e->handles || e->holds || e->waiters || e->sub_state != RL__SUB_NONE)
+    if (e->handles || e->holds || e->waiters || e->leftovers || e->sub_state != RL__SUB_NONE)
         return;
     for (pp = &c->buckets[e->hash & (c->nbuckets - 1)]; *pp; pp = &(*pp)->next) {
         if (*pp == e) {
@@ -211,7 +211,10 @@ rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, 
     h->entry = e;
     h->tid = tid;
     h->lease_ms = lease_ms;
+    h->drift_ms = rl__drift_ms(lease_ms);
     h->watchdog = watchdog;
+    h->doubt.id = -1;
+    atomic_init(&h->orphan, 0);
     atomic_init(&h->lost, 0);
     atomic_init(&h->expiry_ms, 0);
     return h;
@@ -286,15 +289,39 @@ void rl__hold_free_spares(rl_client *c)
     c->nspare = 0;
 }
 
+long rl__drift_ms(long lease_ms)
+{
+    /* Clock rates may differ by well under 1 %; 2 ms covers the rest. */
+    return lease_ms / 100 + 2;
+}
+
+/* The client is going away while another thread still links h in its own
+ * list: take h out of the client, flagged, and let that thread free it. */
+void rl__hold_orphan(rl_client *c, rl__hold *h)
+{
+    rl__hold_mark_lost(c, h);
+    if (h->c_prev)
+        h->c_prev->c_next = h->c_next;
+    else
+        c->holds = h->c_next;
+    if (h->c_next)
+        h->c_next->c_prev = h->c_prev;
+    h->c_next = h->c_prev = NULL;
+    c->nholds--;
+    h->in_table = 0;
+    h->entry->holds--;
+    atomic_store_explicit(&h->orphan, 1, memory_order_release);
+}
+
 int rl__hold_is_lost(const rl__hold *h, int64_t now)
 {
     return atomic_load_explicit(&h->lost, memory_order_acquire) ||
            now >= atomic_load_explicit(&h->expiry_ms, memory_order_relaxed);
 }
 
-void rl__hold_confirm(rl__hold *h, int64_t sent_ms, long lease_ms, long drift_ms)
+void rl__hold_confirm(rl__hold *h, int64_t sent_ms)
 {
-    long long expiry = sent_ms + lease_ms - drift_ms;
+    long long expiry = sent_ms + h->lease_ms - h->drift_ms;
     long long cur = atomic_load(&h->expiry_ms);
 
     /* Only ever forward: an older confirmation must not shorten a newer one. */

@@ -100,32 +100,36 @@ static void op_init(op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->owner = rl__thread_owner(t, c, &o->owner_len);
 }
 
-/*
- * After a lost reply: fence off the connection that carried the change (a
- * killed client's unread commands are never run), then read our count.
- */
+/* Queue CLIENT KILL for a connection whose late commands must never run
+ * (a killed client's unread commands are discarded). Returns 1 if queued. */
+static int append_kill(rl__conn *conn, const rl__fence *dead)
+{
+    char idbuf[24];
+    const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
+    size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
+
+    if (dead->id <= 0)
+        return 0;
+    lens[3] = rl__fmt_ll(idbuf, dead->id);
+    redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);
+    return 1;
+}
+
+/* After a lost reply: fence off the connection that carried the change,
+ * then read our count back. */
 static int read_count(op *o, const rl__fence *dead, long long *count)
 {
+    const char *argv[3] = { "HGET", o->e->key, o->owner };
+    size_t lens[3] = { 4, o->e->key_len, o->owner_len };
     rl__conn *conn;
     redisReply *r = NULL;
-    char idbuf[24];
-    int rc, n = 0, i;
+    int rc, n, i;
 
     if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
         return rc;
-    if (dead && dead->id >= 0) {
-        const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
-        size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
-        lens[3] = (size_t)snprintf(idbuf, sizeof idbuf, "%lld", dead->id);
-        redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);
-        n++;
-    }
-    {
-        const char *argv[3] = { "HGET", o->e->key, o->owner };
-        size_t lens[3] = { 4, o->e->key_len, o->owner_len };
-        redisAppendCommandArgv(conn->ctx, 3, argv, lens);
-        n++;
-    }
+    n = append_kill(conn, dead);
+    redisAppendCommandArgv(conn->ctx, 3, argv, lens);
+    n++;
     rc = RL_OK;
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
@@ -134,6 +138,8 @@ static int read_count(op *o, const rl__fence *dead, long long *count)
         }
         if (i == n - 1)
             rc = rl__reply_count(r, count);
+        else if (r->type == REDIS_REPLY_ERROR)
+            rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
         freeReplyObject(r);
     }
     rl__pool_put(o->c, conn);
@@ -252,6 +258,116 @@ static int run_change_retrying(op *o, int script, long long held, long lease_ms,
     return rl__err(RL_ECONN, "the change was lost three times in a row");
 }
 
+/* ---- leftovers: our field may still be in Redis ------------------------- */
+
+void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                      size_t owner_len, const rl__fence *fence)
+{
+    rl__leftover *lo = calloc(1, sizeof *lo);
+
+    if (!lo)
+        return;    /* the field then simply runs out with its lease */
+    lo->entry = e;
+    lo->tid = tid;
+    memcpy(lo->owner, owner, owner_len + 1);
+    lo->owner_len = owner_len;
+    lo->fence = *fence;
+    lo->next = c->leftovers;
+    c->leftovers = lo;
+    e->leftovers++;
+    c->leftover_retry_at = 0;
+    rl__watchdog_poke(c);
+}
+
+/* Fence off the connection that carried the unknown change, then remove
+ * our field whatever its count. Never touches another owner's field. */
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo)
+{
+    const char *argv[8];
+    size_t lens[8];
+    rl__conn *conn;
+    redisReply *r = NULL;
+    rl__result res;
+    int rc, n, i;
+
+    if ((rc = rl__pool_get(c, &conn)) != RL_OK)
+        return rc;
+    n = append_kill(conn, &lo->fence);
+    argv[0] = "EVALSHA";              lens[0] = 7;
+    argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
+    argv[2] = "2";                    lens[2] = 1;
+    argv[3] = lo->entry->key;         lens[3] = lo->entry->key_len;
+    argv[4] = lo->entry->channel;     lens[4] = lo->entry->channel_len;
+    argv[5] = lo->owner;              lens[5] = lo->owner_len;
+    argv[6] = "0";                    lens[6] = 1;
+    argv[7] = "0";                    lens[7] = 1;
+    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+    n++;
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            rc = rl__err(RL_ECONN, "dropping a leftover field: %s", conn->ctx->errstr);
+            break;
+        }
+        if (i == n - 1) {
+            rc = rl__reply_result(r, &res);
+            if (rc == RL_EREDIS && strstr(rl_last_error(), "NOSCRIPT"))
+                rc = rl__conn_load_scripts(c, conn) == RL_OK ? RL_ECONN : rc;  /* retried later */
+        }
+        freeReplyObject(r);
+    }
+    rl__pool_put(c, conn);
+    return rc;
+}
+
+void rl__leftover_done(rl_client *c, rl__leftover *lo, int dropped)
+{
+    rl__leftover **pp;
+
+    lo->claimed = 0;
+    pthread_cond_broadcast(&c->leftover_cond);
+    if (!dropped)
+        return;
+    for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {
+        if (*pp == lo) {
+            *pp = lo->next;
+            break;
+        }
+    }
+    lo->entry->leftovers--;
+    rl__entry_maybe_free(c, lo->entry);
+    free(lo);
+}
+
+/*
+ * Before the thread takes the name again: drop what an earlier, unresolved
+ * change of this thread may have left, so that a late command on the old
+ * connection cannot act on the new hold. Mutex held; dropped while I/O runs.
+ */
+static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid)
+{
+    rl__leftover *lo;
+    int rc;
+
+    for (;;) {
+        for (lo = c->leftovers; lo; lo = lo->next)
+            if (lo->entry == e && lo->tid == tid)
+                break;
+        if (!lo)
+            return RL_OK;
+        if (lo->claimed) {
+            pthread_cond_wait(&c->leftover_cond, &c->mu);
+            continue;
+        }
+        lo->claimed = 1;
+        pthread_mutex_unlock(&c->mu);
+        rc = rl__leftover_drop(c, lo);
+        pthread_mutex_lock(&c->mu);
+        rl__leftover_done(c, lo, rc == RL_OK);
+        if (rc != RL_OK)
+            return rc;
+    }
+}
+
 /* ---- holds of the calling thread --------------------------------------- */
 
 static void flag_lost(rl_client *c, rl__hold *h)
@@ -261,39 +377,37 @@ static void flag_lost(rl_client *c, rl__hold *h)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The thread no longer holds h: take it out of every list. */
-static void hold_done(rl_client *c, rl__thread *t, rl__hold *h)
+/* The thread no longer holds h: take it out of every list. When our field
+ * may still be in Redis, leave it to be dropped. */
+static void hold_done(rl_client *c, rl__thread *t, rl__hold *h, int leave_field)
 {
     rl__thread_unlink(t, h);
     pthread_mutex_lock(&c->mu);
+    if (leave_field)
+        rl__leftover_add(c, h->entry, h->tid, h->owner, h->owner_len, &h->doubt);
     rl__hold_remove(c, h);
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Resolve an earlier change of h whose outcome stayed unknown. */
-static int settle(op *o, rl__thread *t, rl__hold *h)
+static void set_releasing(rl_client *c, rl__hold *h, int on)
 {
-    long long count;
-    int rc = read_count(o, &h->pending_fence, &count);
+    pthread_mutex_lock(&c->mu);
+    h->releasing = on;
+    if (!on)
+        rl__watchdog_poke(c);   /* it may have gone idle meanwhile */
+    pthread_mutex_unlock(&c->mu);
+}
 
-    if (rc != RL_OK)
-        return rl__err(RL_ECONN, "an earlier change is still unresolved (%s)", rl_last_error());
-    if (count == h->count + h->pending_delta) {
-        h->count += h->pending_delta;
-    } else if (count != h->count) {
-        h->pending_delta = 0;
-        flag_lost(o->c, h);
-        if (h->count == 0)
-            hold_done(o->c, t, h);
-        return rl__err(count == 0 ? RL_ELOST : RL_EPROTO,
-                       "hold count in Redis is %lld, expected %d", count, h->count);
-    }
-    h->pending_delta = 0;
-    if (h->count == 0) {
-        hold_done(o->c, t, h);
-        return RL_ENOTOWNER;
-    }
-    return RL_OK;
+/*
+ * A change of h whose outcome cannot be read back: Redis may hold one more
+ * or one less than the thread believes. The hold cannot be vouched for any
+ * more: flag it, and let the last release drop our field whatever its count.
+ */
+static int doubt(rl_client *c, rl__hold *h, const rl__fence *fence)
+{
+    h->doubt = *fence;
+    flag_lost(c, h);
+    return rl__err(RL_ECONN, "outcome unknown, Redis unreachable: the hold is flagged as lost");
 }
 
 static int reenter(op *o, rl__thread *t, rl__hold *h)
@@ -303,22 +417,19 @@ static int reenter(op *o, rl__thread *t, rl__hold *h)
     int64_t sent;
     int rc;
 
-    if (h->pending_delta && (rc = settle(o, t, h)) != RL_OK)
-        return rc == RL_ENOTOWNER ? RL__RETRY : rc;
+    (void)t;
     if (rl__hold_is_lost(h, rl__now_ms())) {
         flag_lost(o->c, h);
         return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
     }
     rc = run_change_retrying(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved);
-    if (rc == RL_ECONN && unresolved.id >= 0) {
-        h->pending_delta = 1;
-        h->pending_fence = unresolved;
-    }
+    if (rc == RL_ECONN && unresolved.id >= 0)
+        return doubt(o->c, h, &unresolved);
     if (rc != RL_OK)
         return rc;
     if (res.code == RL__R_DONE && res.value == h->count + 1) {
         h->count++;
-        rl__hold_confirm(h, sent, h->lease_ms, o->c->drift_ms);
+        rl__hold_confirm(h, sent);
         return RL_OK;
     }
     flag_lost(o->c, h);
@@ -357,6 +468,10 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
     while (e->q_head != &w) {
+        if (wait_ms == 0) {
+            rc = rl__err(RL_EBUSY, "other threads of this process are waiting for it");
+            goto dequeue;
+        }
         if (deadline >= 0 && rl__now_ms() >= deadline) {
             rc = rl__err(RL_ETIMEDOUT, "timed out behind other threads of this process");
             goto dequeue;
@@ -381,13 +496,21 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
             wake_at = now + lease;
         } else {
             w.kicked = 0;
-            pthread_mutex_unlock(&c->mu);
-            rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved);
-            pthread_mutex_lock(&c->mu);
+            rc = e->leftovers ? settle_leftovers(c, e, t->id) : RL_OK;
+            unresolved.id = -1;
+            if (rc == RL_OK) {
+                pthread_mutex_unlock(&c->mu);
+                rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved);
+                pthread_mutex_lock(&c->mu);
+            }
+            if (rc == RL_ECONN && unresolved.id >= 0) {
+                /* It may have been applied: drop it before anything else. */
+                rl__leftover_add(c, e, t->id, o->owner, o->owner_len, &unresolved);
+            }
             if (rc == RL_OK && res.code == RL__R_DONE) {
                 rl__hold_insert(c, h);
                 h->count = 1;
-                rl__hold_confirm(h, sent, lease, c->drift_ms);
+                rl__hold_confirm(h, sent);
                 rl__watchdog_schedule(c, h);
                 rl__thread_link(t, h);
                 h = NULL;
@@ -406,7 +529,9 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
                     rl__sub_poke(c);
                 }
                 /* Sleep until a release notice, the holder's lease, or our deadline. */
-                wake_at = now + (res.value > 0 ? res.value : res.value == -2 ? 0 : lease);
+                /* PTTL 0: the lease runs out this very millisecond; -2: already
+                 * gone; -1: no expiry at all (not set by rlock). */
+                wake_at = now + (res.value >= 0 ? res.value + 1 : res.value == -2 ? 0 : lease);
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
@@ -451,34 +576,41 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
         return rc;
     if (wait_ms < 0 && wait_ms != RL_WAIT_FOREVER)
         return rl__err(RL_EINVAL, "wait_ms must be >= 0 or RL_WAIT_FOREVER");
-    if (lease_ms <= 0 && lease_ms != RL_LEASE_WATCHDOG)
-        return rl__err(RL_EINVAL, "lease_ms must be > 0 or RL_LEASE_WATCHDOG");
+    if (lease_ms < RL_LEASE_MIN_MS && lease_ms != RL_LEASE_WATCHDOG)
+        return rl__err(RL_EINVAL, "lease_ms must be >= %d or RL_LEASE_WATCHDOG", RL_LEASE_MIN_MS);
     t = rl__thread_self();
     op_init(&o, lock->client, lock->entry, t);
     h = rl__thread_find(t, lock->client, lock->entry);
-    if (h) {
-        rc = reenter(&o, t, h);
-        if (rc != RL__RETRY)
-            return rc;
-        /* The hold turned out to be gone already: take the lock anew. */
-    }
+    if (h)
+        return reenter(&o, t, h);
     return acquire_new(&o, t, wait_ms, lease_ms);
 }
 
 /* One hold of a lost lease is given back: locally only, until the last. */
 static int release_lost(op *o, rl__thread *t, rl__hold *h)
 {
-    int64_t sent;
-    rl__result res;
-    rl__fence unresolved;
+    rl_client *c = o->c;
+    rl__leftover *lo;
+    int rc;
 
-    flag_lost(o->c, h);
+    flag_lost(c, h);
     if (--h->count > 0)
         return rl__err(RL_ELOST, "the lease of this hold was lost");
     /* Last hold: remove our field if it is still there (it may be, when the
-     * loss was only presumed), never anyone else's. */
-    run_change(o, RL__S_RELEASE, 0, 0, &sent, &res, &unresolved);
-    hold_done(o->c, t, h);
+     * loss was only presumed or an outcome stayed unknown), never anyone
+     * else's. Whatever cannot be dropped now, the watchdog drops later. */
+    hold_done(c, t, h, 1);
+    pthread_mutex_lock(&c->mu);
+    for (lo = c->leftovers; lo && !(lo->entry == o->e && lo->tid == t->id); lo = lo->next)
+        ;
+    if (lo && !lo->claimed) {
+        lo->claimed = 1;
+        pthread_mutex_unlock(&c->mu);
+        rc = rl__leftover_drop(c, lo);
+        pthread_mutex_lock(&c->mu);
+        rl__leftover_done(c, lo, rc == RL_OK);
+    }
+    pthread_mutex_unlock(&c->mu);
     return rl__err(RL_ELOST, "the lease of this hold was lost");
 }
 
@@ -501,43 +633,36 @@ int rl_lock_release(rl_lock *lock)
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
     op_init(&o, c, lock->entry, t);
-    if (h->pending_delta && (rc = settle(&o, t, h)) != RL_OK)
-        return rc;
     if (rl__hold_is_lost(h, rl__now_ms()))
         return release_lost(&o, t, h);
 
-    if (h->count == 1) {
-        pthread_mutex_lock(&c->mu);
-        h->releasing = 1;
-        pthread_mutex_unlock(&c->mu);
-    }
+    if (h->count == 1)
+        set_releasing(c, h, 1);
     rc = run_change_retrying(&o, RL__S_RELEASE, h->count, h->watchdog ? h->lease_ms : 0,
                              &sent, &res, &unresolved);
-    if (rc != RL_OK) {
-        if (rc == RL_ECONN && unresolved.id >= 0) {
-            h->pending_delta = -1;
-            h->pending_fence = unresolved;
-        }
-        pthread_mutex_lock(&c->mu);
-        h->releasing = 0;
-        pthread_mutex_unlock(&c->mu);
-        return rc;
-    }
-    if (res.code == RL__R_DONE && res.value == h->count - 1) {
+    if (rc == RL_OK && res.code == RL__R_DONE && res.value == h->count - 1) {
         if (--h->count == 0) {
-            hold_done(c, t, h);
+            hold_done(c, t, h, 0);
         } else if (h->watchdog) {
-            rl__hold_confirm(h, sent, h->lease_ms, c->drift_ms);
+            rl__hold_confirm(h, sent);
         }
         return RL_OK;
     }
-    pthread_mutex_lock(&c->mu);
-    h->releasing = 0;
-    pthread_mutex_unlock(&c->mu);
+    if (h->count == 1)
+        set_releasing(c, h, 0);
+    if (rc == RL_ECONN && unresolved.id >= 0) {
+        /* Applied or not, the count drops: the caller gave this hold back. */
+        doubt(c, h, &unresolved);
+        release_lost(&o, t, h);
+        return rl__err(RL_ELOST, "outcome unknown, Redis unreachable: the hold is given up "
+                                 "and flagged as lost");
+    }
+    if (rc != RL_OK)
+        return rc;
     if (res.code == RL__R_NOTOWNER) {
         flag_lost(c, h);
         if (--h->count == 0)
-            hold_done(c, t, h);
+            hold_done(c, t, h, 0);
         return rl__err(RL_ELOST, "the lock was no longer held by this thread in Redis");
     }
     flag_lost(c, h);
@@ -570,8 +695,14 @@ int rl_lock_force_release(rl_lock *lock)
         return rc;
     rc = rl__reply_result(r, &res);
     freeReplyObject(r);
-    if (rc == RL_OK && (h = rl__thread_find(rl__thread_self(), c, lock->entry)))
-        flag_lost(c, h);
+    if (rc == RL_OK) {
+        /* Every holder of the name in this process learns it at once. */
+        pthread_mutex_lock(&c->mu);
+        for (h = c->holds; h; h = h->c_next)
+            if (h->entry == lock->entry)
+                rl__hold_mark_lost(c, h);
+        pthread_mutex_unlock(&c->mu);
+    }
     return rc;
 }
 

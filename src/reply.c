@@ -40,6 +40,51 @@ int rl__resp_result(const rl__resp *resp, rl__result *out)
     return RL_OK;
 }
 
+/* "id=7 addr=10.0.0.2:51234 laddr=... fd=8 ..." (CLIENT INFO): our id and
+ * our address as the server sees it, which is what CLIENT KILL matches. */
+int rl__parse_client_info(const char *s, size_t len, rl__fence *out)
+{
+    size_t i = 0;
+    int have_id = 0, have_addr = 0;
+
+    out->id = -1;
+    out->addr[0] = '\0';
+    while (i < len) {
+        size_t start = i, end;
+        while (i < len && s[i] != ' ' && s[i] != '\n' && s[i] != '\r')
+            i++;
+        end = i;
+        while (i < len && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r'))
+            i++;
+        if (end - start > 3 && memcmp(s + start, "id=", 3) == 0 && !have_id) {
+            long long v = 0;
+            size_t k;
+            for (k = start + 3; k < end && k - start < 3 + 18; k++) {
+                if (s[k] < '0' || s[k] > '9')
+                    break;
+                v = v * 10 + (s[k] - '0');
+            }
+            if (k != end)
+                return -1;
+            out->id = v;
+            have_id = 1;
+        } else if (end - start > 5 && memcmp(s + start, "addr=", 5) == 0 && !have_addr) {
+            size_t n = end - start - 5;
+            if (n >= sizeof out->addr)
+                return -1;
+            memcpy(out->addr, s + start + 5, n);
+            out->addr[n] = '\0';
+            have_addr = 1;
+        }
+    }
+    if (!have_id || !have_addr) {
+        out->id = -1;
+        out->addr[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 int rl__reply_result(const redisReply *reply, rl__result *out)
 {
     if (!reply)

@@ -8,6 +8,7 @@
  * (an integer, an array of integers, an error or a status line) in place.
  * Pure: no I/O here, so it is unit-tested and fuzzed on its own.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "rlock_int.h"
@@ -85,6 +86,8 @@ static int parse_int(const char *s, long n, long long *out)
     }
     for (; i < n; i++) {
         if (s[i] < '0' || s[i] > '9')
+            return -1;
+        if (v > (LLONG_MAX - (s[i] - '0')) / 10)
             return -1;
         v = v * 10 + (s[i] - '0');
     }

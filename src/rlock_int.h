@@ -96,6 +96,8 @@ int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
 int rl__reply_error_status(const redisReply *reply);
 int rl__error_status(const char *msg, size_t len);
 int rl__resp_result(const rl__resp *resp, rl__result *out);
+typedef struct rl__fence rl__fence;
+int rl__parse_client_info(const char *s, size_t len, rl__fence *out);
 
 /* ---- scripts.c ------------------------------------------------------- */
 
@@ -130,10 +132,10 @@ void rl__thread_forget_all(void);      /* fork child: the thread holds nothing *
  * client's unread commands are never run. The address guards against ids
  * reused by a restarted server.
  */
-typedef struct rl__fence {
+struct rl__fence {
     long long id;           /* CLIENT ID; < 0: unknown */
     char addr[64];          /* our ip:port as the server sees it; "" for unix sockets */
-} rl__fence;
+};
 
 typedef struct rl__conn {
     redisContext *ctx;
@@ -188,6 +190,7 @@ typedef struct rl__entry {
     int local_live;                 /* holds of this process not lost */
     int sub_want, sub_state;        /* subscriber's view of the release channel */
     int64_t linger_until;           /* no waiters left: unsubscribe after this */
+    int leftovers;                  /* rl__leftover records naming this entry */
 } rl__entry;
 
 struct rl__hold {
@@ -209,9 +212,26 @@ struct rl__hold {
     int reported;                   /* under mutex: on_lost called */
     int in_table;                   /* under mutex */
     /* An operation whose outcome is unknown, to resolve before the next. */
-    int pending_delta;              /* +1 or -1, 0: none */
-    rl__fence pending_fence;
+    long drift_ms;                  /* margin taken off each confirmed expiry */
+    rl__fence doubt;                /* a change whose outcome is unknown (id < 0: none) */
+    atomic_int orphan;              /* its client is gone: the owner thread frees it */
 };
+
+/*
+ * Our field may remain in Redis after an operation whose outcome could not
+ * be read back (Redis unreachable). Until it is fenced and dropped (by the
+ * watchdog, or by the same thread before it acquires the name again), the
+ * lock may stay taken for up to one lease.
+ */
+typedef struct rl__leftover {
+    struct rl__leftover *next;
+    rl__entry *entry;
+    uint64_t tid;
+    size_t owner_len;
+    char owner[RL__OWNER_MAX];
+    rl__fence fence;
+    int claimed;                    /* being dropped right now */
+} rl__leftover;
 
 rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len); /* mutex held */
 void rl__entry_maybe_free(rl_client *c, rl__entry *e);               /* mutex held */
@@ -230,8 +250,17 @@ void rl__hold_unref(rl_client *c, rl__hold *h);                      /* mutex he
 void rl__hold_discard(rl_client *c, rl__hold *h);   /* never inserted, or done; mutex held */
 void rl__hold_free_spares(rl_client *c);
 int rl__hold_is_lost(const rl__hold *h, int64_t now);
-void rl__hold_confirm(rl__hold *h, int64_t sent_ms, long lease_ms, long drift_ms);
+void rl__hold_confirm(rl__hold *h, int64_t sent_ms);   /* owner thread or watchdog */
 int rl__hold_mark_lost(rl_client *c, rl__hold *h);                   /* mutex held */
+void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
+long rl__drift_ms(long lease_ms);
+
+/* ---- lock.c: leftovers ------------------------------------------------ */
+
+void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                      size_t owner_len, const rl__fence *fence);    /* mutex held */
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo);        /* mutex NOT held */
+void rl__leftover_done(rl_client *c, rl__leftover *lo, int dropped); /* mutex held */
 
 /* ---- client.c -------------------------------------------------------- */
 
@@ -270,6 +299,9 @@ struct rl_client {
     size_t nholds;
     rl__hold *spare_holds;          /* freed holds kept for reuse */
     int nspare;
+    rl__leftover *leftovers;
+    pthread_cond_t leftover_cond;   /* a claimed leftover was processed */
+    int64_t leftover_retry_at;
     uint64_t next_serial;
 
     /* watchdog */

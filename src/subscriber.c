@@ -226,11 +226,14 @@ static void *sub_main(void *arg)
                 redisAppendCommand(st.ctx, "PING");
                 st.ping_sent = now;
             }
-            while (!done && sdslen(st.ctx->obuf) > 0) {
-                if (redisBufferWrite(st.ctx, &done) != REDIS_OK)
-                    break;
-                if (sdslen(st.ctx->obuf) == 0)
-                    done = 1;
+            if (sdslen(st.ctx->obuf) > 0) {
+                /* A stalled socket must not hold up the application threads. */
+                pthread_mutex_unlock(&c->mu);
+                while (!done) {
+                    if (redisBufferWrite(st.ctx, &done) != REDIS_OK)
+                        break;
+                }
+                pthread_mutex_lock(&c->mu);
             }
             if (st.ctx->err) {
                 drop_connection(&st);

@@ -7,6 +7,7 @@
  * The list of a thread's holds is touched only by that thread, which is
  * what lets rl_interrupted() run without taking any lock.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rlock_int.h"
@@ -33,13 +34,27 @@ const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len)
     return t->owner;
 }
 
+/* A hold whose client was freed: ours to unlink and free. */
+static int orphan(rl__thread *t, rl__hold *h)
+{
+    if (!atomic_load_explicit(&h->orphan, memory_order_acquire))
+        return 0;
+    rl__thread_unlink(t, h);
+    free(h);
+    return 1;
+}
+
 rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
 {
-    rl__hold *h;
+    rl__hold *h, *next;
 
-    for (h = t->holds; h; h = h->t_next)
+    for (h = t->holds; h; h = next) {
+        next = h->t_next;
+        if (orphan(t, h))
+            continue;
         if (h->client == c && (const void *)h->entry == entry)
             return h;
+    }
     return NULL;
 }
 
@@ -76,14 +91,18 @@ void rl__thread_forget_all(void)
 
 int rl_interrupted(void)
 {
-    const rl__hold *h = rl__self.holds;
+    rl__hold *h = rl__self.holds, *next;
     int64_t now;
+    int lost = 0;
 
     if (!h)
         return 0;
     now = rl__now_ms();
-    for (; h; h = h->t_next)
-        if (rl__hold_is_lost(h, now))
-            return 1;
-    return 0;
+    for (; h; h = next) {
+        next = h->t_next;
+        /* A hold of a freed client counts as lost, once, and goes away. */
+        if (orphan(&rl__self, h) || rl__hold_is_lost(h, now))
+            lost = 1;
+    }
+    return lost;
 }

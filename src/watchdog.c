@@ -202,7 +202,7 @@ static void renew(rl_client *c)
         h = s[i].h;
         if (rc == RL_OK && h->in_table && !h->releasing && !atomic_load(&h->lost)) {
             if (flags[i] == '1')
-                rl__hold_confirm(h, sent, h->lease_ms, c->drift_ms);
+                rl__hold_confirm(h, sent);
             else
                 rl__hold_mark_lost(c, h);
         }
@@ -248,6 +248,30 @@ static void report(rl_client *c, int64_t now)
     free(list);
 }
 
+/* Drop the fields that unresolved changes may have left. Mutex held. */
+static void drop_leftovers(rl_client *c)
+{
+    rl__leftover *lo;
+    int failed = 0;
+
+    for (;;) {
+        for (lo = c->leftovers; lo && lo->claimed; lo = lo->next)
+            ;
+        if (!lo || c->stopping)
+            break;
+        lo->claimed = 1;
+        pthread_mutex_unlock(&c->mu);
+        failed = rl__leftover_drop(c, lo) != RL_OK;
+        pthread_mutex_lock(&c->mu);
+        rl__leftover_done(c, lo, !failed);
+        if (failed)
+            break;
+    }
+    /* Retry after a failure; look again soon at what an application thread
+     * is dropping itself right now. */
+    c->leftover_retry_at = rl__now_ms() + (failed ? (c->renew_ms < 500 ? c->renew_ms : 500) : 50);
+}
+
 static void *watchdog_main(void *arg)
 {
     rl_client *c = arg;
@@ -260,6 +284,13 @@ static void *watchdog_main(void *arg)
         rl__hold *h;
 
         report(c, now);
+        if (c->leftovers) {
+            if (now >= c->leftover_retry_at) {
+                drop_leftovers(c);
+                continue;
+            }
+            next = c->leftover_retry_at;
+        }
         for (h = c->holds; h; h = h->c_next) {
             int64_t exp;
             if (atomic_load(&h->lost) || h->releasing)

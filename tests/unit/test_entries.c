@@ -120,12 +120,12 @@ static void test_hold_lost_check(void **state)
     e->handles = 1;
     rl__hold_insert(c, h);
     assert_int_equal(e->local_live, 1);
-    rl__hold_confirm(h, now, 1000, 12);
+    rl__hold_confirm(h, now);    /* lease 1000: margin 1000/100 + 2 = 12 */
     assert_false(rl__hold_is_lost(h, now));
     assert_false(rl__hold_is_lost(h, now + 987));
     assert_true(rl__hold_is_lost(h, now + 988));
     /* An older confirmation never moves the expiry back. */
-    rl__hold_confirm(h, now - 500, 1000, 12);
+    rl__hold_confirm(h, now - 500);
     assert_false(rl__hold_is_lost(h, now + 987));
     assert_int_equal(rl__hold_mark_lost(c, h), 1);
     assert_int_equal(rl__hold_mark_lost(c, h), 0);

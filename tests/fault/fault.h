@@ -1,0 +1,142 @@
+/*
+ * rlfault — the fault-injection suite's common machinery.
+ *
+ * One program, `rlfault`, plays two parts:
+ *
+ *   rlfault <scenario>                   the driver: starts its own redis-servers
+ *                                        (one for the locks, one for the referee),
+ *                                        spawns workers, injects the fault, judges
+ *                                        and prints one verdict line
+ *   rlfault worker <role> key=value...   a worker process, spawned by a driver
+ *                                        (fork + exec of /proc/self/exe, so each
+ *                                        worker starts clean: no inherited
+ *                                        threads, sanitizer state or sockets)
+ *
+ * Drivers and workers talk through the referee server only: a worker
+ * announces with fx_event_push() and the driver waits with fx_event_wait()
+ * (BLPOP, with a deadline). The lock server is the one that gets hurt; the
+ * referee server is never faulted, so its records survive every scenario.
+ *
+ * RL_TORTURE=1 makes every scenario run its long form (fx_scale()).
+ */
+#ifndef RL_FAULT_H
+#define RL_FAULT_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+#include "rlock.h"
+#include "redis_server.h"
+
+/* ---- the two servers of a driver --------------------------------------- */
+
+typedef struct fx_env {
+    rt_redis *lock;      /* the server rlock uses; the one faults are injected into */
+    rt_redis *ref;       /* the referee's server: never faulted */
+    redisContext *lc;    /* driver's inspection connection to the lock server */
+    redisContext *rc;    /* driver's connection to the referee server */
+} fx_env;
+
+/* Start both servers (extra args for the lock server may be NULL). 0 or -1. */
+int fx_env_start(fx_env *env, const char *lock_args);
+void fx_env_stop(fx_env *env);
+
+/* ---- scale --------------------------------------------------------------- */
+
+/* 1 when RL_TORTURE=1: long forms. */
+int fx_torture(void);
+/* short_v normally, long_v under RL_TORTURE=1. */
+long fx_scale(long short_v, long long_v);
+/* An integer from the environment, or def. */
+long fx_env_long(const char *name, long def);
+
+/* ---- workers --------------------------------------------------------------- */
+
+/*
+ * Spawn `rlfault worker <role> <args...>` (args: NULL-terminated list of
+ * "key=value" strings). The worker gets an alarm of alarm_s seconds so that
+ * a hung worker cannot outlive the test. Returns the pid or -1.
+ */
+pid_t fx_spawn(const char *role, unsigned alarm_s, const char *const *args);
+
+/* Same, with a printf-built argument list: keys and values separated by
+ * spaces, e.g. fx_spawnf("loop", 60, "threads=%d names=%s", 4, "a,b"). */
+pid_t fx_spawnf(const char *role, unsigned alarm_s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Wait until n `loop` workers have announced that their client is
+ * connected (faults must not hit a worker's rl_client_new). 0 or -1. */
+int fx_wait_ready(redisContext *ref, int n, long timeout_ms);
+
+/* Wait for every pid (deadline shared), reap them; returns how many exited
+ * with a status other than 0 (a timed-out one is killed and counts). */
+int fx_wait_all(pid_t *pids, int n, long timeout_ms);
+
+/* Inside a worker: the arguments. */
+void fx_args_set(int argc, char **argv);
+const char *fx_arg(const char *key, const char *def);
+long fx_argl(const char *key, long def);
+
+/* ---- connections ------------------------------------------------------------ */
+
+/* A hiredis context on 127.0.0.1:port with a command timeout; NULL on error. */
+redisContext *fx_connect(int port, long timeout_ms);
+/* One command, reply freed; returns the integer reply (or 0 for OK/string),
+ * -1 on error (printed). */
+long long fx_cmd(redisContext *c, const char *fmt, ...);
+
+/* ---- events, through the referee server ----------------------------------- */
+
+int fx_event_push(redisContext *ref, const char *queue, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* BLPOP queue up to timeout_ms; 0 and the message in buf, or -1 on timeout. */
+int fx_event_wait(redisContext *ref, const char *queue, char *buf, size_t cap, long timeout_ms);
+/* LPOP queue without waiting: 0 and the message, or -1 when empty. */
+int fx_event_poll(redisContext *ref, const char *queue, char *buf, size_t cap);
+
+/* ---- worker reports --------------------------------------------------------- */
+
+/*
+ * Each worker ends by pushing one report line, "key=value key=value ...", to
+ * the referee list rf:reports. fx_reports_sum() adds a key over all reports,
+ * fx_reports_max() takes its maximum.
+ */
+typedef struct fx_reports {
+    int n;
+    char **lines;
+} fx_reports;
+
+int fx_report(redisContext *ref, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int fx_reports_load(redisContext *ref, fx_reports *out);
+long long fx_reports_sum(const fx_reports *r, const char *key);
+long long fx_reports_max(const fx_reports *r, const char *key);
+void fx_reports_free(fx_reports *r);
+
+/* ---- the process's own resources ------------------------------------------- */
+
+long fx_rss_kb(void);        /* VmRSS from /proc/self/status, or -1 */
+int fx_fd_count(void);       /* entries of /proc/self/fd, or -1 */
+/* "fd:target" for every open descriptor, space-separated, into buf. */
+void fx_fd_list(char *buf, size_t cap);
+long long fx_heap_bytes(void); /* bytes allocated and not freed (allocator stats) */
+int fx_sanitized(void);      /* built with ASan or TSan */
+
+/* ---- verdict ---------------------------------------------------------------- */
+
+/* Print a diagnostic line on stderr, prefixed with the scenario. */
+void fx_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print the verdict line on stdout ("scenario=... <figures> result=PASS|FAIL")
+ * and return the exit status for main (0 or 1). */
+int fx_verdict(const char *scenario, int pass, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The lock key rlock uses for a name under the default prefix ("rl:{name}"). */
+void fx_lock_key(char *buf, size_t cap, const char *name);
+
+/* HGETALL of a lock hash: number of fields, and the first field and its value. */
+int fx_lock_fields(redisContext *c, const char *name, char *field, size_t fcap, long long *value);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * rlfault: rlock's fault-injection scenarios.
+ *
+ *   rlfault <scenario>                 run one scenario, print its verdict line
+ *   rlfault list                       the scenario names
+ *   rlfault worker <role> key=value... (spawned by the scenarios themselves)
+ *
+ * RL_TORTURE=1 selects the long forms; RL_SOAK_SECONDS sets the soak's length.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fault.h"
+#include "scenarios.h"
+
+static const struct {
+    const char *name;
+    int (*run)(void);
+} scenarios[] = {
+    { "contention", sc_contention },
+    { "kill_holder", sc_kill_holder },
+    { "stall_holder", sc_stall_holder },
+    { "redis_pause", sc_redis_pause },
+    { "redis_restart", sc_redis_restart },
+    { "network", sc_network },
+    { "script_flush", sc_script_flush },
+    { "refusals", sc_refusals },
+    { "fork", sc_fork },
+    { "soak", sc_soak },
+};
+
+static const struct {
+    const char *name;
+    int (*run)(void);
+} roles[] = {
+    { "loop", role_loop },
+    { "hold", role_hold },
+    { "victim", role_victim },
+    { "stall_victim", role_stall_victim },
+    { "stall_taker", role_stall_taker },
+    { "forker", role_forker },
+    { "soak", role_soak },
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    /* A worker killed mid-write must not take the driver with it. */
+    signal(SIGPIPE, SIG_IGN);
+    if (argc >= 3 && strcmp(argv[1], "worker") == 0) {
+        fx_args_set(argc - 3, argv + 3);
+        for (i = 0; i < COUNT(roles); i++) {
+            if (strcmp(argv[2], roles[i].name) == 0) {
+                fx_scenario = roles[i].name;
+                return roles[i].run();
+            }
+        }
+        fprintf(stderr, "rlfault: unknown role %s\n", argv[2]);
+        return 2;
+    }
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
+        for (i = 0; i < COUNT(scenarios); i++)
+            printf("%s\n", scenarios[i].name);
+        return 0;
+    }
+    if (argc == 2) {
+        for (i = 0; i < COUNT(scenarios); i++) {
+            if (strcmp(argv[1], scenarios[i].name) == 0) {
+                fx_scenario = scenarios[i].name;
+                return scenarios[i].run();
+            }
+        }
+    }
+    fprintf(stderr, "usage: rlfault <scenario>|list   (RL_TORTURE=1 for the long form)\n");
+    return 2;
+}

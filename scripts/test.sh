@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# rlock's test command: builds, tests under gcc, ASan+UBSan and TSan against
-# a throwaway redis-server, runs the examples under valgrind, checks the
-# installed package and the exported symbols. Runs from any directory.
+# rlock's test command: builds, tests (unit, integration, fault scenarios)
+# under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
+# examples under valgrind, checks the installed package and the exported
+# symbols, and fuzzes the parsers for a bounded time. Runs from any directory.
 #
-#   RL_TEST_QUICK=1   skip the sanitizer builds (ignored when CI=true)
+#   RL_TEST_QUICK=1   skip the sanitizer builds and fuzzing (ignored when CI=true)
+#   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
 #   RL_CTEST_JOBS=N   run N tests at once (default 1)
 #
 # The last line is the summary: "test.sh: N passed, M failed".
@@ -172,3 +174,11 @@ bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
 [[ -z $bad ]] || rl_die "librlock.so exports symbols outside rl_*: ${bad//$'\n'/ }"
 grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
 step_end
+
+if ((quick)); then
+    step_skip "10 fuzz (libFuzzer)" "RL_TEST_QUICK=1"
+else
+    step_begin "10 fuzz (libFuzzer, ${RL_FUZZ_SECONDS:-30} s per target)"
+    bash scripts/fuzz.sh "${RL_FUZZ_SECONDS:-30}"
+    step_end
+fi

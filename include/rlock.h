@@ -162,9 +162,12 @@ RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
  * Stop the client's threads, release in Redis every lock the process still
  * holds through it, and close its connections.
  *
- * Call it once no other thread is inside a call on this client or one of its
- * locks. Lock handles created from it stay valid memory until each is freed
- * with rl_lock_free(); any other call on them returns RL_EINVAL. Accepts NULL.
+ * Every hold is flagged before its lock is released. A thread that still
+ * held one sees rl_interrupted() return 1 once, after which the stale hold
+ * is forgotten. Call it once no other thread is inside a call on this client
+ * or one of its locks. Lock handles created from it stay valid memory until
+ * each is freed with rl_lock_free(); any other call on them returns
+ * RL_EINVAL. Accepts NULL.
  */
 RL_EXTERN void rl_client_free(rl_client *client);
 

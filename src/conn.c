@@ -36,7 +36,7 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     const char *argv[3];
     size_t lens[3];
     char dbbuf[16];
-    int n = 0, rc = RL_OK, i;
+    int n = 0, rc = RL_OK, i, fenced = 1;
 
     if (c->url.is_unix)
         ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(c->connect_ms));
@@ -59,7 +59,7 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     if (!c->url.is_unix)
         redisEnableKeepAlive(ctx);
 
-    /* One round trip: AUTH, SELECT, CLIENT ID. */
+    /* One round trip: AUTH, SELECT, and the fence probes. */
     if (c->url.pass) {
         argv[0] = "AUTH";
         lens[0] = 4;
@@ -82,12 +82,29 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         redisAppendCommandArgv(ctx, 2, argv, lens);
         n++;
     }
-    argv[0] = "CLIENT";
-    lens[0] = 6;
-    argv[1] = "INFO";
-    lens[1] = 4;
-    redisAppendCommandArgv(ctx, 2, argv, lens);
-    n++;
+    /* The fence against late commands after a lost reply: our id, our
+     * address as the server sees it, and whether we may kill at all (a probe
+     * that kills nothing). Without any of them, lost replies are still read
+     * back, only not fenced. */
+    {
+        static const char *const probes[3][4] = {
+            { "CLIENT", "ID", NULL, NULL },
+            { "CLIENT", "INFO", NULL, NULL },
+            { "CLIENT", "KILL", "ID", "9223372036854775807" },
+        };
+        int p;
+        for (p = 0; p < 3; p++) {
+            int argc = probes[p][2] ? 4 : 2, a;
+            const char *pargv[4];
+            size_t plens[4];
+            for (a = 0; a < argc; a++) {
+                pargv[a] = probes[p][a];
+                plens[a] = strlen(probes[p][a]);
+            }
+            redisAppendCommandArgv(ctx, argc, pargv, plens);
+        }
+    }
+    n += 3;
 
     conn = calloc(1, sizeof *conn);
     if (!conn) {
@@ -97,19 +114,33 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     conn->ctx = ctx;
     conn->fence.id = -1;
     for (i = 0; i < n; i++) {
+        int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
             rc = io_error(ctx, "handshake with Redis");
             break;
         }
-        if (r->type == REDIS_REPLY_ERROR && rc == RL_OK) {
-            /* CLIENT INFO may be refused by an ACL (or unknown before Redis
-             * 6.2): lost replies are then resolved without a fence. */
-            if (i < n - 1 || strncmp(r->str, "NOAUTH", 6) == 0)
+        if (probe < 0) {
+            if (r->type == REDIS_REPLY_ERROR && rc == RL_OK)
                 rc = rl__reply_error_status(r);
-        } else if (i == n - 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
-            rl__parse_client_info(r->str, r->len, &conn->fence);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            if (strncmp(r->str, "NOAUTH", 6) == 0 && rc == RL_OK)
+                rc = rl__reply_error_status(r);
+            if (probe == 2)
+                fenced = 0;
+        } else if (probe == 0 && r->type == REDIS_REPLY_INTEGER) {
+            conn->fence.id = r->integer;
+        } else if (probe == 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+            rl__fence info;
+            if (rl__parse_client_info(r->str, r->len, &info) == 0 && info.id == conn->fence.id)
+                memcpy(conn->fence.addr, info.addr, sizeof info.addr);
         }
         freeReplyObject(r);
+    }
+    if (rc == RL_OK && !fenced) {
+        conn->fence.id = -1;
+        if (!atomic_exchange(&c->warned_fence, 1))
+            rl__log(c, RL_LOG_ERROR, "rlock: CLIENT KILL is not permitted for this user: "
+                    "commands delayed in the network after a lost reply cannot be fenced");
     }
     if (rc != RL_OK) {
         redisFree(ctx);

@@ -281,7 +281,7 @@ void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owne
 
 /* Fence off the connection that carried the unknown change, then remove
  * our field whatever its count. Never touches another owner's field. */
-int rl__leftover_drop(rl_client *c, const rl__leftover *lo)
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
 {
     const char *argv[8];
     size_t lens[8];
@@ -290,6 +290,8 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo)
     rl__result res;
     int rc, n, i;
 
+    late->id = -1;
+    late->addr[0] = '\0';
     if ((rc = rl__pool_get(c, &conn)) != RL_OK)
         return rc;
     n = append_kill(conn, &lo->fence);
@@ -306,9 +308,15 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo)
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
             rc = rl__err(RL_ECONN, "dropping a leftover field: %s", conn->ctx->errstr);
+            /* The drop may still run late: that connection must be fenced too. */
+            *late = conn->fence;
+            if (late->id < 0)
+                late->id = 0;
             break;
         }
-        if (i == n - 1) {
+        if (i < n - 1 && r->type == REDIS_REPLY_ERROR) {
+            rl__log(c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
+        } else if (i == n - 1) {
             rc = rl__reply_result(r, &res);
             if (rc == RL_EREDIS && strstr(rl_last_error(), "NOSCRIPT"))
                 rc = rl__conn_load_scripts(c, conn) == RL_OK ? RL_ECONN : rc;  /* retried later */
@@ -319,14 +327,18 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo)
     return rc;
 }
 
-void rl__leftover_done(rl_client *c, rl__leftover *lo, int dropped)
+void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late)
 {
     rl__leftover **pp;
 
     lo->claimed = 0;
     pthread_cond_broadcast(&c->leftover_cond);
-    if (!dropped)
+    if (rc != RL_OK) {
+        /* Keep it; and a drop lost on the way is one more to fence. */
+        if (late->id >= 0)
+            rl__leftover_add(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late);
         return;
+    }
     for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {
         if (*pp == lo) {
             *pp = lo->next;
@@ -343,9 +355,10 @@ void rl__leftover_done(rl_client *c, rl__leftover *lo, int dropped)
  * change of this thread may have left, so that a late command on the old
  * connection cannot act on the new hold. Mutex held; dropped while I/O runs.
  */
-static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid)
+static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline)
 {
     rl__leftover *lo;
+    rl__fence late;
     int rc;
 
     for (;;) {
@@ -355,14 +368,17 @@ static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid)
         if (!lo)
             return RL_OK;
         if (lo->claimed) {
-            pthread_cond_wait(&c->leftover_cond, &c->mu);
+            /* The watchdog is dropping it right now. */
+            if (deadline >= 0 && rl__now_ms() >= deadline)
+                return rl__err(RL_ECONN, "an earlier change of this thread is being cleaned up");
+            rl__cond_wait_until(&c->leftover_cond, &c->mu, deadline);
             continue;
         }
         lo->claimed = 1;
         pthread_mutex_unlock(&c->mu);
-        rc = rl__leftover_drop(c, lo);
+        rc = rl__leftover_drop(c, lo, &late);
         pthread_mutex_lock(&c->mu);
-        rl__leftover_done(c, lo, rc == RL_OK);
+        rl__leftover_done(c, lo, rc, &late);
         if (rc != RL_OK)
             return rc;
     }
@@ -496,7 +512,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
             wake_at = now + lease;
         } else {
             w.kicked = 0;
-            rc = e->leftovers ? settle_leftovers(c, e, t->id) : RL_OK;
+            rc = e->leftovers ? settle_leftovers(c, e, t->id, deadline) : RL_OK;
             unresolved.id = -1;
             if (rc == RL_OK) {
                 pthread_mutex_unlock(&c->mu);
@@ -604,11 +620,12 @@ static int release_lost(op *o, rl__thread *t, rl__hold *h)
     for (lo = c->leftovers; lo && !(lo->entry == o->e && lo->tid == t->id); lo = lo->next)
         ;
     if (lo && !lo->claimed) {
+        rl__fence late;
         lo->claimed = 1;
         pthread_mutex_unlock(&c->mu);
-        rc = rl__leftover_drop(c, lo);
+        rc = rl__leftover_drop(c, lo, &late);
         pthread_mutex_lock(&c->mu);
-        rl__leftover_done(c, lo, rc == RL_OK);
+        rl__leftover_done(c, lo, rc, &late);
     }
     pthread_mutex_unlock(&c->mu);
     return rl__err(RL_ELOST, "the lease of this hold was lost");
@@ -678,6 +695,7 @@ int rl_lock_force_release(rl_lock *lock)
     rl__hold *h;
     const char *args[2];
     size_t lens[2];
+    uint64_t before;
     int rc;
 
     if ((rc = check_lock(lock)) != RL_OK)
@@ -687,6 +705,11 @@ int rl_lock_force_release(rl_lock *lock)
     lens[0] = lock->entry->key_len;
     args[1] = lock->entry->channel;
     lens[1] = lock->entry->channel_len;
+    /* Only holds taken before the delete are flagged: a local waiter may
+     * take the name again as soon as it is free. */
+    pthread_mutex_lock(&c->mu);
+    before = c->next_serial;
+    pthread_mutex_unlock(&c->mu);
     if ((rc = rl__pool_get(c, &conn)) != RL_OK)
         return rc;
     rc = rl__conn_script(c, conn, RL__S_FORCE, &r, 2, 2, args, lens);
@@ -699,7 +722,7 @@ int rl_lock_force_release(rl_lock *lock)
         /* Every holder of the name in this process learns it at once. */
         pthread_mutex_lock(&c->mu);
         for (h = c->holds; h; h = h->c_next)
-            if (h->entry == lock->entry)
+            if (h->entry == lock->entry && h->serial <= before)
                 rl__hold_mark_lost(c, h);
         pthread_mutex_unlock(&c->mu);
     }

@@ -111,6 +111,7 @@ typedef struct rl__hold rl__hold;
 typedef struct rl__thread {
     uint64_t id;            /* per-process counter, 0 until first use */
     rl__hold *holds;        /* this thread's holds, through any client */
+    int orphan_lost;        /* a hold of a freed client was let go: report it */
     /* The owner field for the last client used, formatted once. */
     const rl_client *owner_of;
     size_t owner_len;
@@ -259,8 +260,10 @@ long rl__drift_ms(long lease_ms);
 
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence);    /* mutex held */
-int rl__leftover_drop(rl_client *c, const rl__leftover *lo);        /* mutex NOT held */
-void rl__leftover_done(rl_client *c, rl__leftover *lo, int dropped); /* mutex held */
+/* Fence and drop; when the drop itself was sent but its reply lost, *late
+ * names the connection that carried it (late->id < 0: nothing sent). */
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */
+void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late); /* mutex held */
 
 /* ---- client.c -------------------------------------------------------- */
 
@@ -281,6 +284,7 @@ struct rl_client {
     void *payload;
 
     char uuid[RL__UUID_LEN + 1];
+    atomic_int warned_fence;        /* logged once: CLIENT KILL refused */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
 
     pthread_mutex_t mu;             /* guards everything below */

@@ -59,10 +59,15 @@ static const char release_src[] =
  * counts as gone and does not stop the others. */
 static const char renew_src[] =
     "local out = {}\n"
+    "local lease = tonumber(ARGV[1])\n"
     "for i = 1, #KEYS do\n"
     "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
     "  if r == 1 then\n"
-    "    redis.call('pexpire', KEYS[i], ARGV[1])\n"
+    /* Never shorten: the same owner may have taken the name again, since
+     * the batch was made, with a longer fixed lease. */
+    "    if redis.call('pttl', KEYS[i]) < lease then\n"
+    "      redis.call('pexpire', KEYS[i], lease)\n"
+    "    end\n"
     "    out[i] = '1'\n"
     "  else\n"
     "    out[i] = '0'\n"

@@ -41,6 +41,7 @@ static int orphan(rl__thread *t, rl__hold *h)
         return 0;
     rl__thread_unlink(t, h);
     free(h);
+    t->orphan_lost = 1;
     return 1;
 }
 
@@ -91,18 +92,22 @@ void rl__thread_forget_all(void)
 
 int rl_interrupted(void)
 {
-    rl__hold *h = rl__self.holds, *next;
+    rl__hold *h, *next;
     int64_t now;
     int lost = 0;
 
-    if (!h)
-        return 0;
-    now = rl__now_ms();
-    for (; h; h = next) {
-        next = h->t_next;
-        /* A hold of a freed client counts as lost, once, and goes away. */
-        if (orphan(&rl__self, h) || rl__hold_is_lost(h, now))
-            lost = 1;
+    if (rl__self.holds) {
+        now = rl__now_ms();
+        for (h = rl__self.holds; h; h = next) {
+            next = h->t_next;
+            if (!orphan(&rl__self, h) && rl__hold_is_lost(h, now))
+                lost = 1;
+        }
+    }
+    /* A hold of a freed client counts as lost, once, and is gone. */
+    if (rl__self.orphan_lost) {
+        rl__self.orphan_lost = 0;
+        lost = 1;
     }
     return lost;
 }

@@ -251,21 +251,30 @@ static void report(rl_client *c, int64_t now)
 /* Drop the fields that unresolved changes may have left. Mutex held. */
 static void drop_leftovers(rl_client *c)
 {
-    rl__leftover *lo;
-    int failed = 0;
+    rl__leftover *lo, *tried = NULL;
+    rl__fence late;
+    int failed = 0, rc;
 
+    /* Oldest first (new ones are pushed in front); stop at an unreachable
+     * Redis, but let no single refusal starve the others. */
     for (;;) {
-        for (lo = c->leftovers; lo && lo->claimed; lo = lo->next)
-            ;
-        if (!lo || c->stopping)
+        rl__leftover *pick = NULL;
+        for (lo = c->leftovers; lo && lo != tried; lo = lo->next)
+            if (!lo->claimed)
+                pick = lo;
+        if (!pick || c->stopping)
             break;
-        lo->claimed = 1;
+        pick->claimed = 1;
         pthread_mutex_unlock(&c->mu);
-        failed = rl__leftover_drop(c, lo) != RL_OK;
+        rc = rl__leftover_drop(c, pick, &late);
         pthread_mutex_lock(&c->mu);
-        rl__leftover_done(c, lo, !failed);
-        if (failed)
-            break;
+        rl__leftover_done(c, pick, rc, &late);
+        if (rc != RL_OK) {
+            failed = 1;
+            if (rc == RL_ECONN)
+                break;
+            tried = pick;     /* still listed: only look at newer ones now */
+        }
     }
     /* Retry after a failure; look again soon at what an application thread
      * is dropping itself right now. */

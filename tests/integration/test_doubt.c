@@ -123,6 +123,7 @@ static void test_unresolved_first_acquire_leaves_no_ghost(void **state)
 /* A thread still linked to holds of a client that another thread frees. */
 struct holder {
     rl_lock *lock;
+    rl_lock *other;       /* a lock of another client, used before looking */
     atomic_int stage;     /* 1: holds; 2: may look; 3: done */
     int rc, first, second;
 };
@@ -134,7 +135,10 @@ static void *holder_main(void *arg)
     h->rc = rl_lock_try_acquire(h->lock, 0, RL_LEASE_WATCHDOG);
     atomic_store(&h->stage, 1);
     RT_WAIT_UNTIL(atomic_load(&h->stage) == 2, 20000);
-    h->first = rl_interrupted();     /* the client is gone: lost, once */
+    /* A call through another client walks the same list of holds... */
+    if (h->other)
+        rl_lock_hold_count(h->other);
+    h->first = rl_interrupted();     /* ...and still the loss is told, once */
     h->second = rl_interrupted();    /* and the stale hold has been let go */
     atomic_store(&h->stage, 3);
     return NULL;
@@ -143,7 +147,7 @@ static void *holder_main(void *arg)
 static void test_client_free_orphans_other_threads_holds(void **state)
 {
     it_env *e = *state;
-    rl_client *c = it_client(e, 0);
+    rl_client *c = it_client(e, 0), *c2 = it_client(e, 0);
     struct holder h;
     pthread_t th;
     char key[64];
@@ -151,6 +155,7 @@ static void test_client_free_orphans_other_threads_holds(void **state)
 
     memset(&h, 0, sizeof h);
     h.lock = it_lock(c, "orphan");
+    h.other = it_lock(c2, "elsewhere");
     atomic_init(&h.stage, 0);
     assert_int_equal(pthread_create(&th, NULL, holder_main, &h), 0);
     IT_WAIT(atomic_load(&h.stage) == 1, 10000);
@@ -165,6 +170,8 @@ static void test_client_free_orphans_other_threads_holds(void **state)
     pthread_join(th, NULL);
     IT_EQ(h.first, 1);
     IT_EQ(h.second, 0);
+    rl_lock_free(h.other);
+    rl_client_free(c2);
 }
 
 static void test_short_fixed_lease_is_not_lost_at_once(void **state)

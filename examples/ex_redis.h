@@ -17,4 +17,7 @@ int ex_ok(redisReply *r);
  * (no percent-decoding). NULL after printing why. */
 redisContext *ex_connect_url(const char *url);
 
+/* A whole decimal number within [min, max] into *out: 0, or -1. */
+int ex_parse_long(const char *s, long min, long max, long *out);
+
 #endif

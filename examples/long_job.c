@@ -84,18 +84,6 @@ static void on_log(int level, const char *message, void *payload)
                 level == RL_LOG_ERROR ? "error" : "warn", message);
 }
 
-static int parse_ms(const char *s, long min, long max, long *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /*
  * Block until a CLIENT PAUSE ends: Redis holds a paused client's PING until
@@ -129,9 +117,9 @@ int main(int argc, char **argv)
         if (!bad && strcmp(argv[i], "--url") == 0)
             url = val;
         else if (!bad && strcmp(argv[i], "--lease-ms") == 0)
-            bad = parse_ms(val, 300, 60000, &lease_ms);
+            bad = ex_parse_long(val, 300, 60000, &lease_ms);
         else if (!bad && strcmp(argv[i], "--duration-ms") == 0)
-            bad = parse_ms(val, 0, 3600000, &duration_ms);
+            bad = ex_parse_long(val, 0, 3600000, &duration_ms);
         else
             bad = 1;
         if (bad) {

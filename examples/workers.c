@@ -288,12 +288,9 @@ static int run_process(const struct config *cfg, rl_lock **locks, int proc, int 
 
 static int parse_int(const char *s, int min, int max, int *out)
 {
-    char *end;
     long v;
 
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+    if (ex_parse_long(s, min, max, &v) != 0)
         return -1;
     *out = (int)v;
     return 0;

@@ -235,10 +235,9 @@ void rl__hold_insert(rl_client *c, rl__hold *h)
     h->entry->local_live++;
 }
 
-void rl__hold_remove(rl_client *c, rl__hold *h)
+/* Take h out of the client's list of holds. */
+static void unlist(rl_client *c, rl__hold *h)
 {
-    if (!h->in_table)
-        return;
     if (h->c_prev)
         h->c_prev->c_next = h->c_next;
     else
@@ -248,8 +247,15 @@ void rl__hold_remove(rl_client *c, rl__hold *h)
     h->c_next = h->c_prev = NULL;
     c->nholds--;
     h->in_table = 0;
+}
+
+void rl__hold_remove(rl_client *c, rl__hold *h)
+{
+    if (!h->in_table)
+        return;
     if (!atomic_load(&h->lost))
         h->entry->local_live--;
+    unlist(c, h);
     /* A local waiter may now take the name: wake it without a round trip. */
     rl__queue_kick_head(h->entry);
     rl__hold_unref(c, h);
@@ -300,15 +306,7 @@ long rl__drift_ms(long lease_ms)
 void rl__hold_orphan(rl_client *c, rl__hold *h)
 {
     rl__hold_mark_lost(c, h);
-    if (h->c_prev)
-        h->c_prev->c_next = h->c_next;
-    else
-        c->holds = h->c_next;
-    if (h->c_next)
-        h->c_next->c_prev = h->c_prev;
-    h->c_next = h->c_prev = NULL;
-    c->nholds--;
-    h->in_table = 0;
+    unlist(c, h);
     h->entry->holds--;
     atomic_store_explicit(&h->orphan, 1, memory_order_release);
 }

@@ -1,4 +1,5 @@
 #include "it_common.h"
+#include "proxy.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -264,4 +265,25 @@ int it_on_thread(int (*fn)(void *arg), void *arg, long timeout_ms)
     result = t->result;
     free(t);
     return result;
+}
+
+void it_proxied_open(it_proxied *p, it_env *e, const char *name, long lease_ms,
+                     long timeout_ms)
+{
+    rl_options o;
+
+    p->proxy = rt_proxy_start(e->redis->port);
+    assert_non_null(p->proxy);
+    it_options(&o, rt_proxy_url(p->proxy), lease_ms, timeout_ms);
+    o.connect_timeout_ms = timeout_ms;
+    p->c = it_client_opts(&o);
+    p->l = it_lock(p->c, name);
+    p->kl = it_key(p->key, sizeof p->key, "rl:", name, strlen(name), NULL);
+}
+
+void it_proxied_close(it_proxied *p)
+{
+    rl_lock_free(p->l);
+    rl_client_free(p->c);
+    rt_proxy_stop(p->proxy);
 }

@@ -155,4 +155,22 @@ int it_acq_join(it_acq *a, long timeout_ms);
  */
 int it_on_thread(int (*fn)(void *arg), void *arg, long timeout_ms);
 
+/*
+ * A client that reaches the test's redis-server through the fault proxy
+ * (tests/common/proxy.h), with one lock handle.
+ */
+typedef struct it_proxied {
+    struct rt_proxy *proxy;
+    rl_client *c;
+    rl_lock *l;
+    char key[64];   /* the lock's key, "rl:{<name>}" */
+    size_t kl;
+} it_proxied;
+
+/** Start a proxy and a client through it (lease_ms, command and connect
+ * timeouts as given; 0: defaults), and a handle on `name`. */
+void it_proxied_open(it_proxied *p, it_env *e, const char *name, long lease_ms,
+                     long timeout_ms);
+void it_proxied_close(it_proxied *p);
+
 #endif /* IT_COMMON_H */

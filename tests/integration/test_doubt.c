@@ -12,39 +12,12 @@
 #include "proxy.h"
 #include "rt_util.h"
 
-typedef struct proxied {
-    rt_proxy *proxy;
-    rl_client *c;
-    rl_lock *l;
-    char key[64];
-    size_t kl;
-} proxied;
-
-/* A client through the proxy, with a 30 s lease so that nothing in these
- * tests can be cleaned up by a lease running out. */
-static void proxied_open(proxied *p, it_env *e, const char *name)
-{
-    rl_options o;
-
-    p->proxy = rt_proxy_start(e->redis->port);
-    assert_non_null(p->proxy);
-    it_options(&o, rt_proxy_url(p->proxy), 30000, 500);
-    o.connect_timeout_ms = 500;
-    p->c = it_client_opts(&o);
-    p->l = it_lock(p->c, name);
-    p->kl = it_key(p->key, sizeof p->key, "rl:", name, strlen(name), NULL);
-}
-
-static void proxied_close(proxied *p)
-{
-    rl_lock_free(p->l);
-    rl_client_free(p->c);
-    rt_proxy_stop(p->proxy);
-}
+/* Clients here have a 30 s lease: nothing in these tests can be cleaned up
+ * by a lease running out. */
 
 /* Lose the reply of the next script call and refuse reconnection, so the
  * outcome cannot be read back. */
-static void lose_and_isolate(proxied *p)
+static void lose_and_isolate(it_proxied *p)
 {
     rt_proxy_drop_next_reply_matching(p->proxy, "EVAL");
     assert_int_equal(rt_proxy_refuse(p->proxy, 1), 0);
@@ -53,9 +26,9 @@ static void lose_and_isolate(proxied *p)
 static void test_unresolved_reentry_flags_and_drops(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
 
-    proxied_open(&p, e, "doubt1");
+    it_proxied_open(&p, e, "doubt1", 30000, 500);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     lose_and_isolate(&p);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_ECONN);
@@ -74,15 +47,15 @@ static void test_unresolved_reentry_flags_and_drops(void **state)
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_release(p.l), RL_OK);
     IT_EQ(rt_redis_exists(e->rc, p.key, p.kl), 0);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 static void test_unresolved_inner_release_gives_up_the_hold(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
 
-    proxied_open(&p, e, "doubt2");
+    it_proxied_open(&p, e, "doubt2", 30000, 500);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     lose_and_isolate(&p);
@@ -95,16 +68,16 @@ static void test_unresolved_inner_release_gives_up_the_hold(void **state)
     IT_RC(rl_lock_release(p.l), RL_ELOST);
     IT_EQ(rl_lock_hold_count(p.l), 0);
     IT_WAIT(rt_redis_exists(e->rc, p.key, p.kl) == 0, 5000);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 static void test_unresolved_first_acquire_leaves_no_ghost(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     long long t0;
 
-    proxied_open(&p, e, "doubt3");
+    it_proxied_open(&p, e, "doubt3", 30000, 500);
     lose_and_isolate(&p);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_ECONN);
     IT_EQ(rl_lock_hold_count(p.l), 0);
@@ -117,7 +90,7 @@ static void test_unresolved_first_acquire_leaves_no_ghost(void **state)
     IT_WAIT(rt_redis_exists(e->rc, p.key, p.kl) == 0, 5000);
     print_message("leftover field dropped %lld ms after Redis was reachable again\n",
                   rt_now_ms() - t0);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 /* A thread still linked to holds of a client that another thread frees. */

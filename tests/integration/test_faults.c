@@ -12,36 +12,8 @@
 
 #include "proxy.h"
 
-typedef struct proxied {
-    rt_proxy *proxy;
-    rl_client *c;
-    rl_lock *l;
-    char key[64];
-    size_t kl;
-} proxied;
-
-static void proxied_open(proxied *p, it_env *e, const char *name)
-{
-    rl_options o;
-
-    p->proxy = rt_proxy_start(e->redis->port);
-    assert_non_null(p->proxy);
-    it_options(&o, rt_proxy_url(p->proxy), 0, 1000);
-    o.connect_timeout_ms = 1000;
-    p->c = it_client_opts(&o);
-    p->l = it_lock(p->c, name);
-    p->kl = it_key(p->key, sizeof p->key, "rl:", name, strlen(name), NULL);
-}
-
-static void proxied_close(proxied *p)
-{
-    rl_lock_free(p->l);
-    rl_client_free(p->c);
-    rt_proxy_stop(p->proxy);
-}
-
 /* The count Redis holds for the (single) owner of the lock; 0 when absent. */
-static long redis_count(it_env *e, proxied *p)
+static long redis_count(it_env *e, it_proxied *p)
 {
     it_hash h;
     if (it_hgetall(e->rc, p->key, p->kl, &h) != 0)
@@ -65,7 +37,7 @@ static long redis_count(it_env *e, proxied *p)
 /* Check the outcome of an operation whose reply was dropped: RL_OK with the
  * expected hold count, or a clear error; either way Redis agrees with the
  * local hold count (never a doubled count). */
-static void check_after_drop(it_env *e, proxied *p, int rc, int want_if_ok)
+static void check_after_drop(it_env *e, it_proxied *p, int rc, int want_if_ok)
 {
     IT_EQ(rt_proxy_dropped(p->proxy), 1);
     print_message("after the lost reply: %s, hold count %d\n", rl_strerror(rc),
@@ -79,7 +51,7 @@ static void check_after_drop(it_env *e, proxied *p, int rc, int want_if_ok)
 
 /* Release every local hold and check the lock comes free (a doubled count
  * would leave it held). */
-static void release_all(it_env *e, proxied *p)
+static void release_all(it_env *e, it_proxied *p)
 {
     while (rl_lock_hold_count(p->l) > 0)
         IT_RC(rl_lock_release(p->l), RL_OK);
@@ -89,24 +61,24 @@ static void release_all(it_env *e, proxied *p)
 static void test_lost_reply_first_acquire(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     int rc;
 
-    proxied_open(&p, e, "lost1");
+    it_proxied_open(&p, e, "lost1", 0, 1000);
     rt_proxy_drop_next_reply_matching(p.proxy, "EVAL");
     rc = rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG);
     check_after_drop(e, &p, rc, 1);
     release_all(e, &p);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 static void test_lost_reply_reentrant_acquire(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     int rc;
 
-    proxied_open(&p, e, "lost2");
+    it_proxied_open(&p, e, "lost2", 0, 1000);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     ASSERT_CONSISTENT(e, &p);
     rt_proxy_drop_next_reply_matching(p.proxy, "EVAL");
@@ -116,16 +88,16 @@ static void test_lost_reply_reentrant_acquire(void **state)
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     ASSERT_CONSISTENT(e, &p);
     release_all(e, &p);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 static void test_lost_reply_release(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     int rc;
 
-    proxied_open(&p, e, "lost3");
+    it_proxied_open(&p, e, "lost3", 0, 1000);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
 
@@ -135,16 +107,16 @@ static void test_lost_reply_release(void **state)
     check_after_drop(e, &p, rc, 1);
     IT_EQ(rt_redis_exists(e->rc, p.key, p.kl), 1);
     release_all(e, &p);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 static void test_lost_reply_last_release(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     int rc;
 
-    proxied_open(&p, e, "lost4");
+    it_proxied_open(&p, e, "lost4", 0, 1000);
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
 
     /* 1 -> 0: the key is gone; the hold must be gone locally too. */
@@ -155,7 +127,7 @@ static void test_lost_reply_last_release(void **state)
     IT_RC(rl_lock_try_acquire(p.l, 0, RL_LEASE_WATCHDOG), RL_OK);
     ASSERT_CONSISTENT(e, &p);
     release_all(e, &p);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 /* Sample the PTTL; 1 when it rose since the last sample (a renewal). */
@@ -335,7 +307,7 @@ static void test_restart_flags_holder_and_waiter_gets_lock(void **state)
 static void test_stalled_network_flags_by_lease_end(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     rl_options o;
     int64_t stalled_at, flagged_at = -1;
 
@@ -372,7 +344,7 @@ static void test_stalled_network_flags_by_lease_end(void **state)
     IT_EQ(rl_interrupted(), 0);
     ASSERT_CONSISTENT(e, &p);
     release_all(e, &p);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 /* Connections cut under a held lock: the watchdog reconnects in time and
@@ -380,7 +352,7 @@ static void test_stalled_network_flags_by_lease_end(void **state)
 static void test_cut_connections_keep_hold(void **state)
 {
     it_env *e = *state;
-    proxied p;
+    it_proxied p;
     rl_options o;
     long long last;
     int round;
@@ -408,7 +380,7 @@ static void test_cut_connections_keep_hold(void **state)
     ASSERT_CONSISTENT(e, &p);
     IT_RC(rl_lock_release(p.l), RL_OK);
     IT_EQ(rt_redis_exists(e->rc, p.key, p.kl), 0);
-    proxied_close(&p);
+    it_proxied_close(&p);
 }
 
 int main(void)

@@ -226,15 +226,14 @@ static void *sub_main(void *arg)
                 redisAppendCommand(st.ctx, "PING");
                 st.ping_sent = now;
             }
-            if (sdslen(st.ctx->obuf) > 0) {
-                /* A stalled socket must not hold up the application threads. */
-                pthread_mutex_unlock(&c->mu);
-                while (!done) {
-                    if (redisBufferWrite(st.ctx, &done) != REDIS_OK)
-                        break;
-                }
-                pthread_mutex_lock(&c->mu);
+            /* A stalled socket must not hold up the application threads.
+             * (With nothing queued, redisBufferWrite says done at once.) */
+            pthread_mutex_unlock(&c->mu);
+            while (!done) {
+                if (redisBufferWrite(st.ctx, &done) != REDIS_OK)
+                    break;
             }
+            pthread_mutex_lock(&c->mu);
             if (st.ctx->err) {
                 drop_connection(&st);
                 continue;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "referee.h"
 
 #if defined(__has_feature)
 #  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
@@ -491,4 +492,16 @@ int fx_lock_fields(redisContext *c, const char *name, char *field, size_t fcap, 
     }
     freeReplyObject(r);
     return n;
+}
+
+int fx_finish(fx_env *env, pid_t *pids, int n, const char *names, struct rf_result *res,
+              fx_reports *rep, int *bad)
+{
+    fx_cmd(env->rc, "SET rf:stop 1");
+    *bad = fx_wait_all(pids, n, 60000);
+    if (rf_judge(env->rc, names, res) != 0 || fx_reports_load(env->rc, rep) != 0)
+        return -1;
+    return res->violations == 0 && *bad == 0 && rep->n == n &&
+           fx_reports_sum(rep, "fails") == 0 && fx_reports_sum(rep, "timeouts") == 0 &&
+           fx_reports_sum(rep, "sections") == res->sections;
 }

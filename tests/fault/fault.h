@@ -115,6 +115,17 @@ long long fx_reports_sum(const fx_reports *r, const char *key);
 long long fx_reports_max(const fx_reports *r, const char *key);
 void fx_reports_free(fx_reports *r);
 
+struct rf_result;
+/*
+ * The end of an outage scenario: tell the workers to stop, wait for them,
+ * and judge. 1 when the referee saw no violation, every worker exited well
+ * and reported no failure and no timeout, and every section a worker counted
+ * is in the log; 0 when not; -1 when the referee cannot be read. *res and
+ * *rep are filled for the verdict line (free rep with fx_reports_free).
+ */
+int fx_finish(fx_env *env, pid_t *pids, int n, const char *names, struct rf_result *res,
+              fx_reports *rep, int *bad);
+
 /* ---- the process's own resources ------------------------------------------- */
 
 long fx_rss_kb(void);        /* VmRSS from /proc/self/status, or -1 */

@@ -169,13 +169,10 @@ int sc_redis_pause(void)
             ok_rounds++;
     }
 
-    fx_cmd(env.rc, "SET rf:stop 1");
-    bad = fx_wait_all(pids, n, 60000);
-    if (rf_judge(env.rc, "p0,p1", &res) != 0 || fx_reports_load(env.rc, &rep) != 0)
+    pass = fx_finish(&env, pids, n, "p0,p1", &res, &rep, &bad);
+    if (pass < 0)
         return fx_verdict(fx_scenario, 0, "error=referee_unreadable");
-    pass = ok_rounds == rounds && res.violations == 0 && bad == 0 && rep.n == n &&
-           fx_reports_sum(&rep, "fails") == 0 && fx_reports_sum(&rep, "timeouts") == 0 &&
-           fx_reports_sum(&rep, "sections") == res.sections;
+    pass = pass && ok_rounds == rounds;
     i = fx_verdict(fx_scenario, pass,
                    "rounds=%d/%d sections=%lld violations=%lld flags=%lld lease_ms=%d "
                    "pause_ms=%d max_flag_seen_ms=%lld max_last_write_ms=%lld "

@@ -182,6 +182,11 @@ void rl__conn_close(rl_client *c, rl__conn *conn)
     free(conn);
 }
 
+void rl__conn_set_timeout(rl__conn *conn, long ms)
+{
+    redisSetTimeout(conn->ctx, ms_to_tv(ms));
+}
+
 int rl__conn_broken(const rl__conn *conn)
 {
     return conn->ctx->err != 0;
@@ -311,44 +316,6 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn)
 }
 
 #define RL__MAX_ARGS 8
-
-int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
-                    int nkeys, int nargs, const char **args, const size_t *lens)
-{
-    const char *argv[3 + RL__MAX_ARGS];
-    size_t alens[3 + RL__MAX_ARGS];
-    char nk[12];
-    redisReply *r = NULL;
-    int rc, i, attempt;
-
-    if (nargs > RL__MAX_ARGS)
-        return rl__err(RL_EINVAL, "too many script arguments");
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    argv[0] = "EVALSHA";
-    alens[0] = 7;
-    argv[1] = c->sha[script];
-    alens[1] = 40;
-    argv[2] = nk;
-    alens[2] = strlen(nk);
-    for (i = 0; i < nargs; i++) {
-        argv[3 + i] = args[i];
-        alens[3 + i] = lens[i];
-    }
-    for (attempt = 0;; attempt++) {
-        rc = rl__conn_call(conn, &r, 3 + nargs, argv, alens);
-        if (rc != RL_OK)
-            return rc;
-        /* NOSCRIPT: the script did not run; load it again and retry once. */
-        if (attempt == 0 && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            freeReplyObject(r);
-            if ((rc = load_one(c, conn, script)) != RL_OK)
-                return rc;
-            continue;
-        }
-        *out = r;
-        return RL_OK;
-    }
-}
 
 /* Mark the connection dead: its replies can no longer be matched. */
 static int broken(rl__conn *conn, int status, const char *what)

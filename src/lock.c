@@ -690,7 +690,7 @@ int rl_lock_force_release(rl_lock *lock)
 {
     rl_client *c;
     rl__conn *conn;
-    redisReply *r = NULL;
+    rl__resp resp;
     rl__result res;
     rl__hold *h;
     const char *args[2];
@@ -712,12 +712,10 @@ int rl_lock_force_release(rl_lock *lock)
     pthread_mutex_unlock(&c->mu);
     if ((rc = rl__pool_get(c, &conn)) != RL_OK)
         return rc;
-    rc = rl__conn_script(c, conn, RL__S_FORCE, &r, 2, 2, args, lens);
+    rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 2, args, lens);
+    if (rc == RL_OK)
+        rc = rl__resp_result(&resp, &res);
     rl__pool_put(c, conn);
-    if (rc != RL_OK)
-        return rc;
-    rc = rl__reply_result(r, &res);
-    freeReplyObject(r);
     if (rc == RL_OK) {
         /* Every holder of the name in this process learns it at once. */
         pthread_mutex_lock(&c->mu);

@@ -154,6 +154,7 @@ int rl__pool_get(rl_client *c, rl__conn **out);
 void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
 rl__conn *rl__pool_take_idle(rl_client *c);        /* mutex held; caller closes them */
 int rl__conn_broken(const rl__conn *conn);
+void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
 
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
@@ -162,9 +163,6 @@ int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
  * (valid until the next call on conn). NOSCRIPT is handled. */
 int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
                          int nkeys, int nargs, const char **args, const size_t *lens);
-/* EVALSHA of one of rlock's scripts, loading it again on NOSCRIPT. */
-int rl__conn_script(rl_client *c, rl__conn *conn, int script, redisReply **out,
-                    int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
 
 /* ---- holds.c: name entries, holds, local waiter queues ---------------- */
@@ -276,7 +274,7 @@ struct rl_client {
     rl__url url;
     char *prefix;
     size_t prefix_len;
-    long lease_ms, renew_ms, drift_ms;
+    long lease_ms, renew_ms;
     long connect_ms, command_ms;
     int pool_size;
     void (*on_lost)(const char *name, size_t len, void *payload);

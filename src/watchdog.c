@@ -12,7 +12,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "rlock_int.h"
 
@@ -173,14 +172,9 @@ static void renew(rl_client *c)
         /* Do not stay blocked past the first expiry: the thread must be
          * free to flag and report that hold when its time comes. */
         long wait = (long)(earliest - sent);
-        struct timeval tv;
         if (wait > c->command_ms)
             wait = c->command_ms;
-        if (wait < 20)
-            wait = 20;
-        tv.tv_sec = wait / 1000;
-        tv.tv_usec = (wait % 1000) * 1000;
-        redisSetTimeout(conn->ctx, tv);
+        rl__conn_set_timeout(conn, wait < 20 ? 20 : wait);
     }
     if (rc == RL_OK && n)
         rc = renew_round(c, conn, s, n, flags);

@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 
     atomic_init(&lost.ran, 0);
     atomic_init(&lost.at_ms, 0);
-    rl_options_init(&opts);
+    rl_options_init(&opts, RL_OPTIONS_VERSION);
     opts.url = url;
     opts.lease_ms = lease_ms;       /* renewed every lease / 3 */
     opts.on_lost = on_lost;
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
         }
         work_for(50);
         if (now_ms() >= next_report) {
-            if ((status = rl_lock_ttl(lock, &ttl_ms)) != RL_OK || ttl_ms <= 0) {
+            if ((status = rl_lock_ttl(&ttl_ms, lock)) != RL_OK || ttl_ms <= 0) {
                 printf("FAIL: lock TTL %ld (%s: %s)\n", ttl_ms,
                        rl_strerror(status), rl_last_error());
                 goto out;
@@ -186,7 +186,7 @@ int main(int argc, char **argv)
            (double)duration_ms / (double)lease_ms);
 
     /* ---- 2. Redis stops answering: the flag must rise ---- */
-    if ((status = rl_lock_ttl(lock, &ttl_ms)) != RL_OK) {
+    if ((status = rl_lock_ttl(&ttl_ms, lock)) != RL_OK) {
         printf("FAIL: rl_lock_ttl: %s (%s)\n", rl_strerror(status), rl_last_error());
         goto out;
     }

@@ -404,7 +404,7 @@ int main(int argc, char **argv)
      * The children inherit and keep using them: rlock notices the fork, gives
      * each child its own owner identity and connections on first use.
      */
-    rl_options_init(&opts);
+    rl_options_init(&opts, RL_OPTIONS_VERSION);
     opts.url = cfg.url;
     opts.key_prefix = cfg.prefix;   /* lock keys: <prefix>{account:<i>} */
     if ((status = rl_client_new(&client, &opts)) != RL_OK) {

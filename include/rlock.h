@@ -61,6 +61,13 @@ typedef struct rl_lock rl_lock;
 /** Shortest fixed lease, in ms: below it the safety margin would eat the lease. */
 #define RL_LEASE_MIN_MS 10
 
+/**
+ * Longest lease, wait and option time, in ms (about 24.8 days; fits a
+ * 32-bit long). Larger values are refused with RL_EINVAL and nothing is
+ * written; wait as long as it takes with RL_WAIT_FOREVER.
+ */
+#define RL_TIME_MAX_MS 2147483647L
+
 /** Longest lock name, in bytes. */
 #define RL_NAME_MAX 1024
 
@@ -78,6 +85,7 @@ typedef struct rl_lock rl_lock;
 #define RL_EREDIS    (-8) /* Redis answered with an error; see rl_last_error() */
 #define RL_EPROTO    (-9) /* Redis state disagrees with what the protocol allows */
 #define RL_EAUTH     (-10) /* Redis refused the credentials */
+#define RL_ECANCELED (-11) /* the client was shut down while the call waited */
 
 /* Log levels passed to rl_options.log. */
 #define RL_LOG_ERROR 0
@@ -107,13 +115,21 @@ typedef struct rl_options {
     /* Prefix of every key rlock writes. NULL: "rl:". Copied. */
     const char *key_prefix;
 
-    /* Lease of watchdog-kept locks, in ms (>= RL_LEASE_MIN_MS). 0: 30000. */
+    /* Lease of watchdog-kept locks, in ms (RL_LEASE_MIN_MS..RL_TIME_MAX_MS).
+     * 0: 30000. */
     long lease_ms;
 
-    /* How often the watchdog renews, in ms. 0: lease_ms / 3. Must be < lease_ms. */
+    /*
+     * How often the watchdog renews, in ms. 0: lease_ms / 3. A hold taken
+     * just after a renewal must be renewed, reply included, before its
+     * lease less the drift margin (lease/100 + 2 ms) runs out, so:
+     * renew_interval_ms + min(command_timeout_ms, renew_interval_ms)
+     * <= lease_ms - margin, else rl_client_new() returns RL_EINVAL.
+     */
     long renew_interval_ms;
 
-    /* Time allowed to connect, and to wait for one reply, in ms. 0: 2000 each. */
+    /* Time allowed to connect, and to wait for one reply, in ms
+     * (at most RL_TIME_MAX_MS). 0: 2000 each. */
     long connect_timeout_ms;
     long command_timeout_ms;
 
@@ -121,10 +137,12 @@ typedef struct rl_options {
     int pool_size;
 
     /*
-     * Called once, from the watchdog thread, for each hold whose lease was
-     * lost or could no longer be proven. `name` is not NUL-terminated and is
-     * valid only during the call. Must not block for long and must not call
-     * rl_client_free(). May be NULL.
+     * Called once for each hold whose lease was lost or could no longer be
+     * proven, including the holds still held when the client is shut down:
+     * from the watchdog thread, or from the thread that calls
+     * rl_client_shutdown() / rl_client_free(). `name` is not NUL-terminated
+     * and is valid only during the call. Must not block for long and must
+     * not call rlock functions. May be NULL.
      */
     void (*on_lost)(const char *name, size_t name_len, void *payload);
 
@@ -141,10 +159,15 @@ typedef struct rl_options {
 } rl_options;
 
 /**
- * Fill `opts` with the defaults and the current version.
- * Returns RL_OK, or RL_EINVAL when opts is NULL.
+ * Fill `opts` with the defaults for the layout `version` describes: pass
+ * RL_OPTIONS_VERSION, the version of the header you compiled against.
+ * Only the fields of that layout are written, so a program built against
+ * an older header never has its struct overrun by a newer library; a newer
+ * library reads only those fields too (rl_client_new()).
+ * Returns RL_OK, or RL_EINVAL (opts NULL; version 0 or newer than this
+ * library knows). Thread-safe.
  */
-RL_EXTERN int rl_options_init(rl_options *opts);
+RL_EXTERN int rl_options_init(rl_options *opts, unsigned int version);
 
 /**
  * Create a client and connect it: the URL is parsed, one connection is made,
@@ -153,21 +176,43 @@ RL_EXTERN int rl_options_init(rl_options *opts);
  * `opts` may be NULL for the defaults. It is read during the call only.
  * Returns RL_OK and sets *out; on error *out is left untouched and the
  * status says why: RL_EINVAL (bad option, unknown version, unparsable URL),
- * RL_ECONN (unreachable), RL_EAUTH (credentials refused), RL_EREDIS.
+ * RL_ECONN (unreachable), RL_EAUTH (credentials refused), RL_EREDIS,
+ * RL_EPROTO (the peer does not speak the Redis protocol), RL_ENOMEM.
+ *
+ * When the Redis user may not PUBLISH or SUBSCRIBE on rlock's release
+ * channels (an ACL user without channel rights), the client still works:
+ * this is logged once at RL_LOG_ERROR, and waiters then ask Redis again at
+ * a bounded interval (10 ms doubling to 250 ms, never later than the
+ * holder's lease) instead of waiting for release notices.
  * Thread-safe. Free with rl_client_free().
  */
 RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
 
 /**
- * Stop the client's threads, release in Redis every lock the process still
- * holds through it, and close its connections.
- *
- * Every hold is flagged before its lock is released. A thread that still
- * held one sees rl_interrupted() return 1 once, after which the stale hold
- * is forgotten. Call it once no other thread is inside a call on this client
- * or one of its locks. Lock handles created from it stay valid memory until
- * each is freed with rl_lock_free(); any other call on them returns
- * RL_EINVAL. Accepts NULL.
+ * Shut the client down, for a graceful exit (e.g. on SIGTERM):
+ *   1. every thread waiting in rl_lock_try_acquire() through it returns
+ *      RL_ECANCELED at once, and calls that start from now on return
+ *      RL_EINVAL;
+ *   2. calls in flight are waited for (each is bounded by the command
+ *      timeout);
+ *   3. every hold still held through it is flagged (on_lost is called for
+ *      it), then released in Redis, and the client's threads and
+ *      connections are stopped.
+ * A thread that held a lock sees rl_interrupted() return 1 once, after
+ * which the stale hold is forgotten; that includes the calling thread.
+ * No call on a shut-down client, or on its handles, ever returns RL_OK
+ * (except rl_lock_free() and rl_client_free(), which still free them).
+ * Safe from any thread, including one that only waits for a signal, and
+ * more than once. Must not be called from on_lost or log.
+ * Returns RL_OK, or RL_EINVAL when client is NULL or already freed.
+ */
+RL_EXTERN int rl_client_shutdown(rl_client *client);
+
+/**
+ * Shut the client down (rl_client_shutdown()) and free it. Calls in flight
+ * on other threads are waited for and fail; lock handles created from it
+ * stay valid memory until each is freed with rl_lock_free(), and any other
+ * call on them returns RL_EINVAL. Accepts NULL and a client freed already.
  */
 RL_EXTERN void rl_client_free(rl_client *client);
 
@@ -203,69 +248,101 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  * notice from Redis, or from a thread of this process) or the holder's
  * lease runs out; it never polls at a fixed interval.
  *
+ * wait_ms: 0 to RL_TIME_MAX_MS, or RL_WAIT_FOREVER.
+ *
  * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; a value
- * >= RL_LEASE_MIN_MS sets a fixed lease that is never renewed (the lock
- * frees itself when it runs out, and the hold counts as lost from then on).
- * The hold counts as lost a margin (lease/100 + 2 ms) before the lease can
- * run out in Redis.
+ * in RL_LEASE_MIN_MS..RL_TIME_MAX_MS sets a fixed lease that is never
+ * renewed (the lock frees itself when it runs out, and the hold counts as
+ * lost from then on). The hold counts as lost a margin (lease/100 + 2 ms)
+ * before the lease can run out in Redis.
  *
  * A thread that already holds the lock takes it again at once (reentry):
  * the hold count rises by one and the lease is refreshed; the hold keeps
  * the lease kind of its first acquisition.
  *
- * Returns RL_OK, RL_EBUSY (wait_ms 0, held by another), RL_ETIMEDOUT,
- * RL_ELOST (reentry into a hold whose lease was lost), RL_ECONN (Redis
- * unreachable on a one-shot try; waits ride out outages until their
- * deadline. On reentry, RL_ECONN means the outcome could not be read back:
- * the hold is then flagged as lost, and its count is unchanged),
- * RL_EREDIS (e.g. WRONGTYPE: the key is not rlock's), RL_EINVAL.
+ * Returns:
+ *   RL_OK        taken (or re-entered);
+ *   RL_EBUSY     wait_ms 0 and held by another owner (or queued threads of
+ *                this process come first);
+ *   RL_ETIMEDOUT the wait ran out while the lock was held by another;
+ *   RL_ECONN     Redis could not be reached: on a one-shot try, or when a
+ *                wait ran out while Redis was unreachable (waits ride out
+ *                outages until their deadline). On reentry, RL_ECONN means
+ *                the outcome could not be read back: the hold is then
+ *                flagged as lost, and its count is unchanged;
+ *   RL_ELOST     reentry into a hold whose lease was lost;
+ *   RL_ECANCELED the client was shut down during the call;
+ *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: the key is not
+ *                rlock's; NOPERM: the user may not touch the key);
+ *   RL_EPROTO    Redis holds a count this thread did not expect, or the
+ *                peer's reply cannot be understood (the hold, if any, is
+ *                then flagged);
+ *   RL_EINVAL    bad argument, or a client already shut down;
+ *   RL_ENOMEM.
  * Thread-safe.
  */
 RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
 
 /**
  * Release one hold of the calling thread. The last release deletes the lock
- * in Redis and wakes its waiters.
+ * in Redis and wakes its waiters. A release notice that Redis refuses to
+ * send (no channel rights) does not fail a release that was applied.
  *
- * Returns RL_OK; RL_ENOTOWNER when the calling thread does not hold it
- * (nothing changes); RL_ELOST when the thread held it but the lease was
- * lost, or when Redis became unreachable and the outcome is unknown: the
- * hold count still drops, and rlock never deletes a lock that another owner
- * has taken since (a field of ours that may remain is removed as soon as
- * Redis answers again). Thread-safe.
+ * Returns:
+ *   RL_OK        released;
+ *   RL_ENOTOWNER the calling thread does not hold it (nothing changes);
+ *   RL_ELOST     the thread held it but the lease was lost, or may have
+ *                run out before the release reached Redis, or Redis became
+ *                unreachable and the outcome is unknown: the hold count
+ *                still drops, and rlock never deletes a lock that another
+ *                owner has taken since (a field of ours that may remain is
+ *                removed as soon as Redis answers again);
+ *   RL_ECONN     Redis could not be reached and nothing was sent: the hold
+ *                is unchanged, call again;
+ *   RL_EREDIS    Redis refused the script (nothing changed): the hold is
+ *                unchanged;
+ *   RL_EPROTO    Redis holds another count than expected: the hold is
+ *                flagged as lost and unchanged;
+ *   RL_EINVAL    NULL, or a client already shut down.
+ * Thread-safe.
  */
 RL_EXTERN int rl_lock_release(rl_lock *lock);
 
 /**
  * Delete the lock in Redis whoever holds it, and wake its waiters. Holders
- * in this process (through this client) are flagged at once; holders in
- * other processes at their watchdog's next renewal, or when their fixed
- * lease runs out. Meant for operators and recovery tools. Thread-safe.
+ * in this process (through this client) whose field the delete removed are
+ * flagged at once, including a thread whose acquisition raced with it;
+ * holders in other processes at their watchdog's next renewal, or when
+ * their fixed lease runs out. Meant for operators and recovery tools.
+ * Returns RL_OK (also when the lock was free), RL_ECONN, RL_EREDIS
+ * (WRONGTYPE: not an rlock key), RL_EPROTO, RL_EINVAL. Thread-safe.
  */
 RL_EXTERN int rl_lock_force_release(rl_lock *lock);
 
 /**
  * How many times the calling thread holds the lock (0: not held).
- * No I/O. Returns a negative status on bad input.
+ * No I/O. Returns RL_EINVAL for NULL or a client shut down.
  */
 RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
 
 /**
- * Whether anyone (any thread, any process) holds the lock now: 1 or 0, or a
- * negative status. One round trip.
+ * Whether anyone (any thread, any process) holds the lock now: 1 or 0, or
+ * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_EINVAL. One round trip.
  */
 RL_EXTERN int rl_lock_is_locked(rl_lock *lock);
 
 /**
- * The lease left on the lock in Redis, in ms, into *ttl_ms: -2 when the
- * lock is free, -1 when it has no expiry. One round trip.
+ * The lease left on the lock in Redis, in ms, into *out: -2 when the lock
+ * is free, -1 when it has no expiry. One round trip. Returns RL_OK, or
+ * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_EINVAL (*out untouched).
  */
-RL_EXTERN int rl_lock_ttl(rl_lock *lock, long *ttl_ms);
+RL_EXTERN int rl_lock_ttl(long *out, rl_lock *lock);
 
 /**
  * 1 when the calling thread holds this lock and its lease was lost or can
- * no longer be proven to hold; 0 otherwise; a negative status on bad input.
- * No I/O.
+ * no longer be proven to hold, or held it through a client that has been
+ * shut down since (until rl_interrupted() has reported that); else 0.
+ * RL_EINVAL (negative) only for NULL. No I/O.
  */
 RL_EXTERN int rl_lock_interrupted(const rl_lock *lock);
 

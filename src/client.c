@@ -1,6 +1,7 @@
 /*
  * rl_client: options, creation, the owner identity, and shutdown.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,40 +13,126 @@
 
 #define RL__PREFIX_MAX 256
 
-int rl_options_init(rl_options *opts)
+#define RL__DEFAULT_LEASE_MS   30000
+#define RL__DEFAULT_TIMEOUT_MS 2000
+#define RL__DEFAULT_POOL       8
+
+/* Bytes of rl_options that each layout version has: fields are only ever
+ * appended, so a version's layout is a prefix of the next one's. */
+static size_t options_size(unsigned int version)
 {
+    switch (version) {
+    case 1:
+        return offsetof(rl_options, payload) + sizeof(void *);
+    default:
+        return 0;
+    }
+}
+
+int rl_options_init(rl_options *opts, unsigned int version)
+{
+    rl_options full;
+    size_t size = options_size(version);
+
+    rl__err_clear();
     if (!opts)
         return rl__err(RL_EINVAL, "opts is NULL");
-    memset(opts, 0, sizeof *opts);
-    opts->version = RL_OPTIONS_VERSION;
-    opts->lease_ms = 30000;
-    opts->renew_interval_ms = 0;     /* lease_ms / 3 */
-    opts->connect_timeout_ms = 2000;
-    opts->command_timeout_ms = 2000;
-    opts->pool_size = 8;
+    if (!size)
+        return rl__err(RL_EINVAL, "rl_options version %u is not one this library knows "
+                       "(1..%d): pass RL_OPTIONS_VERSION", version, RL_OPTIONS_VERSION);
+    memset(&full, 0, sizeof full);
+    full.version = version;
+    full.lease_ms = RL__DEFAULT_LEASE_MS;
+    full.renew_interval_ms = 0;     /* lease_ms / 3 */
+    full.connect_timeout_ms = RL__DEFAULT_TIMEOUT_MS;
+    full.command_timeout_ms = RL__DEFAULT_TIMEOUT_MS;
+    full.pool_size = RL__DEFAULT_POOL;
+    /* Only the caller's layout: its struct may be shorter than ours. */
+    memcpy(opts, &full, size);
+    return RL_OK;
+}
+
+/* The caller's options in this library's layout: the fields its version
+ * has, and the defaults for those it does not. */
+static int read_options(rl_options *out, const rl_options *in)
+{
+    size_t size;
+
+    rl_options_init(out, RL_OPTIONS_VERSION);
+    if (!in)
+        return RL_OK;
+    if (in->version == 0)
+        return rl__err(RL_EINVAL, "rl_options.version is 0: fill the struct with "
+                       "rl_options_init(&opts, RL_OPTIONS_VERSION) first");
+    if (!(size = options_size(in->version)))
+        return rl__err(RL_EINVAL, "rl_options version %u is newer than this library "
+                       "(it knows 1..%d)", in->version, RL_OPTIONS_VERSION);
+    memcpy(out, in, size);
     return RL_OK;
 }
 
 static int check_options(const rl_options *o)
 {
-    long lease = o->lease_ms ? o->lease_ms : 30000;
+    long lease = o->lease_ms ? o->lease_ms : RL__DEFAULT_LEASE_MS;
+    long renew, command, margin;
 
-    if (o->version != RL_OPTIONS_VERSION)
-        return rl__err(RL_EINVAL, "unknown rl_options version %u (this library knows %d)",
-                       o->version, RL_OPTIONS_VERSION);
-    if (o->lease_ms < 0 || (o->lease_ms && o->lease_ms < RL_LEASE_MIN_MS))
-        return rl__err(RL_EINVAL, "lease_ms must be >= %d (or 0 for the default)",
-                       RL_LEASE_MIN_MS);
-    if (o->renew_interval_ms < 0 || (o->renew_interval_ms && o->renew_interval_ms >= lease))
-        return rl__err(RL_EINVAL, "renew_interval_ms must be > 0 and < lease_ms (or 0)");
-    if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0)
-        return rl__err(RL_EINVAL, "timeouts must be > 0 (or 0 for the default)");
+    if (o->lease_ms < 0 || (o->lease_ms && o->lease_ms < RL_LEASE_MIN_MS) ||
+        o->lease_ms > RL_TIME_MAX_MS)
+        return rl__err(RL_EINVAL, "lease_ms must be %d..%ld (or 0 for the default)",
+                       RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
+    if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 ||
+        o->connect_timeout_ms > RL_TIME_MAX_MS || o->command_timeout_ms > RL_TIME_MAX_MS)
+        return rl__err(RL_EINVAL, "timeouts must be 1..%ld ms (or 0 for the default)",
+                       RL_TIME_MAX_MS);
+    if (o->renew_interval_ms < 0)
+        return rl__err(RL_EINVAL, "renew_interval_ms must be > 0 (or 0 for lease_ms / 3)");
+    /* A hold taken just after a renewal round is renewed one interval later;
+     * that renewal, reply included, must be done before the hold's lease
+     * less the drift margin runs out. The renewal waits for its reply at
+     * most the command timeout, and at most one interval. */
+    renew = o->renew_interval_ms ? o->renew_interval_ms : lease / 3;
+    command = o->command_timeout_ms ? o->command_timeout_ms : RL__DEFAULT_TIMEOUT_MS;
+    margin = rl__drift_ms(lease);
+    if (renew + (command < renew ? command : renew) > lease - margin)
+        return rl__err(RL_EINVAL, "renew_interval_ms %ld is too long for lease_ms %ld: "
+                       "the interval plus min(command_timeout_ms, interval) must fit in "
+                       "the lease less its margin (%ld ms), so at most %ld here",
+                       renew, lease, margin,
+                       command < (lease - margin) / 2 ? lease - margin - command
+                                                      : (lease - margin) / 2);
     if (o->pool_size < 0 || o->pool_size > 1024)
         return rl__err(RL_EINVAL, "pool_size must be 1..1024 (or 0 for the default)");
     if (o->key_prefix && (strlen(o->key_prefix) > RL__PREFIX_MAX ||
                           strpbrk(o->key_prefix, "{}")))
         return rl__err(RL_EINVAL, "key_prefix must be at most %d bytes without '{' or '}'",
                        RL__PREFIX_MAX);
+    return RL_OK;
+}
+
+/*
+ * Whether this user may send release notices: PUBLISH on a channel of the
+ * prefix that no lock uses (names are never empty). An ACL user without
+ * channel rights gets NOPERM; the client then works without notices.
+ */
+static int probe_notices(rl_client *c, rl__conn *conn)
+{
+    char ch[RL__PREFIX_MAX + sizeof "{}:release"];
+    const char *argv[3] = { "PUBLISH", ch, "" };
+    size_t lens[3] = { 7, 0, 0 };
+    redisReply *r = NULL;
+    int rc;
+
+    lens[1] = (size_t)snprintf(ch, sizeof ch, "%s{}:release", c->prefix);
+    if ((rc = rl__conn_call(conn, &r, 3, argv, lens)) != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ERROR) {
+        atomic_store(&c->no_notices, 1);
+        rl__log(c, RL_LOG_ERROR, "rlock: this Redis user may not PUBLISH on rlock's release "
+                "channels (%.200s): grant it the channels '%s*' (ACL &%s*). Until then "
+                "locks work without release notices: waiters ask Redis again every %d..%d ms",
+                r->str, c->prefix, c->prefix, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+    }
+    freeReplyObject(r);
     return RL_OK;
 }
 
@@ -74,6 +161,8 @@ static void client_destroy(rl_client *c)
     pthread_cond_destroy(&c->pool_cond);
     pthread_cond_destroy(&c->wd_cond);
     pthread_cond_destroy(&c->leftover_cond);
+    pthread_cond_destroy(&c->round_cond);
+    pthread_cond_destroy(&c->calls_cond);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -92,9 +181,9 @@ void rl__client_new_identity(rl_client *c)
     uuid_unparse_lower(id, c->uuid);
 }
 
-int rl_client_new(rl_client **out, const rl_options *opts)
+int rl_client_new(rl_client **out, const rl_options *user_opts)
 {
-    rl_options defaults;
+    rl_options full, *opts = &full;
     rl_client *c;
     rl__conn *conn;
     int rc;
@@ -102,11 +191,7 @@ int rl_client_new(rl_client **out, const rl_options *opts)
     rl__err_clear();
     if (!out)
         return rl__err(RL_EINVAL, "out is NULL");
-    if (!opts) {
-        rl_options_init(&defaults);
-        opts = &defaults;
-    }
-    if ((rc = check_options(opts)) != RL_OK)
+    if ((rc = read_options(&full, user_opts)) != RL_OK || (rc = check_options(opts)) != RL_OK)
         return rc;
 
     c = calloc(1, sizeof *c);
@@ -123,13 +208,13 @@ int rl_client_new(rl_client **out, const rl_options *opts)
         return rl__err(RL_ENOMEM, "out of memory");
     }
     c->prefix_len = strlen(c->prefix);
-    c->lease_ms = opts->lease_ms ? opts->lease_ms : 30000;
+    c->lease_ms = opts->lease_ms ? opts->lease_ms : RL__DEFAULT_LEASE_MS;
     c->renew_ms = opts->renew_interval_ms ? opts->renew_interval_ms : c->lease_ms / 3;
     if (c->renew_ms < 1)
         c->renew_ms = 1;
-    c->connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : 2000;
-    c->command_ms = opts->command_timeout_ms ? opts->command_timeout_ms : 2000;
-    c->pool_size = opts->pool_size ? opts->pool_size : 8;
+    c->connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : RL__DEFAULT_TIMEOUT_MS;
+    c->command_ms = opts->command_timeout_ms ? opts->command_timeout_ms : RL__DEFAULT_TIMEOUT_MS;
+    c->pool_size = opts->pool_size ? opts->pool_size : RL__DEFAULT_POOL;
     c->on_lost = opts->on_lost;
     c->log = opts->log;
     c->payload = opts->payload;
@@ -137,17 +222,24 @@ int rl_client_new(rl_client **out, const rl_options *opts)
     atomic_init(&c->refs, 1);
     atomic_init(&c->closed, 0);
     atomic_init(&c->forked, 0);
+    atomic_init(&c->no_notices, 0);
+    atomic_init(&c->closing, 0);
+    atomic_init(&c->calls, 0);
     rl__client_new_identity(c);
 
     pthread_mutex_init(&c->mu, NULL);
     rl__cond_init(&c->pool_cond);
     rl__cond_init(&c->wd_cond);
     rl__cond_init(&c->leftover_cond);
+    rl__cond_init(&c->round_cond);
+    rl__cond_init(&c->calls_cond);
 
     /* Connect now, so a bad address or password is reported here. */
     rc = rl__conn_open(c, &conn);
     if (rc == RL_OK) {
         rc = rl__conn_load_scripts(c, conn);
+        if (rc == RL_OK)
+            rc = probe_notices(c, conn);
         pthread_mutex_lock(&c->mu);
         conn->all_next = NULL;
         c->all = conn;
@@ -169,7 +261,7 @@ int rl_client_new(rl_client **out, const rl_options *opts)
 int rl__client_enter(rl_client *c)
 {
     if (atomic_load_explicit(&c->closed, memory_order_acquire))
-        return rl__err(RL_EINVAL, "the client was freed");
+        return rl__err(RL_EINVAL, "the client was shut down");
     if (atomic_load_explicit(&c->forked, memory_order_relaxed)) {
         pthread_mutex_lock(&c->mu);
         if (atomic_load(&c->forked))
@@ -218,17 +310,64 @@ static void release_all(rl_client *c)
     rl__pool_put(c, conn);
 }
 
-void rl_client_free(rl_client *c)
+/* Wake every thread that waits inside a call on c. Mutex held. */
+static void wake_all(rl_client *c)
 {
-    rl__thread *self;
+    rl__queue_wake_everyone(c);
+    pthread_cond_broadcast(&c->pool_cond);
+    pthread_cond_broadcast(&c->leftover_cond);
+    pthread_cond_broadcast(&c->round_cond);
+}
+
+/* Call on_lost, from this thread, for every hold not reported yet. The
+ * watchdog is stopped and no call is in flight: nothing else reports. */
+static void report_dropped(rl_client *c)
+{
+    rl__hold *h;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        for (h = c->holds; h && h->reported; h = h->c_next)
+            ;
+        if (!h)
+            break;
+        h->reported = 1;
+        if (!c->on_lost)
+            continue;
+        h->refs++;
+        pthread_mutex_unlock(&c->mu);
+        c->on_lost(h->entry->name, h->entry->name_len, c->payload);
+        pthread_mutex_lock(&c->mu);
+        rl__hold_unref(c, h);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int rl_client_shutdown(rl_client *c)
+{
     rl__hold *h, *next;
     rl__conn *idle, *next_idle;
     rl__leftover *lo;
 
+    rl__err_clear();
     if (!c || !rl__registry_has(c))
-        return;
+        return rl__err(RL_EINVAL, "not a live client (freed already?)");
     rl__client_enter(c);
-    rl__registry_remove(c);
+
+    pthread_mutex_lock(&c->mu);
+    if (atomic_exchange(&c->closing, 1)) {
+        /* Another thread is shutting it down: wait until it is done. */
+        while (!c->shut)
+            pthread_cond_wait(&c->calls_cond, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+        return RL_OK;
+    }
+    /* Waiters return RL_ECANCELED; calls in flight finish their round trip
+     * (bounded by the command timeout) and leave. */
+    wake_all(c);
+    while (atomic_load(&c->calls) > 0)
+        pthread_cond_wait(&c->calls_cond, &c->mu);
+    pthread_mutex_unlock(&c->mu);
 
     rl__watchdog_stop(c);
     rl__sub_stop(c);
@@ -237,30 +376,61 @@ void rl_client_free(rl_client *c)
      * that the release below lets another process take. */
     pthread_mutex_lock(&c->mu);
     for (h = c->holds; h; h = h->c_next)
-        rl__hold_mark_lost(c, h);
+        rl__hold_mark_lost(c, h, "the client was shut down");
     pthread_mutex_unlock(&c->mu);
+    report_dropped(c);
     release_all(c);
 
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->closed, 1);
-    self = rl__thread_self();
+    /* Every holder, the calling thread included, learns it once through
+     * rl_interrupted(), and frees its record itself. */
     for (h = c->holds; h; h = next) {
         next = h->c_next;
-        if (h->tid == self->id) {
-            rl__thread_unlink(self, h);
-            rl__hold_remove(c, h);
-        } else {
-            /* Still linked in its own thread's list: that thread frees it. */
-            rl__hold_orphan(c, h);
-        }
+        rl__hold_orphan(c, h);
     }
     for (lo = c->leftovers; lo; lo = lo->next)
         lo->entry->leftovers--;
     idle = rl__pool_take_idle(c);
+    c->shut = 1;
+    pthread_cond_broadcast(&c->calls_cond);
     pthread_mutex_unlock(&c->mu);
     for (; idle; idle = next_idle) {
         next_idle = idle->next;
         rl__conn_close(c, idle);
     }
+    rl__log(c, RL_LOG_INFO, "rlock client %s shut down", c->uuid);
+    return RL_OK;
+}
+
+void rl_client_free(rl_client *c)
+{
+    if (!c || rl_client_shutdown(c) != RL_OK)
+        return;
+    rl__registry_remove(c);
     rl__client_unref(c);
+}
+
+int rl__call_begin(rl_client *c)
+{
+    int rc;
+
+    atomic_fetch_add(&c->calls, 1);
+    if (atomic_load(&c->closing)) {
+        rl__call_end(c);
+        return rl__err(RL_EINVAL, "the client was shut down");
+    }
+    if ((rc = rl__client_enter(c)) != RL_OK)
+        rl__call_end(c);
+    return rc;
+}
+
+void rl__call_end(rl_client *c)
+{
+    /* The last call out wakes a shutdown that waits for it. */
+    if (atomic_fetch_sub(&c->calls, 1) == 1 && atomic_load(&c->closing)) {
+        pthread_mutex_lock(&c->mu);
+        pthread_cond_broadcast(&c->calls_cond);
+        pthread_mutex_unlock(&c->mu);
+    }
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <stdio.h>
 
@@ -23,9 +24,34 @@ static struct timeval ms_to_tv(long ms)
     return tv;
 }
 
-static int io_error(redisContext *ctx, const char *what)
+/* What went wrong on a hiredis context, in words a user can act on. */
+static const char *describe(redisContext *ctx, long timeout_ms, char *buf, size_t cap)
 {
-    return rl__err(RL_ECONN, "%s: %s", what, ctx && ctx->errstr[0] ? ctx->errstr : "connection lost");
+    if (ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, strerror(EAGAIN)) == 0) {
+        snprintf(buf, cap, "no reply within %ld ms", timeout_ms);
+        return buf;
+    }
+    if (ctx->err == REDIS_ERR_PROTOCOL) {
+        snprintf(buf, cap, "the peer does not speak the Redis protocol (%s)", ctx->errstr);
+        return buf;
+    }
+    if (ctx->err == REDIS_ERR_EOF)
+        return "connection closed by the server";
+    return ctx->errstr[0] ? ctx->errstr : "connection lost";
+}
+
+const char *rl__conn_error(rl__conn *conn)
+{
+    return describe(conn->ctx, conn->timeout_ms, conn->errbuf, sizeof conn->errbuf);
+}
+
+/* RL_EPROTO for a peer that is not Redis, RL_ECONN for the rest. */
+static int io_error(redisContext *ctx, long timeout_ms, const char *what)
+{
+    char buf[192];
+
+    return rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN, "%s: %s", what,
+                   describe(ctx, timeout_ms, buf, sizeof buf));
 }
 
 int rl__conn_open(rl_client *c, rl__conn **out)
@@ -52,7 +78,7 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         return rc;
     }
     if (redisSetTimeout(ctx, ms_to_tv(c->command_ms)) != REDIS_OK) {
-        rc = io_error(ctx, "set timeout");
+        rc = io_error(ctx, c->command_ms, "set timeout");
         redisFree(ctx);
         return rc;
     }
@@ -112,11 +138,16 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         return rl__err(RL_ENOMEM, "out of memory");
     }
     conn->ctx = ctx;
+    conn->timeout_ms = c->command_ms;
     conn->fence.id = -1;
     for (i = 0; i < n; i++) {
         int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
-            rc = io_error(ctx, "handshake with Redis");
+            rc = c->url.is_unix
+                ? io_error(ctx, c->command_ms, "handshake with the server")
+                : rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
+                          "handshake with %s:%d: %s", c->url.host, c->url.port,
+                          describe(ctx, c->command_ms, conn->errbuf, sizeof conn->errbuf));
             break;
         }
         if (probe < 0) {
@@ -184,7 +215,8 @@ void rl__conn_close(rl_client *c, rl__conn *conn)
 
 void rl__conn_set_timeout(rl__conn *conn, long ms)
 {
-    redisSetTimeout(conn->ctx, ms_to_tv(ms));
+    if (redisSetTimeout(conn->ctx, ms_to_tv(ms)) == REDIS_OK)
+        conn->timeout_ms = ms;
 }
 
 int rl__conn_broken(const rl__conn *conn)
@@ -208,6 +240,10 @@ int rl__pool_get(rl_client *c, rl__conn **out)
         }
         if (c->conns < c->pool_size)
             break;
+        if (atomic_load(&c->closing)) {
+            pthread_mutex_unlock(&c->mu);
+            return rl__err(RL_ECANCELED, "the client is shutting down");
+        }
         c->pool_waiters++;
         pthread_cond_wait(&c->pool_cond, &c->mu);
         c->pool_waiters--;
@@ -278,7 +314,7 @@ int rl__conn_call(rl__conn *conn, redisReply **out, int argc, const char **argv,
     if (!r) {
         if (conn->ctx->err == 0)
             conn->ctx->err = REDIS_ERR_OTHER;
-        return io_error(conn->ctx, "Redis command");
+        return io_error(conn->ctx, conn->timeout_ms, "Redis command");
     }
     *out = r;
     return RL_OK;
@@ -329,11 +365,26 @@ static int broken(rl__conn *conn, int status, const char *what)
     return rl__err(status, "Redis command: %s", what);
 }
 
+/*
+ * Whether the server closed this idle connection before we wrote to it (a
+ * restart, a kill, an idle timeout): a command written now would certainly
+ * not run, and the caller can say so instead of "outcome unknown". Also
+ * catches stray bytes, which would put replies out of step.
+ */
+static int closed_before_use(rl__conn *conn)
+{
+    char b;
+    ssize_t n = recv(conn->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *lens,
                      rl__resp *out)
 {
     size_t len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens), off = 0, have = 0;
     int fd = conn->ctx->fd;
+    char what[48];
 
     if (len > conn->wcap) {
         size_t cap = len < 512 ? 512 : len;
@@ -344,10 +395,18 @@ static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *
         conn->wcap = cap;
         len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens);
     }
+    if (closed_before_use(conn)) {
+        broken(conn, RL_ECONN, "connection closed by the server before use");
+        return RL__UNSENT;
+    }
     while (off < len) {
         ssize_t n = write(fd, conn->wbuf + off, len - off);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n <= 0 && off == 0) {
+            broken(conn, RL_ECONN, n < 0 ? strerror(errno) : "nothing written");
+            return RL__UNSENT;
+        }
         if (n <= 0)
             return broken(conn, RL_ECONN, n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
                                               ? "timed out sending" : strerror(errno));
@@ -364,15 +423,19 @@ static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *
             return RL_OK;
         }
         if (st < 0 || have == sizeof conn->rbuf)
-            return broken(conn, RL_EPROTO, "reply not understood");
+            return broken(conn, RL_EPROTO, st < 0 ? "reply not understood (is the peer Redis?)"
+                                                  : "reply too long to be one of rlock's");
         n = read(fd, conn->rbuf + have, sizeof conn->rbuf - have);
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0)
             return broken(conn, RL_ECONN, "connection closed by the server");
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            snprintf(what, sizeof what, "no reply within %ld ms", conn->timeout_ms);
+            return broken(conn, RL_ECONN, what);
+        }
         if (n < 0)
-            return broken(conn, RL_ECONN, errno == EAGAIN || errno == EWOULDBLOCK
-                                              ? "timed out waiting for a reply" : strerror(errno));
+            return broken(conn, RL_ECONN, strerror(errno));
         have += (size_t)n;
     }
 }

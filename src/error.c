@@ -20,6 +20,7 @@ const char *rl_strerror(int status)
     case RL_EREDIS:    return "Redis returned an error";
     case RL_EPROTO:    return "Redis state contradicts the lock protocol";
     case RL_EAUTH:     return "Redis refused the credentials";
+    case RL_ECANCELED: return "cancelled: the client was shut down";
     default:           return "unknown status";
     }
 }

@@ -48,6 +48,8 @@ static void child(void)
         rl__cond_init(&c->pool_cond);
         rl__cond_init(&c->wd_cond);
         rl__cond_init(&c->leftover_cond);
+        rl__cond_init(&c->round_cond);
+        rl__cond_init(&c->calls_cond);
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&registry_mu);
@@ -140,7 +142,7 @@ void rl__rebuild_after_fork(rl_client *c)
         rl__entry *e, *enext;
         for (e = c->buckets[i]; e; e = enext) {
             enext = e->next;
-            e->holds = e->waiters = e->local_live = e->leftovers = 0;
+            e->holds = e->waiters = e->local_live = e->leftovers = e->renewing = 0;
             e->q_head = e->q_tail = NULL;
             e->sub_want = 0;
             e->linger_until = 0;
@@ -161,8 +163,11 @@ void rl__rebuild_after_fork(rl_client *c)
     if (c->sub_ctx && c->sub_ctx->fd >= 0)
         close(c->sub_ctx->fd);
     c->wd_conn = NULL;
+    c->wd_failed = 0;
     c->sub_ctx = NULL;
     c->stopping = 0;
+    /* Calls in flight were the parent's threads'. */
+    atomic_store(&c->calls, 0);
 
     rl__client_new_identity(c);
     atomic_store(&c->forked, 0);

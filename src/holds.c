@@ -180,15 +180,19 @@ void rl__queue_kick_head(rl__entry *e)
     }
 }
 
-void rl__queue_kick_all(rl_client *c)
+/* Every waiting thread of the client, not only the heads: a shutdown. */
+void rl__queue_wake_everyone(rl_client *c)
 {
     size_t i;
+    rl__entry *e;
+    rl__waiter *w;
 
-    for (i = 0; i < c->nbuckets; i++) {
-        rl__entry *e;
+    for (i = 0; i < c->nbuckets; i++)
         for (e = c->buckets[i]; e; e = e->next)
-            rl__queue_kick_head(e);
-    }
+            for (w = e->q_head; w; w = w->next) {
+                w->kicked = 1;
+                pthread_cond_signal(&w->cond);
+            }
 }
 
 /* ---- holds ------------------------------------------------------------ */
@@ -305,7 +309,7 @@ long rl__drift_ms(long lease_ms)
  * list: take h out of the client, flagged, and let that thread free it. */
 void rl__hold_orphan(rl_client *c, rl__hold *h)
 {
-    rl__hold_mark_lost(c, h);
+    rl__hold_mark_lost(c, h, "the client was shut down");
     unlist(c, h);
     h->entry->holds--;
     atomic_store_explicit(&h->orphan, 1, memory_order_release);
@@ -327,12 +331,13 @@ void rl__hold_confirm(rl__hold *h, int64_t sent_ms)
         ;
 }
 
-/* Flag the hold lost; the watchdog reports it to on_lost. Returns 1 the
- * first time. */
-int rl__hold_mark_lost(rl_client *c, rl__hold *h)
+/* Flag the hold lost, saying why (a static string); the watchdog reports
+ * it to on_lost and the log. Returns 1 the first time. */
+int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why)
 {
     if (atomic_exchange(&h->lost, 1) != 0)
         return 0;
+    h->lost_why = why;
     if (h->in_table) {
         h->entry->local_live--;
         /* A local waiter was waiting for this holder: let it ask Redis. */

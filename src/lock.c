@@ -1,7 +1,7 @@
 /*
  * The rl_lock API: acquire (with the local queue and the wait on release
- * notices), reentry, release, and the resolution of operations whose reply
- * was lost.
+ * notices), reentry, release, force-release, and the resolution of
+ * operations whose reply was lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +16,14 @@ struct rl_lock {
 
 #define RL__RETRY (-100)   /* internal: the change was not applied; send it again */
 
-static int check_lock(const rl_lock *lock)
+/* Every call on a handle that reaches the client's state: counted in
+ * flight, so that a shutdown can wait for it to leave. */
+static int begin(const rl_lock *lock)
 {
     rl__err_clear();
     if (!lock)
         return rl__err(RL_EINVAL, "lock is NULL");
-    return rl__client_enter(lock->client);
+    return rl__call_begin(lock->client);
 }
 
 int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
@@ -37,11 +39,13 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
         return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
     if (!rl__registry_has(client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
-    if ((rc = rl__client_enter(client)) != RL_OK)
+    if ((rc = rl__call_begin(client)) != RL_OK)
         return rc;
     lock = malloc(sizeof *lock);
-    if (!lock)
+    if (!lock) {
+        rl__call_end(client);
         return rl__err(RL_ENOMEM, "out of memory");
+    }
     pthread_mutex_lock(&client->mu);
     e = rl__entry_get(client, name, len);
     if (e)
@@ -49,12 +53,14 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
     pthread_mutex_unlock(&client->mu);
     if (!e) {
         free(lock);
+        rl__call_end(client);
         return rl__err(RL_ENOMEM, "out of memory");
     }
     atomic_fetch_add(&client->refs, 1);
     lock->client = client;
     lock->entry = e;
     *out = lock;
+    rl__call_end(client);
     return RL_OK;
 }
 
@@ -133,7 +139,7 @@ static int read_count(op *o, const rl__fence *dead, long long *count)
     rc = RL_OK;
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(RL_ECONN, "reading back a hold count: %s", conn->ctx->errstr);
+            rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
             break;
         }
         if (i == n - 1)
@@ -146,15 +152,41 @@ static int read_count(op *o, const rl__fence *dead, long long *count)
     return rc;
 }
 
+/* Send one script call, on a fresh connection when the pooled one turns
+ * out to have been closed by the server before use (nothing was sent). */
+static int send_script(op *o, int script, int nargs, const char **args, const size_t *lens,
+                       rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+{
+    int rc, nkeys = script == RL__S_ACQUIRE ? 1 : 2, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *conn = NULL;
+        if ((rc = rl__pool_get(o->c, conn)) != RL_OK) {
+            *conn = NULL;
+            return rc;               /* nothing was sent */
+        }
+        *sent_ms = rl__now_ms();
+        rc = rl__conn_script_fast(o->c, *conn, script, resp, nkeys, nargs, args, lens);
+        if (rc != RL__UNSENT)
+            return rc;
+        rl__pool_put(o->c, *conn);   /* broken: closed, and the idle ones with it */
+        *conn = NULL;
+        if (attempt == 1)
+            return rl__err(RL_ECONN, "Redis closed the connection before the command was "
+                                     "sent (nothing was sent)");
+    }
+}
+
 /*
- * Run the acquire or release script for a hold of `held`. A lost reply is
- * resolved by reading the count back: the count success would produce
- * means applied, the count we started from means not applied (RL__RETRY).
- * When even that fails, RL_ECONN with *unresolved set to the connection
- * to fence off before trying again (unresolved->id is -1 otherwise).
+ * Run the acquire or release script for a hold of `held`. A lost or
+ * unreadable reply is resolved by reading the count back (*read_back is
+ * then set): the count success would produce means applied, the count we
+ * started from means not applied (RL__RETRY). When even that fails,
+ * RL_ECONN with *unresolved set to the connection to fence off before
+ * trying again (unresolved->id is -1 otherwise).
  */
-static int run_change(op *o, int script, long long held, long lease_ms,
-                      int64_t *sent_ms, rl__result *res, rl__fence *unresolved)
+static int run_change(op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
+                      rl__result *res, rl__fence *unresolved, int *read_back)
 {
     char heldbuf[24], leasebuf[24];
     const char *args[5];
@@ -163,59 +195,57 @@ static int run_change(op *o, int script, long long held, long lease_ms,
     rl__resp resp;
     rl__fence dead;
     long long count;
-    int rc, nkeys;
-
+    int rc, nargs;
     size_t heldlen = rl__fmt_ll(heldbuf, held), leaselen = rl__fmt_ll(leasebuf, lease_ms);
 
     args[0] = o->e->key;
     lens[0] = o->e->key_len;
     if (script == RL__S_ACQUIRE) {
-        nkeys = 1;
-        args[1] = leasebuf;
-        args[2] = o->owner;
-        args[3] = heldbuf;
+        args[1] = leasebuf;   lens[1] = leaselen;
+        args[2] = o->owner;   lens[2] = o->owner_len;
+        args[3] = heldbuf;    lens[3] = heldlen;
+        nargs = 4;
     } else {
-        nkeys = 2;
-        args[1] = o->e->channel;
-        args[2] = o->owner;
-        args[3] = heldbuf;
-        args[4] = leasebuf;
-        lens[1] = o->e->channel_len;
-    }
-    if (script == RL__S_ACQUIRE) {
-        lens[1] = leaselen;
-        lens[2] = o->owner_len;
-        lens[3] = heldlen;
-    } else {
-        lens[2] = o->owner_len;
-        lens[3] = heldlen;
-        lens[4] = leaselen;
+        args[1] = o->e->channel; lens[1] = o->e->channel_len;
+        args[2] = o->owner;      lens[2] = o->owner_len;
+        args[3] = heldbuf;       lens[3] = heldlen;
+        args[4] = leasebuf;      lens[4] = leaselen;
+        nargs = 5;
     }
 
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
-    if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
+    *read_back = 0;
+    rc = send_script(o, script, nargs, args, lens, &conn, sent_ms, &resp);
+    if (!conn)
         return rc;               /* nothing was sent */
-    *sent_ms = rl__now_ms();
-    rc = rl__conn_script_fast(o->c, conn, script, &resp, nkeys, script == RL__S_ACQUIRE ? 4 : 5,
-                              args, lens);
+    dead.id = -1;
+    dead.addr[0] = '\0';
     if (rc == RL_OK) {
         rc = rl__resp_result(&resp, res);
         rl__pool_put(o->c, conn);
-        return rc;
+        /* A reply of a shape no script of ours gives: it may have run. The
+         * connection is still in step, nothing to fence. */
+        if (rc != RL_EPROTO)
+            return rc;
+    } else {
+        if (rc == RL_ECONN || rc == RL_EPROTO)
+            dead = conn->fence;
+        rl__pool_put(o->c, conn);
+        if (rc != RL_ECONN && rc != RL_EPROTO)
+            return rc;
     }
-    dead = conn->fence;
-    rl__pool_put(o->c, conn);
-    if (rc != RL_ECONN)
-        return rc;
 
-    rl__log(o->c, RL_LOG_WARN, "rlock: reply lost on %.*s, reading the hold count back",
-            (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key);
+    rl__log(o->c, RL_LOG_WARN, "rlock: reply to a change of %.*s lost or not understood (%s); "
+            "reading the hold count back",
+            (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key, rl_last_error());
+    *read_back = 1;
     if ((rc = read_count(o, &dead, &count)) != RL_OK) {
         *unresolved = dead;
         if (unresolved->id < 0)
             unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
-        return rl__err(RL_ECONN, "outcome unknown (%s)", rl_last_error());
+        return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
+                                 "not be read back (%s)", rl_last_error());
     }
     if (script == RL__S_ACQUIRE) {
         if (count == held + 1) {
@@ -246,12 +276,13 @@ static int run_change(op *o, int script, long long held, long lease_ms,
 }
 
 static int run_change_retrying(op *o, int script, long long held, long lease_ms,
-                               int64_t *sent_ms, rl__result *res, rl__fence *unresolved)
+                               int64_t *sent_ms, rl__result *res, rl__fence *unresolved,
+                               int *read_back)
 {
     int rc, attempt;
 
     for (attempt = 0; attempt < 3; attempt++) {
-        rc = run_change(o, script, held, lease_ms, sent_ms, res, unresolved);
+        rc = run_change(o, script, held, lease_ms, sent_ms, res, unresolved, read_back);
         if (rc != RL__RETRY)
             return rc;
     }
@@ -307,7 +338,7 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     n++;
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(RL_ECONN, "dropping a leftover field: %s", conn->ctx->errstr);
+            rc = rl__err(RL_ECONN, "dropping a leftover field: %s", rl__conn_error(conn));
             /* The drop may still run late: that connection must be fenced too. */
             *late = conn->fence;
             if (late->id < 0)
@@ -369,6 +400,8 @@ static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid, int64_t de
             return RL_OK;
         if (lo->claimed) {
             /* The watchdog is dropping it right now. */
+            if (atomic_load(&c->closing))
+                return rl__err(RL_ECANCELED, "the client is shutting down");
             if (deadline >= 0 && rl__now_ms() >= deadline)
                 return rl__err(RL_ECONN, "an earlier change of this thread is being cleaned up");
             rl__cond_wait_until(&c->leftover_cond, &c->mu, deadline);
@@ -386,10 +419,10 @@ static int settle_leftovers(rl_client *c, rl__entry *e, uint64_t tid, int64_t de
 
 /* ---- holds of the calling thread --------------------------------------- */
 
-static void flag_lost(rl_client *c, rl__hold *h)
+static void flag_lost(rl_client *c, rl__hold *h, const char *why)
 {
     pthread_mutex_lock(&c->mu);
-    rl__hold_mark_lost(c, h);
+    rl__hold_mark_lost(c, h, why);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -422,36 +455,64 @@ static void set_releasing(rl_client *c, rl__hold *h, int on)
 static int doubt(rl_client *c, rl__hold *h, const rl__fence *fence)
 {
     h->doubt = *fence;
-    flag_lost(c, h);
+    flag_lost(c, h, "the outcome of a change could not be read back");
     return rl__err(RL_ECONN, "outcome unknown, Redis unreachable: the hold is flagged as lost");
 }
 
-static int reenter(op *o, rl__thread *t, rl__hold *h)
+static int cancelled(void)
+{
+    return rl__err(RL_ECANCELED, "the client is shutting down");
+}
+
+static int reenter(op *o, rl__hold *h)
 {
     rl__result res;
     rl__fence unresolved;
     int64_t sent;
-    int rc;
+    int rc, read_back;
 
-    (void)t;
     if (rl__hold_is_lost(h, rl__now_ms())) {
-        flag_lost(o->c, h);
+        flag_lost(o->c, h, "its lease ran out before it was renewed");
         return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
     }
-    rc = run_change_retrying(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved);
+    rc = run_change_retrying(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved,
+                             &read_back);
     if (rc == RL_ECONN && unresolved.id >= 0)
         return doubt(o->c, h, &unresolved);
     if (rc != RL_OK)
         return rc;
     if (res.code == RL__R_DONE && res.value == h->count + 1) {
+        if (atomic_load(&o->c->closing)) {
+            /* Applied, but the shutdown drops our field whatever its count. */
+            flag_lost(o->c, h, "the client was shut down");
+            return cancelled();
+        }
         h->count++;
         rl__hold_confirm(h, sent);
         return RL_OK;
     }
-    flag_lost(o->c, h);
-    if (res.code == RL__R_NOTOWNER)
+    if (res.code == RL__R_NOTOWNER) {
+        flag_lost(o->c, h, "Redis no longer has its field");
         return rl__err(RL_ELOST, "the lock is no longer held by this thread in Redis");
+    }
+    flag_lost(o->c, h, "Redis holds another count than expected");
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
+}
+
+/*
+ * A renewal sent for an earlier hold of this name may still be on its way.
+ * Landing after a new acquisition by the same thread (same owner field), it
+ * would stretch the new hold's lease to the watchdog's: wait for the round.
+ * Mutex held.
+ */
+static int wait_renewal(rl_client *c, rl__entry *e)
+{
+    while (e->renewing > 0) {
+        if (atomic_load(&c->closing))
+            return cancelled();
+        pthread_cond_wait(&c->round_cond, &c->mu);
+    }
+    return RL_OK;
 }
 
 static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
@@ -463,11 +524,11 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
     int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : rl__now_ms() + wait_ms;
     int64_t sent = 0, wake_at, now;
     rl__fence unresolved;
-    long backoff = 0;
+    long backoff = 0, poll = 0;
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1;
+    int rc, first = 1, read_back;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -484,6 +545,10 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
     while (e->q_head != &w) {
+        if (atomic_load(&c->closing)) {
+            rc = cancelled();
+            goto dequeue;
+        }
         if (wait_ms == 0) {
             rc = rl__err(RL_EBUSY, "other threads of this process are waiting for it");
             goto dequeue;
@@ -498,9 +563,15 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
 
     for (;; first = 0) {
         now = rl__now_ms();
+        if (atomic_load(&c->closing)) {
+            rc = cancelled();
+            goto dequeue;
+        }
         if (!first && deadline >= 0 && now >= deadline) {
-            rc = rl__err(RL_ETIMEDOUT, "timed out waiting for the lock%s",
-                         backoff ? " (Redis unreachable)" : "");
+            /* Say which: a busy lock, or a Redis we could not reach. */
+            rc = backoff ? rl__err(RL_ECONN, "the wait ran out while Redis was unreachable: %s",
+                                   rl_last_error())
+                         : rl__err(RL_ETIMEDOUT, "timed out waiting for the lock");
             goto dequeue;
         }
         if (e->local_live > 0) {
@@ -513,15 +584,29 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
         } else {
             w.kicked = 0;
             rc = e->leftovers ? settle_leftovers(c, e, t->id, deadline) : RL_OK;
+            if (rc == RL_OK)
+                rc = wait_renewal(c, e);
+            if (rc == RL_ECANCELED)
+                goto dequeue;
             unresolved.id = -1;
             if (rc == RL_OK) {
                 pthread_mutex_unlock(&c->mu);
-                rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved);
+                rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved,
+                                         &read_back);
                 pthread_mutex_lock(&c->mu);
             }
             if (rc == RL_ECONN && unresolved.id >= 0) {
                 /* It may have been applied: drop it before anything else. */
                 rl__leftover_add(c, e, t->id, o->owner, o->owner_len, &unresolved);
+            }
+            if (rc == RL_OK && res.code == RL__R_DONE && atomic_load(&c->closing)) {
+                /* Taken while the client shuts down: never reported as held.
+                 * The shutdown drops the field (it waits for this call). */
+                unresolved.id = -1;
+                unresolved.addr[0] = '\0';
+                rl__leftover_add(c, e, t->id, o->owner, o->owner_len, &unresolved);
+                rc = cancelled();
+                goto dequeue;
             }
             if (rc == RL_OK && res.code == RL__R_DONE) {
                 rl__hold_insert(c, h);
@@ -537,21 +622,30 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
                     rc = rl__err(RL_EBUSY, "held by another owner");
                     goto dequeue;
                 }
-                e->linger_until = 0;
-                if (!e->sub_want) {
-                    e->sub_want = 1;
-                    if ((rc = rl__sub_ensure(c)) != RL_OK)
-                        goto dequeue;
-                    rl__sub_poke(c);
-                }
                 /* Sleep until a release notice, the holder's lease, or our deadline. */
                 /* PTTL 0: the lease runs out this very millisecond; -2: already
                  * gone; -1: no expiry at all (not set by rlock). */
                 wake_at = now + (res.value >= 0 ? res.value + 1 : res.value == -2 ? 0 : lease);
+                if (atomic_load(&c->no_notices)) {
+                    /* No release notices can reach us: ask again, at a
+                     * growing interval, never later than the holder's lease. */
+                    poll = poll ? (poll * 2 > RL__POLL_MAX_MS ? RL__POLL_MAX_MS : poll * 2)
+                                : RL__POLL_MIN_MS;
+                    if (now + poll < wake_at)
+                        wake_at = now + poll;
+                } else {
+                    e->linger_until = 0;
+                    if (!e->sub_want) {
+                        e->sub_want = 1;
+                        if ((rc = rl__sub_ensure(c)) != RL_OK)
+                            goto dequeue;
+                        rl__sub_poke(c);
+                    }
+                }
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
-                backoff = backoff ? (backoff * 2 > 1000 ? 1000 : backoff * 2) : 50;
+                backoff = rl__backoff_ms(backoff);
                 wake_at = now + backoff;
             } else {
                 if (rc == RL_OK)
@@ -561,7 +655,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
         }
         if (deadline >= 0 && wake_at > deadline)
             wake_at = deadline;
-        while (!w.kicked && rl__now_ms() < wake_at)
+        while (!w.kicked && rl__now_ms() < wake_at && !atomic_load(&c->closing))
             rl__cond_wait_until(&w.cond, &c->mu, wake_at);
         w.kicked = 0;
     }
@@ -588,28 +682,32 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
     op o;
     int rc;
 
-    if ((rc = check_lock(lock)) != RL_OK)
+    if ((rc = begin(lock)) != RL_OK)
         return rc;
-    if (wait_ms < 0 && wait_ms != RL_WAIT_FOREVER)
-        return rl__err(RL_EINVAL, "wait_ms must be >= 0 or RL_WAIT_FOREVER");
-    if (lease_ms < RL_LEASE_MIN_MS && lease_ms != RL_LEASE_WATCHDOG)
-        return rl__err(RL_EINVAL, "lease_ms must be >= %d or RL_LEASE_WATCHDOG", RL_LEASE_MIN_MS);
-    t = rl__thread_self();
-    op_init(&o, lock->client, lock->entry, t);
-    h = rl__thread_find(t, lock->client, lock->entry);
-    if (h)
-        return reenter(&o, t, h);
-    return acquire_new(&o, t, wait_ms, lease_ms);
+    if ((wait_ms < 0 && wait_ms != RL_WAIT_FOREVER) || wait_ms > RL_TIME_MAX_MS) {
+        rc = rl__err(RL_EINVAL, "wait_ms must be 0..%ld or RL_WAIT_FOREVER", RL_TIME_MAX_MS);
+    } else if ((lease_ms < RL_LEASE_MIN_MS && lease_ms != RL_LEASE_WATCHDOG) ||
+               lease_ms > RL_TIME_MAX_MS) {
+        rc = rl__err(RL_EINVAL, "lease_ms must be %d..%ld or RL_LEASE_WATCHDOG",
+                     RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
+    } else {
+        t = rl__thread_self();
+        op_init(&o, lock->client, lock->entry, t);
+        h = rl__thread_find(t, lock->client, lock->entry);
+        rc = h ? reenter(&o, h) : acquire_new(&o, t, wait_ms, lease_ms);
+    }
+    rl__call_end(lock->client);
+    return rc;
 }
 
 /* One hold of a lost lease is given back: locally only, until the last. */
-static int release_lost(op *o, rl__thread *t, rl__hold *h)
+static int release_lost(op *o, rl__thread *t, rl__hold *h, const char *why)
 {
     rl_client *c = o->c;
     rl__leftover *lo;
     int rc;
 
-    flag_lost(c, h);
+    flag_lost(c, h, why);
     if (--h->count > 0)
         return rl__err(RL_ELOST, "the lease of this hold was lost");
     /* Last hold: remove our field if it is still there (it may be, when the
@@ -631,32 +729,35 @@ static int release_lost(op *o, rl__thread *t, rl__hold *h)
     return rl__err(RL_ELOST, "the lease of this hold was lost");
 }
 
-int rl_lock_release(rl_lock *lock)
+static int release(rl_lock *lock)
 {
-    rl_client *c;
-    rl__thread *t;
-    rl__hold *h;
+    rl_client *c = lock->client;
+    rl__thread *t = rl__thread_self();
+    rl__hold *h = rl__thread_find(t, c, lock->entry);
     rl__result res;
     rl__fence unresolved;
     int64_t sent;
     op o;
-    int rc;
+    int rc, read_back;
 
-    if ((rc = check_lock(lock)) != RL_OK)
-        return rc;
-    c = lock->client;
-    t = rl__thread_self();
-    h = rl__thread_find(t, c, lock->entry);
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
     op_init(&o, c, lock->entry, t);
     if (rl__hold_is_lost(h, rl__now_ms()))
-        return release_lost(&o, t, h);
+        return release_lost(&o, t, h, "its lease ran out before it was renewed");
 
     if (h->count == 1)
         set_releasing(c, h, 1);
     rc = run_change_retrying(&o, RL__S_RELEASE, h->count, h->watchdog ? h->lease_ms : 0,
-                             &sent, &res, &unresolved);
+                             &sent, &res, &unresolved, &read_back);
+    if (rc == RL_OK && res.code == RL__R_DONE && res.value == 0 && read_back &&
+        rl__hold_is_lost(h, rl__now_ms())) {
+        /* Our field is gone, but the lease may have run out before the
+         * release ran: absent proves nothing then. Counted as lost. */
+        release_lost(&o, t, h, "its lease may have run out before the release");
+        return rl__err(RL_ELOST, "the reply was lost and the lease may have run out before "
+                                 "the release reached Redis");
+    }
     if (rc == RL_OK && res.code == RL__R_DONE && res.value == h->count - 1) {
         if (--h->count == 0) {
             hold_done(c, t, h, 0);
@@ -670,92 +771,127 @@ int rl_lock_release(rl_lock *lock)
     if (rc == RL_ECONN && unresolved.id >= 0) {
         /* Applied or not, the count drops: the caller gave this hold back. */
         doubt(c, h, &unresolved);
-        release_lost(&o, t, h);
+        release_lost(&o, t, h, "the outcome of its release could not be read back");
         return rl__err(RL_ELOST, "outcome unknown, Redis unreachable: the hold is given up "
                                  "and flagged as lost");
     }
     if (rc != RL_OK)
         return rc;
     if (res.code == RL__R_NOTOWNER) {
-        flag_lost(c, h);
+        flag_lost(c, h, "Redis no longer has its field");
         if (--h->count == 0)
             hold_done(c, t, h, 0);
         return rl__err(RL_ELOST, "the lock was no longer held by this thread in Redis");
     }
-    flag_lost(c, h);
+    flag_lost(c, h, "Redis holds another count than expected");
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
 }
 
-int rl_lock_force_release(rl_lock *lock)
+int rl_lock_release(rl_lock *lock)
 {
-    rl_client *c;
+    int rc = begin(lock);
+
+    if (rc != RL_OK)
+        return rc;
+    rc = release(lock);
+    rl__call_end(lock->client);
+    return rc;
+}
+
+/* Flag the local holds whose fields the delete removed: the thread ids
+ * the script listed (n < 0: every hold of the name). Mutex held. */
+static void flag_forced(rl_client *c, rl__entry *e, const long long *tids, long long n)
+{
+    rl__hold *h;
+    long long i;
+
+    for (h = c->holds; h; h = h->c_next) {
+        if (h->entry != e)
+            continue;
+        for (i = 0; i < n && (uint64_t)tids[i] != h->tid; i++)
+            ;
+        if (n < 0 || i < n)
+            rl__hold_mark_lost(c, h, "force-released");
+    }
+}
+
+static int force_release(rl_lock *lock)
+{
+    rl_client *c = lock->client;
+    char prefix[RL__UUID_LEN + 2];
+    const char *args[3];
+    size_t lens[3];
     rl__conn *conn;
     rl__resp resp;
-    rl__result res;
-    rl__hold *h;
-    const char *args[2];
-    size_t lens[2];
-    uint64_t before;
     int rc;
 
-    if ((rc = check_lock(lock)) != RL_OK)
-        return rc;
-    c = lock->client;
+    /* Our fields are "<uuid>:<tid>": the script lists the tids it deleted. */
+    memcpy(prefix, c->uuid, RL__UUID_LEN);
+    prefix[RL__UUID_LEN] = ':';
+    prefix[RL__UUID_LEN + 1] = '\0';
     args[0] = lock->entry->key;
     lens[0] = lock->entry->key_len;
     args[1] = lock->entry->channel;
     lens[1] = lock->entry->channel_len;
-    /* Only holds taken before the delete are flagged: a local waiter may
-     * take the name again as soon as it is free. */
-    pthread_mutex_lock(&c->mu);
-    before = c->next_serial;
-    pthread_mutex_unlock(&c->mu);
+    args[2] = prefix;
+    lens[2] = RL__UUID_LEN + 1;
     if ((rc = rl__pool_get(c, &conn)) != RL_OK)
         return rc;
-    rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 2, args, lens);
-    if (rc == RL_OK)
-        rc = rl__resp_result(&resp, &res);
+    RL__HOOK("force.before_send");
+    rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 3, args, lens);
     rl__pool_put(c, conn);
-    if (rc == RL_OK) {
-        /* Every holder of the name in this process learns it at once. */
-        pthread_mutex_lock(&c->mu);
-        for (h = c->holds; h; h = h->c_next)
-            if (h->entry == lock->entry && h->serial <= before)
-                rl__hold_mark_lost(c, h);
-        pthread_mutex_unlock(&c->mu);
-    }
-    return rc;
+    if (rc == RL__UNSENT)
+        return rl__err(RL_ECONN, "Redis closed the connection before the command was sent "
+                                 "(nothing was sent)");
+    if (rc != RL_OK)
+        return rc;
+    if (resp.type == RL__RESP_ERROR)
+        return rl__error_status(resp.str, resp.str_len);
+    if (resp.type != RL__RESP_ARRAY || resp.nints < 2 || resp.ints[0] != 1 ||
+        resp.ints[1] > resp.nints - 2)
+        return rl__err(RL_EPROTO, "unexpected reply shape from the force-release script");
+    pthread_mutex_lock(&c->mu);
+    flag_forced(c, lock->entry, resp.ints + 2, resp.ints[1]);
+    pthread_mutex_unlock(&c->mu);
+    return RL_OK;
 }
 
-/* The calling thread's hold through lock, without I/O: into *out (NULL
- * when it holds none). */
-static int own_hold(const rl_lock *lock, const rl__hold **out)
+int rl_lock_force_release(rl_lock *lock)
 {
-    if (!lock)
-        return rl__err(RL_EINVAL, "lock is NULL");
-    if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was freed");
-    *out = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
-    return RL_OK;
+    int rc = begin(lock);
+
+    if (rc != RL_OK)
+        return rc;
+    rc = force_release(lock);
+    rl__call_end(lock->client);
+    return rc;
 }
 
 int rl_lock_hold_count(const rl_lock *lock)
 {
-    const rl__hold *h = NULL;
-    int rc = own_hold(lock, &h);
+    const rl__hold *h;
 
-    if (rc != RL_OK)
-        return rc;
+    rl__err_clear();
+    if (!lock)
+        return rl__err(RL_EINVAL, "lock is NULL");
+    if (atomic_load(&lock->client->closed))
+        return rl__err(RL_EINVAL, "the client was shut down");
+    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
     return h ? h->count : 0;
 }
 
 int rl_lock_interrupted(const rl_lock *lock)
 {
-    const rl__hold *h = NULL;
-    int rc = own_hold(lock, &h);
+    const rl__hold *h;
 
-    if (rc != RL_OK)
-        return rc;
+    rl__err_clear();
+    if (!lock)
+        return rl__err(RL_EINVAL, "lock is NULL");
+    /* After a shutdown: a hold the client let go of still counts as lost
+     * until rl_interrupted() has reported it. */
+    if (atomic_load(&lock->client->closed))
+        return rl__thread_has_orphan(rl__thread_self(), lock->client, lock->entry);
+    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
     return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
 }
 
@@ -768,25 +904,26 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     redisReply *r = NULL;
     int rc;
 
-    if ((rc = check_lock(lock)) != RL_OK)
+    if ((rc = begin(lock)) != RL_OK)
         return rc;
     argv[0] = cmd;
     lens[0] = strlen(cmd);
     argv[1] = lock->entry->key;
     lens[1] = lock->entry->key_len;
-    if ((rc = rl__pool_get(lock->client, &conn)) != RL_OK)
-        return rc;
-    rc = rl__conn_call(conn, &r, 2, argv, lens);
-    rl__pool_put(lock->client, conn);
-    if (rc != RL_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_INTEGER)
-        *out = r->integer;
-    else if (r->type == REDIS_REPLY_ERROR)
-        rc = rl__reply_error_status(r);
-    else
-        rc = rl__err(RL_EPROTO, "%s did not return an integer", cmd);
-    freeReplyObject(r);
+    if ((rc = rl__pool_get(lock->client, &conn)) == RL_OK) {
+        rc = rl__conn_call(conn, &r, 2, argv, lens);
+        rl__pool_put(lock->client, conn);
+    }
+    if (rc == RL_OK) {
+        if (r->type == REDIS_REPLY_INTEGER)
+            *out = r->integer;
+        else if (r->type == REDIS_REPLY_ERROR)
+            rc = rl__reply_error_status(r);
+        else
+            rc = rl__err(RL_EPROTO, "%s did not return an integer", cmd);
+        freeReplyObject(r);
+    }
+    rl__call_end(lock->client);
     return rc;
 }
 
@@ -798,16 +935,16 @@ int rl_lock_is_locked(rl_lock *lock)
     return rc == RL_OK ? n > 0 : rc;
 }
 
-int rl_lock_ttl(rl_lock *lock, long *ttl_ms)
+int rl_lock_ttl(long *out, rl_lock *lock)
 {
     long long n = 0;
     int rc;
 
-    if (!ttl_ms) {
+    if (!out) {
         rl__err_clear();
-        return rl__err(RL_EINVAL, "ttl_ms is NULL");
+        return rl__err(RL_EINVAL, "out is NULL");
     }
     if ((rc = key_query(lock, "PTTL", &n)) == RL_OK)
-        *ttl_ms = (long)n;
+        *out = (long)n;
     return rc;
 }

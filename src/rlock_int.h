@@ -19,11 +19,27 @@
 #define RL__UUID_LEN   36
 #define RL__OWNER_MAX  (RL__UUID_LEN + 1 + 20 + 1)
 #define RL__RENEW_BATCH 1000   /* (key, owner) pairs per renewal script call */
+#define RL__POLL_MIN_MS 10     /* no release notices: a waiter asks again after this, */
+#define RL__POLL_MAX_MS 250    /* ...doubling up to this */
 
 #if defined(__GNUC__)
 #  define RL__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #  define RL__PRINTF(f, a)
+#endif
+
+/*
+ * Test hooks. Only the test build of the library (rlock_hooked, compiled
+ * with RL_TEST_HOOKS) calls them: they let a test stop a thread at a named
+ * point to open a race window on purpose. Points: "force.before_send",
+ * "watchdog.before_renew", "watchdog.renew_failed". The shipped library
+ * compiles them away.
+ */
+#ifdef RL_TEST_HOOKS
+extern void (*rl__test_hook)(const char *point);
+#  define RL__HOOK(point) do { if (rl__test_hook) rl__test_hook(point); } while (0)
+#else
+#  define RL__HOOK(point) ((void)0)
 #endif
 
 /* ---- util.c ---------------------------------------------------------- */
@@ -36,6 +52,7 @@ uint64_t rl__hash(const void *data, size_t len);
 char *rl__strdup(const char *s);
 size_t rl__fmt_ll(char *buf, long long v);     /* decimal, NUL-terminated; returns length */
 void *rl__memdup(const void *p, size_t len);
+long rl__backoff_ms(long prev);                /* retry delay after a failure: 50 ms doubling to 1 s */
 
 /* ---- error.c --------------------------------------------------------- */
 
@@ -61,7 +78,10 @@ void rl__url_clear(rl__url *url);
 
 /* ---- resp.c (pure): the hot path's own RESP2 encoding and reading ----- */
 
-#define RL__RESP_MAX_INTS 4
+#define RL__FORCE_TIDS 6        /* thread ids a force-release reply lists */
+#define RL__RESP_MAX_INTS (2 + RL__FORCE_TIDS)
+#define RL__STR_(x) #x
+#define RL__STR(x) RL__STR_(x)
 enum { RL__RESP_INT = 1, RL__RESP_ARRAY, RL__RESP_ERROR, RL__RESP_STATUS };
 
 typedef struct rl__resp {
@@ -121,6 +141,8 @@ typedef struct rl__thread {
 rl__thread *rl__thread_self(void);
 const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len);
 rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry);
+/* Whether t still links a hold of (c, entry) that a shut-down client let go. */
+int rl__thread_has_orphan(const rl__thread *t, const rl_client *c, const void *entry);
 void rl__thread_link(rl__thread *t, rl__hold *h);
 void rl__thread_unlink(rl__thread *t, rl__hold *h);
 void rl__thread_forget_all(void);      /* fork child: the thread holds nothing */
@@ -141,6 +163,8 @@ struct rl__fence {
 typedef struct rl__conn {
     redisContext *ctx;
     rl__fence fence;
+    long timeout_ms;        /* the reply timeout set on ctx */
+    char errbuf[192];       /* rl__conn_error()'s words */
     char *wbuf;             /* hot path: encoded command */
     size_t wcap;
     char rbuf[1024];        /* hot path: one reply */
@@ -155,6 +179,14 @@ void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
 rl__conn *rl__pool_take_idle(rl_client *c);        /* mutex held; caller closes them */
 int rl__conn_broken(const rl__conn *conn);
 void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
+
+/* The last failure on conn, in words a user can act on ("no reply within
+ * 2000 ms" rather than EAGAIN's). Valid until the next call on conn. */
+const char *rl__conn_error(rl__conn *conn);
+/* Internal status of the hot path: the connection was found closed before
+ * the command was written, so it certainly did not run. Never returned by
+ * the public API. */
+#define RL__UNSENT (-101)
 
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
@@ -190,6 +222,7 @@ typedef struct rl__entry {
     int sub_want, sub_state;        /* subscriber's view of the release channel */
     int64_t linger_until;           /* no waiters left: unsubscribe after this */
     int leftovers;                  /* rl__leftover records naming this entry */
+    int renewing;                   /* holds of it in the renewal round in flight */
 } rl__entry;
 
 struct rl__hold {
@@ -209,6 +242,7 @@ struct rl__hold {
     int releasing;                  /* under mutex: final release in flight */
     int refs;                       /* under mutex */
     int reported;                   /* under mutex: on_lost called */
+    const char *lost_why;           /* under mutex: why it was flagged (static) */
     int in_table;                   /* under mutex */
     /* An operation whose outcome is unknown, to resolve before the next. */
     long drift_ms;                  /* margin taken off each confirmed expiry */
@@ -240,7 +274,7 @@ void rl__entry_free_all(rl_client *c);
 void rl__queue_push(rl__entry *e, rl__waiter *w);
 void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w);
 void rl__queue_kick_head(rl__entry *e);
-void rl__queue_kick_all(rl_client *c);
+void rl__queue_wake_everyone(rl_client *c);               /* mutex held */
 
 rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog);
 void rl__hold_insert(rl_client *c, rl__hold *h);                     /* mutex held */
@@ -250,7 +284,7 @@ void rl__hold_discard(rl_client *c, rl__hold *h);   /* never inserted, or done; 
 void rl__hold_free_spares(rl_client *c);
 int rl__hold_is_lost(const rl__hold *h, int64_t now);
 void rl__hold_confirm(rl__hold *h, int64_t sent_ms);   /* owner thread or watchdog */
-int rl__hold_mark_lost(rl_client *c, rl__hold *h);                   /* mutex held */
+int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why);  /* mutex held */
 void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
 long rl__drift_ms(long lease_ms);
 
@@ -283,6 +317,9 @@ struct rl_client {
 
     char uuid[RL__UUID_LEN + 1];
     atomic_int warned_fence;        /* logged once: CLIENT KILL refused */
+    atomic_int no_notices;          /* the user may not PUBLISH/SUBSCRIBE release channels */
+    atomic_int closing;             /* shutdown begun: calls fail, waits are cancelled */
+    atomic_int calls;               /* API calls in flight */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
 
     pthread_mutex_t mu;             /* guards everything below */
@@ -313,6 +350,9 @@ struct rl_client {
     pthread_t wd_thread;
     pthread_cond_t wd_cond;
     int64_t wd_next_renew;
+    pthread_cond_t round_cond;      /* a renewal round ended */
+    int wd_failed;                  /* renewal rounds failed in a row */
+    int64_t wd_failed_since;
 
     /* subscriber */
     redisContext *sub_ctx;          /* owned by the subscriber thread */
@@ -320,10 +360,14 @@ struct rl_client {
     pthread_t sub_thread;
     int sub_efd;                    /* eventfd: wake the subscriber */
 
-    int stopping;
+    int stopping;                   /* the watchdog and subscriber must end */
+    pthread_cond_t calls_cond;      /* the last call in flight left; a shutdown ended */
+    int shut;                       /* shutdown finished */
 };
 
 int rl__client_enter(rl_client *c);       /* closed? forked? then rebuild */
+int rl__call_begin(rl_client *c);         /* enter, and count the call in flight */
+void rl__call_end(rl_client *c);
 void rl__client_unref(rl_client *c);
 void rl__client_new_identity(rl_client *c);
 int rl__client_owner(const rl_client *c, uint64_t tid, char *buf);  /* returns length */

@@ -9,9 +9,28 @@
  */
 #include "rlock_int.h"
 
+/*
+ * A lease argument is checked before anything is written, and passed on as
+ * the number it was checked as: Redis does not undo a script's earlier
+ * writes when a later call fails, and a PEXPIRE that fails after an HSET
+ * would leave a lock with no expiry at all.
+ */
+#define RL__LEASE_CHECK(arg, min) \
+    "local lease = tonumber(" arg ")\n" \
+    "if not lease or lease ~= math.floor(lease) or lease < " #min \
+    " or lease > 2147483647 then\n" \
+    "  return redis.error_reply('ERR rlock: lease out of range')\n" \
+    "end\n"
+
+/* A notice is a courtesy, the change is the fact: a PUBLISH that Redis
+ * refuses (an ACL user without channel rights) must not turn an applied
+ * change into an error. */
+#define RL__NOTICE "redis.pcall('publish', KEYS[2], '0')\n"
+
 /* KEYS[1] lock; ARGV lease_ms, owner, held. Few calls on the common paths:
  * Redis counts each call a script makes. */
 static const char acquire_src[] =
+    RL__LEASE_CHECK("ARGV[1]", 1)
     "local held = tonumber(ARGV[3])\n"
     "if held == 0 then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
@@ -22,7 +41,7 @@ static const char acquire_src[] =
     "    end\n"
     "  end\n"
     "  redis.call('hset', KEYS[1], ARGV[2], 1)\n"
-    "  redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "  redis.call('pexpire', KEYS[1], lease)\n"
     "  return {1, 1}\n"
     "end\n"
     "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
@@ -30,13 +49,14 @@ static const char acquire_src[] =
     "n = tonumber(n)\n"
     "if n ~= held then return {-2, n} end\n"
     "redis.call('hset', KEYS[1], ARGV[2], n + 1)\n"
-    "redis.call('pexpire', KEYS[1], ARGV[1])\n"
+    "redis.call('pexpire', KEYS[1], lease)\n"
     "return {1, n + 1}\n";
 
 /* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
  * whole field), lease_ms (0: leave the expiry alone). Only our own field is
  * ever removed: the lock is deleted only when no other field is left. */
 static const char release_src[] =
+    RL__LEASE_CHECK("ARGV[3]", 0)
     "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
     "if not n then return {-1, 0} end\n"
     "n = tonumber(n)\n"
@@ -46,11 +66,11 @@ static const char release_src[] =
     "n = n - 1\n"
     "if n > 0 then\n"
     "  redis.call('hset', KEYS[1], ARGV[1], n)\n"
-    "  if tonumber(ARGV[3]) > 0 then redis.call('pexpire', KEYS[1], ARGV[3]) end\n"
+    "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
     "  return {1, n}\n"
     "end\n"
     "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then\n"
-    "  redis.call('publish', KEYS[2], '0')\n"
+    "  " RL__NOTICE
     "end\n"
     "return {1, 0}\n";
 
@@ -58,13 +78,13 @@ static const char release_src[] =
  * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
  * counts as gone and does not stop the others. */
 static const char renew_src[] =
+    RL__LEASE_CHECK("ARGV[1]", 1)
     "local out = {}\n"
-    "local lease = tonumber(ARGV[1])\n"
     "for i = 1, #KEYS do\n"
     "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
     "  if r == 1 then\n"
-    /* Never shorten: the same owner may have taken the name again, since
-     * the batch was made, with a longer fixed lease. */
+    /* Never shorten. (The client never sends a renewal that could land on
+     * a newer hold of the same owner: see the watchdog.) */
     "    if redis.call('pttl', KEYS[i]) < lease then\n"
     "      redis.call('pexpire', KEYS[i], lease)\n"
     "    end\n"
@@ -75,7 +95,11 @@ static const char renew_src[] =
     "end\n"
     "return table.concat(out)\n";
 
-/* KEYS[1] lock, KEYS[2] release channel */
+/* KEYS[1] lock, KEYS[2] release channel; ARGV[1] "<our uuid>:". Deletes
+ * the lock and reports the thread ids of our own fields it removed, so
+ * that exactly those holds are flagged, however the delete interleaved
+ * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
+ * were too many to list (then every local hold of the name is flagged). */
 static const char force_src[] =
     "if redis.call('type', KEYS[1]).ok ~= 'hash' then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
@@ -83,9 +107,21 @@ static const char force_src[] =
     "  end\n"
     "  return {1, 0}\n"
     "end\n"
+    "local out = {1, 0}\n"
+    "local plen = #ARGV[1]\n"
+    "for _, f in ipairs(redis.call('hkeys', KEYS[1])) do\n"
+    "  if string.sub(f, 1, plen) == ARGV[1] then\n"
+    "    local tid = tonumber(string.sub(f, plen + 1))\n"
+    "    if tid then\n"
+    "      out[2] = out[2] + 1\n"
+    "      out[#out + 1] = tid\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
     "redis.call('del', KEYS[1])\n"
-    "redis.call('publish', KEYS[2], '0')\n"
-    "return {1, 1}\n";
+    RL__NOTICE
+    "return out\n";
 
 const char *const rl__script_src[RL__S_COUNT] = {
     acquire_src, release_src, renew_src, force_src,

@@ -72,6 +72,7 @@ typedef struct sub_state {
     long backoff;
     int64_t last_io;
     int64_t ping_sent;          /* 0: no PING outstanding */
+    int lost;                   /* the connection was lost: log when it is back */
 } sub_state;
 
 /* Apply fn to every entry (mutex held). */
@@ -95,9 +96,13 @@ static void drop_connection(sub_state *st)
     pthread_mutex_lock(&c->mu);
     st->ctx = NULL;
     st->ping_sent = 0;
-    st->backoff = st->backoff ? (st->backoff * 2 > 1000 ? 1000 : st->backoff * 2) : 50;
+    st->backoff = rl__backoff_ms(st->backoff);
     st->retry_at = rl__now_ms() + st->backoff;
-    rl__log(c, RL_LOG_WARN, "rlock subscriber: connection lost, retrying in %ld ms", st->backoff);
+    /* Said once per outage; the retries are silent. */
+    if (!st->lost)
+        rl__log(c, RL_LOG_WARN, "rlock subscriber: connection lost (%s); waiters fall back "
+                "to the holders' leases until it is back", rl_last_error());
+    st->lost = 1;
 }
 
 /* Queue the (un)subscriptions that differ from what is wanted. Mutex held.
@@ -152,12 +157,37 @@ static int any_active(rl_client *c)
     return 0;
 }
 
+/* Redis refused a (un)subscription, most likely for want of channel
+ * rights: notices cannot reach us, so every waiter polls from now on. */
+static void refused(sub_state *st, const redisReply *r)
+{
+    rl_client *c = st->c;
+
+    if (!atomic_exchange(&c->no_notices, 1))
+        rl__log(c, RL_LOG_ERROR, "rlock: Redis refused to SUBSCRIBE to a release channel "
+                "(%.200s): grant this user the channels '%s*' (ACL &%s*); until then "
+                "waiters ask Redis again every %d..%d ms", r->str ? r->str : "",
+                c->prefix, c->prefix, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+    FOR_EACH_ENTRY(c, e) {
+        e->sub_want = 0;
+        e->linger_until = 0;
+        if (e->sub_state == RL__SUB_SENT)
+            e->sub_state = RL__SUB_NONE;
+        rl__queue_kick_head(e);
+        rl__entry_maybe_free(c, e);
+    }
+}
+
 static void handle(sub_state *st, redisReply *r)
 {
     rl_client *c = st->c;
     const redisReply *kind, *ch;
     rl__entry *e;
 
+    if (r->type == REDIS_REPLY_ERROR) {
+        refused(st, r);
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING)
         return;
@@ -204,9 +234,12 @@ static void *sub_main(void *arg)
             rc = rl__conn_open(c, &conn);
             pthread_mutex_lock(&c->mu);
             if (rc != RL_OK) {
-                st.backoff = st.backoff ? (st.backoff * 2 > 1000 ? 1000 : st.backoff * 2) : 50;
+                st.backoff = rl__backoff_ms(st.backoff);
                 st.retry_at = rl__now_ms() + st.backoff;
             } else {
+                if (st.lost)
+                    rl__log(c, RL_LOG_INFO, "rlock subscriber: reconnected");
+                st.lost = 0;
                 st.ctx = conn->ctx;
                 free(conn);
                 c->sub_ctx = st.ctx;

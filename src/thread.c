@@ -59,6 +59,17 @@ rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
     return NULL;
 }
 
+int rl__thread_has_orphan(const rl__thread *t, const rl_client *c, const void *entry)
+{
+    const rl__hold *h;
+
+    for (h = t->holds; h; h = h->t_next)
+        if (h->client == c && (const void *)h->entry == entry &&
+            atomic_load_explicit(&h->orphan, memory_order_acquire))
+            return 1;
+    return 0;
+}
+
 void rl__thread_link(rl__thread *t, rl__hold *h)
 {
     h->t_prev = NULL;

@@ -6,6 +6,10 @@
 
 #include "rlock_int.h"
 
+#ifdef RL_TEST_HOOKS
+void (*rl__test_hook)(const char *point);
+#endif
+
 int64_t rl__now_ms(void)
 {
     struct timespec ts;
@@ -35,6 +39,13 @@ int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadl
     ts.tv_sec = (time_t)(deadline_ms / 1000);
     ts.tv_nsec = (long)(deadline_ms % 1000) * 1000000L;
     return pthread_cond_timedwait(cond, mu, &ts);
+}
+
+long rl__backoff_ms(long prev)
+{
+    if (!prev)
+        return 50;
+    return prev * 2 > 1000 ? 1000 : prev * 2;
 }
 
 /* FNV-1a, 64 bit: names are short and not chosen by an attacker of the table. */

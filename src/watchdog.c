@@ -109,7 +109,7 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
             const char *f;
             redisReply *r = NULL;
             if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-                rc = rl__err(RL_ECONN, "renewal: %s", conn->ctx->errstr);
+                rc = rl__err(RL_ECONN, "renewal: %s", rl__conn_error(conn));
                 break;
             }
             if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
@@ -132,13 +132,15 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
     return rc;
 }
 
+/* The round that renews every watchdog hold. Mutex held on entry and exit;
+ * dropped while Redis is asked. */
 static void renew(rl_client *c)
 {
     snap *s = NULL;
     char *flags = NULL;
     size_t n = 0, cap = 0, i;
     rl__hold *h;
-    rl__conn *conn;
+    rl__conn *conn, *dead = NULL;
     int64_t sent, earliest = 0;
     int rc;
 
@@ -153,19 +155,30 @@ static void renew(rl_client *c)
         }
         s[n].h = h;
         h->refs++;
+        /* Until the round ends, a new hold of this name waits: a renewal
+         * landing after it would stretch its lease (same owner field). */
+        h->entry->renewing++;
         if (!n || atomic_load(&h->expiry_ms) < earliest)
             earliest = atomic_load(&h->expiry_ms);
         n++;
     }
     flags = n ? malloc(n) : NULL;
+    /* c->wd_conn stays set while in use (a fork child closes its socket),
+     * and is freed only under the mutex, after it was cleared. */
     conn = c->wd_conn;
     pthread_mutex_unlock(&c->mu);
+    RL__HOOK("watchdog.before_renew");
 
-    rc = n && !flags ? RL_ENOMEM : RL_OK;
+    rc = n && !flags ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
     if (rc == RL_OK && n && !conn) {
         rc = rl__conn_open(c, &conn);
-        if (rc != RL_OK)
+        if (rc != RL_OK) {
             conn = NULL;
+        } else {
+            pthread_mutex_lock(&c->mu);
+            c->wd_conn = conn;
+            pthread_mutex_unlock(&c->mu);
+        }
     }
     sent = rl__now_ms();
     if (rc == RL_OK && n) {
@@ -178,19 +191,30 @@ static void renew(rl_client *c)
     }
     if (rc == RL_OK && n)
         rc = renew_round(c, conn, s, n, flags);
-    if (rc == RL_ECONN && conn) {
-        rl__conn_close(c, conn);
-        conn = NULL;
-    }
+    if (rc != RL_OK)
+        RL__HOOK("watchdog.renew_failed");
 
     pthread_mutex_lock(&c->mu);
-    c->wd_conn = conn;
+    if ((rc == RL_ECONN || rc == RL_EPROTO) && conn) {
+        dead = conn;
+        c->wd_conn = NULL;
+    }
     if (rc == RL_OK) {
         c->wd_next_renew = sent + c->renew_ms;
+        if (c->wd_failed)
+            rl__log(c, RL_LOG_INFO, "rlock watchdog: renewals work again after %d failed "
+                    "rounds (%lld ms)", c->wd_failed, (long long)(rl__now_ms() - c->wd_failed_since));
+        c->wd_failed = 0;
     } else {
         long retry = c->renew_ms / 4;
         c->wd_next_renew = rl__now_ms() + (retry < 10 ? 10 : retry > 500 ? 500 : retry);
-        rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed: %s", rl_last_error());
+        /* Said once per outage, not once per retry. */
+        if (!c->wd_failed++) {
+            c->wd_failed_since = rl__now_ms();
+            rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed, retrying every %ld ms "
+                    "until it works again: %s",
+                    retry < 10 ? 10 : retry > 500 ? 500 : retry, rl_last_error());
+        }
     }
     for (i = 0; i < n; i++) {
         h = s[i].h;
@@ -198,48 +222,47 @@ static void renew(rl_client *c)
             if (flags[i] == '1')
                 rl__hold_confirm(h, sent);
             else
-                rl__hold_mark_lost(c, h);
+                rl__hold_mark_lost(c, h, "the renewal found its field gone "
+                                         "(expired, deleted or taken)");
         }
+        h->entry->renewing--;
         rl__hold_unref(c, h);
     }
+    if (n)
+        pthread_cond_broadcast(&c->round_cond);
+    /* Freed under the mutex: a fork now cannot see it half gone. */
+    rl__conn_close(c, dead);
     free(s);
     free(flags);
 }
 
-/* Call on_lost for every newly lost hold, without the mutex held. */
+/* Call on_lost for every newly lost hold, one at a time without the mutex
+ * held, and log why. Nothing to allocate, so nothing that can fail. */
 static void report(rl_client *c, int64_t now)
 {
-    rl__hold *h, **list = NULL;
-    size_t n = 0, cap = 0, i;
+    rl__hold *h;
 
-    for (h = c->holds; h; h = h->c_next) {
-        if (!atomic_load(&h->lost) && !h->releasing && now >= atomic_load(&h->expiry_ms))
-            rl__hold_mark_lost(c, h);
-        if (atomic_load(&h->lost) && !h->reported && !h->releasing) {
-            h->reported = 1;
-            if (!c->on_lost)
-                continue;
-            if (n == cap) {
-                rl__hold **nl = realloc(list, sizeof *nl * (cap = cap ? cap * 2 : 16));
-                if (!nl)
-                    break;
-                list = nl;
-            }
-            h->refs++;
-            list[n++] = h;
+    for (;;) {
+        for (h = c->holds; h; h = h->c_next) {
+            if (!atomic_load(&h->lost) && !h->releasing && now >= atomic_load(&h->expiry_ms))
+                rl__hold_mark_lost(c, h, "its lease was not confirmed before it ran out");
+            if (atomic_load(&h->lost) && !h->reported && !h->releasing)
+                break;
         }
+        if (!h)
+            return;
+        h->reported = 1;
+        rl__log(c, RL_LOG_WARN, "rlock: lock '%.*s' lost: %s",
+                (int)(h->entry->name_len > 200 ? 200 : h->entry->name_len), h->entry->name,
+                h->lost_why ? h->lost_why : "flagged");
+        if (!c->on_lost)
+            continue;
+        h->refs++;
+        pthread_mutex_unlock(&c->mu);
+        c->on_lost(h->entry->name, h->entry->name_len, c->payload);
+        pthread_mutex_lock(&c->mu);
+        rl__hold_unref(c, h);
     }
-    if (!n) {
-        free(list);
-        return;
-    }
-    pthread_mutex_unlock(&c->mu);
-    for (i = 0; i < n; i++)
-        c->on_lost(list[i]->entry->name, list[i]->entry->name_len, c->payload);
-    pthread_mutex_lock(&c->mu);
-    for (i = 0; i < n; i++)
-        rl__hold_unref(c, list[i]);
-    free(list);
 }
 
 /* Drop the fields that unresolved changes may have left. Mutex held. */

@@ -564,7 +564,7 @@ static rl_client *make_client(long lease_ms, int pool)
     rl_client *c;
     int rc;
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = g_url;
     o.lease_ms = lease_ms;
     o.pool_size = pool;

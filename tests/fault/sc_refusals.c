@@ -43,7 +43,7 @@ static int client_at(rl_client **out, const char *userpass, int port)
     rl_options o;
     char url[256];
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     snprintf(url, sizeof url, "redis://%s%s127.0.0.1:%d", userpass ? userpass : "",
              userpass ? "@" : "", port);
     o.url = url;

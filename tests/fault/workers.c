@@ -45,7 +45,7 @@ rl_client *fx_worker_client(void)
     char url[128];
     int rc;
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     if (fx_arg("url", NULL))
         snprintf(url, sizeof url, "%s", fx_arg("url", NULL));
     else

@@ -54,7 +54,7 @@ int it_teardown(void **state)
 
 void it_options(rl_options *o, const char *url, long lease_ms, long command_timeout_ms)
 {
-    if (rl_options_init(o) != RL_OK)
+    if (rl_options_init(o, RL_OPTIONS_VERSION) != RL_OK)
         fail_msg("rl_options_init failed");
     o->url = url;
     o->lease_ms = lease_ms;

@@ -82,7 +82,7 @@ static int child_try(const char *url, const char *name)
     int64_t t0, ms;
     int code = 0;
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = url;
     if (rl_client_new(&c, &o) != RL_OK)
         return 10;
@@ -215,7 +215,7 @@ static void test_is_locked_and_ttl(void **state)
     redisReply *rep;
 
     IT_EQ(rl_lock_is_locked(l), 0);
-    IT_RC(rl_lock_ttl(l, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
     IT_EQ(ttl, -2);
 
     /* watchdog lease: default 30 s */
@@ -224,19 +224,19 @@ static void test_is_locked_and_ttl(void **state)
     IT_EQ(rl_lock_is_locked(other), 1); /* any handle, same name */
     IT_EQ(it_on_thread(is_locked_of, other, 10000), 1);
     ttl = 0;
-    IT_RC(rl_lock_ttl(other, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, other), RL_OK);
     IT_RANGE(ttl, 20000, 30000);
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(rl_lock_is_locked(l), 0);
-    IT_RC(rl_lock_ttl(l, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
     IT_EQ(ttl, -2);
 
     /* fixed lease */
     IT_RC(rl_lock_try_acquire(l, 0, 7000), RL_OK);
-    IT_RC(rl_lock_ttl(l, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
     IT_RANGE(ttl, 1, 7000);
     IT_RC(rl_lock_release(l), RL_OK);
-    IT_RC(rl_lock_ttl(l, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
     IT_EQ(ttl, -2);
 
     /* a key without expiry, written by someone else */
@@ -244,7 +244,7 @@ static void test_is_locked_and_ttl(void **state)
     assert_non_null(rep);
     freeReplyObject(rep);
     IT_EQ(rl_lock_is_locked(raw), 1);
-    IT_RC(rl_lock_ttl(raw, &ttl), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, raw), RL_OK);
     IT_EQ(ttl, -1);
 
     rl_lock_free(raw);

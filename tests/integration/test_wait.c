@@ -65,7 +65,7 @@ static int child_wait(const char *url)
     int64_t t;
     char msg[sizeof(int) + sizeof(int64_t)];
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = url;
     if (rl_client_new(&c, &o) != RL_OK)
         return 10;
@@ -261,7 +261,7 @@ static int child_hold(const char *url)
     rl_lock *l = NULL;
     char b;
 
-    rl_options_init(&o);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = url;
     if (rl_client_new(&c, &o) != RL_OK)
         return 10;

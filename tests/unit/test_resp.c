@@ -72,7 +72,7 @@ static void test_read_partial(void **state)
 static void test_read_rejects(void **state)
 {
     static const char *bad[] = {
-        "$3\r\nabc\r\n", "*5\r\n", "*-1\r\n", "*2\r\n$1\r\n", ":\r\n", ":12a\r\n", ":-\r\n",
+        "$3\r\nabc\r\n", "*9\r\n", "*-1\r\n", "*2\r\n$1\r\n", ":\r\n", ":12a\r\n", ":-\r\n",
         ":1\rx", "*x\r\n", "_\r\n", ":99999999999999999999\r\n", "*1\r\n*1\r\n",
         ":9999999999999999999\r\n",
     };

@@ -523,6 +523,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
     long lease = watchdog ? c->lease_ms : lease_ms;
     int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : rl__now_ms() + wait_ms;
     int64_t sent = 0, wake_at, now;
+    uint64_t forced = 0;
     rl__fence unresolved;
     long backoff = 0, poll = 0;
     rl__result res;
@@ -589,6 +590,7 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
             if (rc == RL_ECANCELED)
                 goto dequeue;
             unresolved.id = -1;
+            forced = e->forced;
             if (rc == RL_OK) {
                 pthread_mutex_unlock(&c->mu);
                 rc = run_change_retrying(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved,
@@ -612,6 +614,12 @@ static int acquire_new(op *o, rl__thread *t, long wait_ms, long lease_ms)
                 rl__hold_insert(c, h);
                 h->count = 1;
                 rl__hold_confirm(h, sent);
+                /* A force-release of the name ended while this acquisition
+                 * was on its way: its delete may have come after our script,
+                 * and then its list of deleted holds could not name this
+                 * one. Flag it: a needless flag is safe, a missed one not. */
+                if (e->forced != forced)
+                    rl__hold_mark_lost(c, h, "force-released while it was being taken");
                 rl__watchdog_schedule(c, h);
                 rl__thread_link(t, h);
                 h = NULL;
@@ -852,6 +860,7 @@ static int force_release(rl_lock *lock)
         return rl__err(RL_EPROTO, "unexpected reply shape from the force-release script");
     pthread_mutex_lock(&c->mu);
     flag_forced(c, lock->entry, resp.ints + 2, resp.ints[1]);
+    lock->entry->forced++;
     pthread_mutex_unlock(&c->mu);
     return RL_OK;
 }

@@ -223,6 +223,7 @@ typedef struct rl__entry {
     int64_t linger_until;           /* no waiters left: unsubscribe after this */
     int leftovers;                  /* rl__leftover records naming this entry */
     int renewing;                   /* holds of it in the renewal round in flight */
+    uint64_t forced;                /* force-releases of it done by this client */
 } rl__entry;
 
 struct rl__hold {

@@ -142,7 +142,7 @@ typedef struct rl_options {
      * from the watchdog thread, or from the thread that calls
      * rl_client_shutdown() / rl_client_free(). `name` is not NUL-terminated
      * and is valid only during the call. Must not block for long and must
-     * not call rlock functions. May be NULL.
+     * not call rl_client_shutdown() or rl_client_free(). May be NULL.
      */
     void (*on_lost)(const char *name, size_t name_len, void *payload);
 
@@ -303,7 +303,9 @@ RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
  *                unchanged;
  *   RL_EPROTO    Redis holds another count than expected: the hold is
  *                flagged as lost and unchanged;
- *   RL_EINVAL    NULL, or a client already shut down.
+ *   RL_ECANCELED the client is being shut down (the shutdown releases it);
+ *   RL_EINVAL    NULL, or a client already shut down;
+ *   RL_ENOMEM.
  * Thread-safe.
  */
 RL_EXTERN int rl_lock_release(rl_lock *lock);

@@ -138,9 +138,11 @@ typedef struct rl_options {
 
     /*
      * Called once for each hold whose lease was lost or could no longer be
-     * proven, including the holds still held when the client is shut down:
-     * from the watchdog thread, or from the thread that calls
-     * rl_client_shutdown() / rl_client_free(). `name` is not NUL-terminated
+     * proven while its thread held it, including the holds still held when
+     * the client is shut down: from the watchdog thread, or from the thread
+     * that calls rl_client_shutdown() / rl_client_free(). (A loss that the
+     * holder learns first from rl_lock_release(), as RL_ELOST, may not be
+     * reported here too.) `name` is not NUL-terminated
      * and is valid only during the call. Must not block for long and must
      * not call rl_client_shutdown() or rl_client_free(). May be NULL.
      */
@@ -200,8 +202,13 @@ RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
  *      connections are stopped.
  * A thread that held a lock sees rl_interrupted() return 1 once, after
  * which the stale hold is forgotten; that includes the calling thread.
- * No call on a shut-down client, or on its handles, ever returns RL_OK
- * (except rl_lock_free() and rl_client_free(), which still free them).
+ * A call in flight that finishes during the shutdown reports what it did
+ * (a release that was applied returns RL_OK); an acquisition that
+ * completes then returns RL_ECANCELED and is released by the shutdown.
+ * Once the shutdown has returned, every call on the client or its handles
+ * returns RL_EINVAL, except rl_lock_free() and rl_client_free() (which
+ * free) and rl_lock_interrupted() / rl_interrupted() (which report the
+ * lost holds).
  * Safe from any thread, including one that only waits for a signal, and
  * more than once. Must not be called from on_lost or log.
  * Returns RL_OK, or RL_EINVAL when client is NULL or already freed.
@@ -267,9 +274,10 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  *   RL_ETIMEDOUT the wait ran out while the lock was held by another;
  *   RL_ECONN     Redis could not be reached: on a one-shot try, or when a
  *                wait ran out while Redis was unreachable (waits ride out
- *                outages until their deadline). On reentry, RL_ECONN means
- *                the outcome could not be read back: the hold is then
- *                flagged as lost, and its count is unchanged;
+ *                outages until their deadline). On reentry: either nothing
+ *                was sent (the hold is untouched), or the outcome could not
+ *                be read back (the hold is then flagged as lost, and its
+ *                count is unchanged);
  *   RL_ELOST     reentry into a hold whose lease was lost;
  *   RL_ECANCELED the client was shut down during the call;
  *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: the key is not

@@ -84,8 +84,9 @@ static int check_options(const rl_options *o)
         o->connect_timeout_ms > RL_TIME_MAX_MS || o->command_timeout_ms > RL_TIME_MAX_MS)
         return rl__err(RL_EINVAL, "timeouts must be 1..%ld ms (or 0 for the default)",
                        RL_TIME_MAX_MS);
-    if (o->renew_interval_ms < 0)
-        return rl__err(RL_EINVAL, "renew_interval_ms must be > 0 (or 0 for lease_ms / 3)");
+    if (o->renew_interval_ms < 0 || o->renew_interval_ms > RL_TIME_MAX_MS)
+        return rl__err(RL_EINVAL, "renew_interval_ms must be 1..%ld (or 0 for lease_ms / 3)",
+                       RL_TIME_MAX_MS);
     /* A hold taken just after a renewal round is renewed one interval later;
      * that renewal, reply included, must be done before the hold's lease
      * less the drift margin runs out. The renewal waits for its reply at
@@ -262,7 +263,7 @@ int rl__client_enter(rl_client *c)
 {
     if (atomic_load_explicit(&c->closed, memory_order_acquire))
         return rl__err(RL_EINVAL, "the client was shut down");
-    if (atomic_load_explicit(&c->forked, memory_order_relaxed)) {
+    if (atomic_load_explicit(&c->forked, memory_order_acquire)) {
         pthread_mutex_lock(&c->mu);
         if (atomic_load(&c->forked))
             rl__rebuild_after_fork(c);
@@ -300,8 +301,11 @@ static void release_all(rl_client *c)
         return;
     for (h = c->holds; h; h = h->c_next, n++)
         append_drop(conn, c, h->entry, h->owner, h->owner_len);
-    for (lo = c->leftovers; lo; lo = lo->next, n++)
+    for (lo = c->leftovers; lo; lo = lo->next, n++) {
+        /* The change that left it may still be on its way: fence it first. */
+        n += rl__conn_append_kill(conn, &lo->fence);
         append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
+    }
     for (i = 0; i < n; i++) {
         if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
             break;
@@ -350,7 +354,9 @@ int rl_client_shutdown(rl_client *c)
     rl__leftover *lo;
 
     rl__err_clear();
-    if (!c || !rl__registry_has(c))
+    /* Our own reference: a concurrent rl_client_free must not free c
+     * under us. */
+    if (!c || !rl__registry_ref(c))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     rl__client_enter(c);
 
@@ -360,6 +366,7 @@ int rl_client_shutdown(rl_client *c)
         while (!c->shut)
             pthread_cond_wait(&c->calls_cond, &c->mu);
         pthread_mutex_unlock(&c->mu);
+        rl__client_unref(c);
         return RL_OK;
     }
     /* Waiters return RL_ECANCELED; calls in flight finish their round trip
@@ -392,14 +399,17 @@ int rl_client_shutdown(rl_client *c)
     for (lo = c->leftovers; lo; lo = lo->next)
         lo->entry->leftovers--;
     idle = rl__pool_take_idle(c);
-    c->shut = 1;
-    pthread_cond_broadcast(&c->calls_cond);
     pthread_mutex_unlock(&c->mu);
     for (; idle; idle = next_idle) {
         next_idle = idle->next;
         rl__conn_close(c, idle);
     }
     rl__log(c, RL_LOG_INFO, "rlock client %s shut down", c->uuid);
+    pthread_mutex_lock(&c->mu);
+    c->shut = 1;
+    pthread_cond_broadcast(&c->calls_cond);
+    pthread_mutex_unlock(&c->mu);
+    rl__client_unref(c);
     return RL_OK;
 }
 

@@ -307,6 +307,21 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
     }
 }
 
+/* Queue CLIENT KILL for a connection whose late commands must never run
+ * (a killed client's unread commands are discarded). Returns 1 if queued. */
+int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead)
+{
+    char idbuf[24];
+    const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
+    size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
+
+    if (dead->id <= 0)
+        return 0;
+    lens[3] = rl__fmt_ll(idbuf, dead->id);
+    redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);
+    return 1;
+}
+
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc, const char **argv, const size_t *lens)
 {
     redisReply *r = redisCommandArgv(conn->ctx, argc, argv, lens);

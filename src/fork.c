@@ -45,6 +45,12 @@ static void child(void)
     rl__thread_forget_all();
     for (c = registry; c; c = c->reg_next) {
         atomic_store(&c->forked, 1);
+        /* No thread of the child is inside a call, and none is shutting the
+         * client down: a shutdown begun by the parent is over here (the
+         * rebuild drops what the parent held). */
+        atomic_store(&c->calls, 0);
+        if (atomic_load(&c->closing))
+            c->shut = 1;
         rl__cond_init(&c->pool_cond);
         rl__cond_init(&c->wd_cond);
         rl__cond_init(&c->leftover_cond);
@@ -84,6 +90,23 @@ void rl__registry_remove(rl_client *c)
         }
     }
     pthread_mutex_unlock(&registry_mu);
+}
+
+/* Whether c is a live client, and if so a reference on it (drop it with
+ * rl__client_unref), taken under the registry lock so that a concurrent
+ * rl_client_free cannot free it in between. */
+int rl__registry_ref(rl_client *c)
+{
+    const rl_client *p;
+    int found = 0;
+
+    pthread_mutex_lock(&registry_mu);
+    for (p = registry; p && !found; p = p->reg_next)
+        found = p == c;
+    if (found)
+        atomic_fetch_add(&c->refs, 1);
+    pthread_mutex_unlock(&registry_mu);
+    return found;
 }
 
 /* Whether c is a live client. Compares pointers only: never reads *c, so it
@@ -166,10 +189,8 @@ void rl__rebuild_after_fork(rl_client *c)
     c->wd_failed = 0;
     c->sub_ctx = NULL;
     c->stopping = 0;
-    /* Calls in flight were the parent's threads'. */
-    atomic_store(&c->calls, 0);
 
     rl__client_new_identity(c);
-    atomic_store(&c->forked, 0);
+    atomic_store_explicit(&c->forked, 0, memory_order_release);
     rl__log(c, RL_LOG_INFO, "rlock: new owner %s after fork", c->uuid);
 }

@@ -305,14 +305,18 @@ long rl__drift_ms(long lease_ms)
     return lease_ms / 100 + 2;
 }
 
-/* The client is going away while another thread still links h in its own
- * list: take h out of the client, flagged, and let that thread free it. */
+/* The client is going away while a thread still links h in its own list:
+ * take h out of the client, flagged, and let that thread free it. */
 void rl__hold_orphan(rl_client *c, rl__hold *h)
 {
+    int live = RL__HOLD_LIVE;
+
     rl__hold_mark_lost(c, h, "the client was shut down");
     unlist(c, h);
     h->entry->holds--;
-    atomic_store_explicit(&h->orphan, 1, memory_order_release);
+    /* Its thread has ended already: nobody else will free it. */
+    if (!atomic_compare_exchange_strong(&h->orphan, &live, RL__HOLD_ORPHAN))
+        free(h);
 }
 
 int rl__hold_is_lost(const rl__hold *h, int64_t now)

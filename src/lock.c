@@ -106,21 +106,6 @@ static void op_init(op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->owner = rl__thread_owner(t, c, &o->owner_len);
 }
 
-/* Queue CLIENT KILL for a connection whose late commands must never run
- * (a killed client's unread commands are discarded). Returns 1 if queued. */
-static int append_kill(rl__conn *conn, const rl__fence *dead)
-{
-    char idbuf[24];
-    const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
-    size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
-
-    if (dead->id <= 0)
-        return 0;
-    lens[3] = rl__fmt_ll(idbuf, dead->id);
-    redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);
-    return 1;
-}
-
 /* After a lost reply: fence off the connection that carried the change,
  * then read our count back. */
 static int read_count(op *o, const rl__fence *dead, long long *count)
@@ -133,7 +118,7 @@ static int read_count(op *o, const rl__fence *dead, long long *count)
 
     if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
         return rc;
-    n = append_kill(conn, dead);
+    n = rl__conn_append_kill(conn, dead);
     redisAppendCommandArgv(conn->ctx, 3, argv, lens);
     n++;
     rc = RL_OK;
@@ -325,7 +310,7 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     late->addr[0] = '\0';
     if ((rc = rl__pool_get(c, &conn)) != RL_OK)
         return rc;
-    n = append_kill(conn, &lo->fence);
+    n = rl__conn_append_kill(conn, &lo->fence);
     argv[0] = "EVALSHA";              lens[0] = 7;
     argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
     argv[2] = "2";                    lens[2] = 1;
@@ -831,7 +816,7 @@ static int force_release(rl_lock *lock)
     size_t lens[3];
     rl__conn *conn;
     rl__resp resp;
-    int rc;
+    int rc, flag = 0;        /* 1: the tids listed; -1: every hold of the name */
 
     /* Our fields are "<uuid>:<tid>": the script lists the tids it deleted. */
     memcpy(prefix, c->uuid, RL__UUID_LEN);
@@ -847,22 +832,31 @@ static int force_release(rl_lock *lock)
         return rc;
     RL__HOOK("force.before_send");
     rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 3, args, lens);
+    /* The reply lives in the connection's buffer: read it before giving
+     * the connection back. */
+    if (rc == RL__UNSENT || rc == RL_ENOMEM) {
+        if (rc == RL__UNSENT)
+            rc = rl__err(RL_ECONN, "Redis closed the connection before the command was "
+                                   "sent (nothing was sent)");
+    } else if (rc != RL_OK) {
+        flag = -1;    /* sent, reply lost: the delete may have run, or may still run */
+    } else if (resp.type == RL__RESP_ERROR) {
+        rc = rl__error_status(resp.str, resp.str_len);   /* nothing deleted */
+    } else if (resp.type != RL__RESP_ARRAY || resp.nints < 2 || resp.ints[0] != 1 ||
+               resp.ints[1] > resp.nints - 2) {
+        rc = rl__err(RL_EPROTO, "unexpected reply shape from the force-release script");
+        flag = -1;
+    } else {
+        flag = resp.ints[1] < 0 ? -1 : 1;
+    }
+    if (flag) {
+        pthread_mutex_lock(&c->mu);
+        flag_forced(c, lock->entry, resp.ints + 2, flag < 0 ? -1 : resp.ints[1]);
+        lock->entry->forced++;
+        pthread_mutex_unlock(&c->mu);
+    }
     rl__pool_put(c, conn);
-    if (rc == RL__UNSENT)
-        return rl__err(RL_ECONN, "Redis closed the connection before the command was sent "
-                                 "(nothing was sent)");
-    if (rc != RL_OK)
-        return rc;
-    if (resp.type == RL__RESP_ERROR)
-        return rl__error_status(resp.str, resp.str_len);
-    if (resp.type != RL__RESP_ARRAY || resp.nints < 2 || resp.ints[0] != 1 ||
-        resp.ints[1] > resp.nints - 2)
-        return rl__err(RL_EPROTO, "unexpected reply shape from the force-release script");
-    pthread_mutex_lock(&c->mu);
-    flag_forced(c, lock->entry, resp.ints + 2, resp.ints[1]);
-    lock->entry->forced++;
-    pthread_mutex_unlock(&c->mu);
-    return RL_OK;
+    return rc;
 }
 
 int rl_lock_force_release(rl_lock *lock)

@@ -188,6 +188,9 @@ const char *rl__conn_error(rl__conn *conn);
  * the public API. */
 #define RL__UNSENT (-101)
 
+/* Queue CLIENT KILL ID .. ADDR .. for a fenced-off connection (id <= 0:
+ * nothing). Returns the number of commands queued (0 or 1). */
+int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead);
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
                   const char **argv, const size_t *lens);
@@ -248,7 +251,13 @@ struct rl__hold {
     /* An operation whose outcome is unknown, to resolve before the next. */
     long drift_ms;                  /* margin taken off each confirmed expiry */
     rl__fence doubt;                /* a change whose outcome is unknown (id < 0: none) */
-    atomic_int orphan;              /* its client is gone: the owner thread frees it */
+    atomic_int orphan;              /* RL__HOLD_*: who frees it */
+};
+
+enum {
+    RL__HOLD_LIVE,          /* the client's and its thread's */
+    RL__HOLD_ORPHAN,        /* the client let it go: its thread frees it */
+    RL__HOLD_OWNER_GONE     /* its thread ended: the client frees it at shutdown */
 };
 
 /*
@@ -378,6 +387,7 @@ int rl__client_owner(const rl_client *c, uint64_t tid, char *buf);  /* returns l
 int rl__registry_add(rl_client *c);
 void rl__registry_remove(rl_client *c);
 int rl__registry_has(const rl_client *c);
+int rl__registry_ref(rl_client *c);
 void rl__rebuild_after_fork(rl_client *c);   /* mutex held */
 
 /* ---- watchdog.c ------------------------------------------------------ */

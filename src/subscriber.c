@@ -188,6 +188,11 @@ static void handle(sub_state *st, redisReply *r)
         refused(st, r);
         return;
     }
+    /* Out of subscribed mode (no channel left), PING answers +PONG. */
+    if (r->type == REDIS_REPLY_STATUS && r->len == 4 && strncasecmp(r->str, "pong", 4) == 0) {
+        st->ping_sent = 0;
+        return;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING)
         return;

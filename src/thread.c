@@ -14,11 +14,42 @@
 
 static atomic_uint_fast64_t rl__thread_counter;
 static _Thread_local rl__thread rl__self;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int exit_key_ok;
+
+/*
+ * A thread ends: of its holds, those a shut-down client let go (orphans)
+ * are its to free; the others the client frees when it shuts down. The
+ * orphan field settles who, whichever of the two comes first.
+ */
+static void thread_exit(void *arg)
+{
+    rl__thread *t = arg;
+    rl__hold *h, *next;
+
+    for (h = t->holds; h; h = next) {
+        int live = RL__HOLD_LIVE;
+        next = h->t_next;
+        if (!atomic_compare_exchange_strong(&h->orphan, &live, RL__HOLD_OWNER_GONE))
+            free(h);
+    }
+    t->holds = NULL;
+}
+
+static void make_exit_key(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
 
 rl__thread *rl__thread_self(void)
 {
-    if (rl__self.id == 0)
+    if (rl__self.id == 0) {
         rl__self.id = atomic_fetch_add(&rl__thread_counter, 1) + 1;
+        pthread_once(&exit_once, make_exit_key);
+        if (exit_key_ok)
+            pthread_setspecific(exit_key, &rl__self);
+    }
     return &rl__self;
 }
 

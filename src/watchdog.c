@@ -127,6 +127,9 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
             break;
         rc = rl__conn_load_scripts(c, conn);
     }
+    /* NOSCRIPT on the second pass too: those chunks renewed nothing. */
+    if (rc == RL_OK && noscript)
+        rc = rl__err(RL_EREDIS, "renewal: NOSCRIPT twice in a row");
     free(argv);
     free(lens);
     return rc;

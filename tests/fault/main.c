@@ -28,6 +28,10 @@ static const struct {
     { "refusals", sc_refusals },
     { "fork", sc_fork },
     { "soak", sc_soak },
+    { "acl_nochannel", sc_acl_nochannel },
+    { "force_race", sc_force_race },
+    { "shutdown", sc_shutdown },
+    { "renew_race", sc_renew_race },
 };
 
 static const struct {
@@ -41,6 +45,10 @@ static const struct {
     { "stall_taker", role_stall_taker },
     { "forker", role_forker },
     { "soak", role_soak },
+    { "acl_loop", role_acl_loop },
+    { "force_loop", role_force_loop },
+    { "shutdown", role_shutdown },
+    { "renew_race", role_renew_race },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

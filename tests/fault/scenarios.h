@@ -20,6 +20,10 @@ int sc_script_flush(void);
 int sc_refusals(void);
 int sc_fork(void);
 int sc_soak(void);
+int sc_acl_nochannel(void);
+int sc_force_race(void);
+int sc_shutdown(void);
+int sc_renew_race(void);
 
 /* worker roles */
 int role_loop(void);
@@ -29,6 +33,10 @@ int role_stall_victim(void);
 int role_stall_taker(void);
 int role_forker(void);
 int role_soak(void);
+int role_acl_loop(void);
+int role_force_loop(void);
+int role_shutdown(void);
+int role_renew_race(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

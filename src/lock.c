@@ -174,8 +174,8 @@ static int run_change(op *o, int script, long long held, long lease_ms, int64_t 
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
     char heldbuf[24], leasebuf[24];
-    const char *args[5];
-    size_t lens[5];
+    const char *args[6];
+    size_t lens[6];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
@@ -195,7 +195,10 @@ static int run_change(op *o, int script, long long held, long lease_ms, int64_t 
         args[2] = o->owner;      lens[2] = o->owner_len;
         args[3] = heldbuf;       lens[3] = heldlen;
         args[4] = leasebuf;      lens[4] = leaselen;
-        nargs = 5;
+        /* Without channel rights, spare Redis a PUBLISH it would refuse. */
+        args[5] = atomic_load(&o->c->no_notices) ? "0" : "1";
+        lens[5] = 1;
+        nargs = 6;
     }
 
     unresolved->id = -1;

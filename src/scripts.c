@@ -53,8 +53,9 @@ static const char acquire_src[] =
     "return {1, n + 1}\n";
 
 /* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
- * whole field), lease_ms (0: leave the expiry alone). Only our own field is
- * ever removed: the lock is deleted only when no other field is left. */
+ * whole field), lease_ms (0: leave the expiry alone), and optionally '0'
+ * when the caller knows it may not publish. Only our own field is ever
+ * removed: the lock is deleted only when no other field is left. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
@@ -69,7 +70,8 @@ static const char release_src[] =
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
     "  return {1, n}\n"
     "end\n"
-    "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and redis.call('exists', KEYS[1]) == 0 then\n"
+    "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and ARGV[4] ~= '0' and\n"
+    "   redis.call('exists', KEYS[1]) == 0 then\n"
     "  " RL__NOTICE
     "end\n"
     "return {1, 0}\n";

@@ -22,6 +22,13 @@ typedef struct rt_conn {
     int cfd;      /* client side (accepted) */
     int sfd;      /* server side (connected to the target) */
     int dropping; /* swallow the next server reply, then close */
+    /* Replace the next server reply by `repl`: the reply's bytes are
+     * gathered in `pend` until one whole RESP reply has come. */
+    int mangling;
+    char *repl;
+    size_t repl_len;
+    char *pend;
+    size_t pend_len, pend_cap;
 } rt_conn;
 
 struct rt_proxy {
@@ -41,6 +48,11 @@ struct rt_proxy {
     unsigned long cut_req;
     int drop_armed;
     char *drop_needle;
+    int mangle_armed;
+    char *mangle_needle;
+    char *mangle_repl;
+    size_t mangle_len;
+    long mangled;
     unsigned long seq_req;
     /* State reported by the proxy thread under mu. */
     unsigned long seq_ack;
@@ -136,6 +148,66 @@ static void close_conn(rt_conn *c)
     if (c->sfd >= 0)
         close(c->sfd);
     c->cfd = c->sfd = -1;
+    free(c->repl);
+    free(c->pend);
+    c->repl = c->pend = NULL;
+    c->repl_len = c->pend_len = c->pend_cap = 0;
+    c->mangling = 0;
+}
+
+/* One CRLF-terminated line from buf[pos]: its length without the CRLF,
+ * -1 when incomplete. */
+static long resp_line(const char *buf, size_t len, size_t pos)
+{
+    size_t i;
+    for (i = pos; i + 1 < len; i++) {
+        if (buf[i] == '\r' && buf[i + 1] == '\n')
+            return (long)(i - pos);
+    }
+    return -1;
+}
+
+/* Length of the one whole RESP2 reply at buf[pos], 0 when more bytes are
+ * needed, -1 when it is not RESP2. */
+static long resp_skip(const char *buf, size_t len, size_t pos, int depth)
+{
+    long n, i, sub;
+    long long count;
+    size_t at;
+
+    if (pos >= len)
+        return 0;
+    if (depth > 32)
+        return -1;
+    n = resp_line(buf, len, pos + 1);
+    if (n < 0)
+        return 0;
+    at = pos + 1 + (size_t)n + 2;
+    switch (buf[pos]) {
+    case '+':
+    case '-':
+    case ':':
+        return (long)(at - pos);
+    case '$':
+    case '*':
+        count = strtoll(buf + pos + 1, NULL, 10);
+        if (count < 0)
+            return (long)(at - pos);
+        if (buf[pos] == '$') {
+            if (at + (size_t)count + 2 > len)
+                return 0;
+            return (long)(at + (size_t)count + 2 - pos);
+        }
+        for (i = 0; i < count; i++) {
+            sub = resp_skip(buf, len, at, depth + 1);
+            if (sub <= 0)
+                return sub;
+            at += (size_t)sub;
+        }
+        return (long)(at - pos);
+    default:
+        return -1;
+    }
 }
 
 /* Drop closed entries from the table. */
@@ -165,6 +237,11 @@ static void add_conn(rt_proxy *p, int cfd, int sfd)
     p->conns[p->n].cfd = cfd;
     p->conns[p->n].sfd = sfd;
     p->conns[p->n].dropping = 0;
+    p->conns[p->n].mangling = 0;
+    p->conns[p->n].repl = NULL;
+    p->conns[p->n].repl_len = 0;
+    p->conns[p->n].pend = NULL;
+    p->conns[p->n].pend_len = p->conns[p->n].pend_cap = 0;
     p->n++;
 }
 
@@ -208,6 +285,16 @@ static void from_client(rt_proxy *p, rt_conn *c, char *buf)
         (p->drop_needle == NULL || contains_ci(buf, (size_t)n, p->drop_needle))) {
         p->drop_armed = 0;
         c->dropping = 1;
+    } else if (p->mangle_armed && !c->mangling && !c->dropping &&
+               contains_ci(buf, (size_t)n, p->mangle_needle)) {
+        /* The replacement moves to the connection. */
+        p->mangle_armed = 0;
+        c->mangling = 1;
+        free(c->repl);
+        c->repl = p->mangle_repl;
+        c->repl_len = p->mangle_len;
+        p->mangle_repl = NULL;
+        p->mangle_len = 0;
     }
     pthread_mutex_unlock(&p->mu);
     if (send_all(c->sfd, buf, (size_t)n) != 0)
@@ -233,6 +320,43 @@ static void from_server(rt_proxy *p, rt_conn *c, char *buf)
         p->dropped++;
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    if (c->mangling) {
+        /* Gather the reply; once it is whole, send the replacement in its
+         * place and whatever came after it as is. */
+        long whole;
+        if (c->pend_len + (size_t)n > c->pend_cap) {
+            size_t cap = (c->pend_len + (size_t)n) * 2;
+            char *v = realloc(c->pend, cap);
+            if (v == NULL) {
+                close_conn(c);
+                return;
+            }
+            c->pend = v;
+            c->pend_cap = cap;
+        }
+        memcpy(c->pend + c->pend_len, buf, (size_t)n);
+        c->pend_len += (size_t)n;
+        whole = resp_skip(c->pend, c->pend_len, 0, 0);
+        if (whole == 0)
+            return;
+        if (whole < 0)
+            whole = (long)c->pend_len;   /* not RESP2: replace all of it */
+        c->mangling = 0;
+        pthread_mutex_lock(&p->mu);
+        p->mangled++;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (send_all(c->cfd, c->repl, c->repl_len) != 0 ||
+            send_all(c->cfd, c->pend + whole, c->pend_len - (size_t)whole) != 0) {
+            close_conn(c);
+            return;
+        }
+        free(c->repl);
+        c->repl = NULL;
+        c->repl_len = 0;
+        c->pend_len = 0;
         return;
     }
     if (send_all(c->cfd, buf, (size_t)n) != 0)
@@ -401,6 +525,8 @@ void rt_proxy_stop(rt_proxy *p)
         close_conn(&p->conns[i]);
     free(p->conns);
     free(p->drop_needle);
+    free(p->mangle_needle);
+    free(p->mangle_repl);
     close(p->lfd);
     close(p->wake[0]);
     close(p->wake[1]);
@@ -440,6 +566,39 @@ void rt_proxy_drop_cancel(rt_proxy *p)
     pthread_mutex_lock(&p->mu);
     p->drop_armed = 0;
     pthread_mutex_unlock(&p->mu);
+}
+
+void rt_proxy_mangle_next_reply_matching(rt_proxy *p, const char *needle,
+                                         const char *replacement, size_t len)
+{
+    char *n = strdup(needle != NULL ? needle : "");
+    char *r = malloc(len > 0 ? len : 1);
+
+    if (n == NULL || r == NULL) {
+        fprintf(stderr, "rltest: proxy mangle: out of memory\n");
+        free(n);
+        free(r);
+        return;
+    }
+    if (len > 0)
+        memcpy(r, replacement, len);
+    pthread_mutex_lock(&p->mu);
+    free(p->mangle_needle);
+    free(p->mangle_repl);
+    p->mangle_needle = n;
+    p->mangle_repl = r;
+    p->mangle_len = len;
+    p->mangle_armed = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+long rt_proxy_mangled(rt_proxy *p)
+{
+    long n;
+    pthread_mutex_lock(&p->mu);
+    n = p->mangled;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 long rt_proxy_dropped(rt_proxy *p)

@@ -27,6 +27,11 @@
  *     one containing a given string) is forwarded; the server's reply to it
  *     is swallowed and both sides of that connection are closed. This is
  *     "the command was applied, the reply was lost".
+ *   - mangle next reply: the next client->server chunk containing a given
+ *     string is forwarded (Redis applies the command); the server's reply
+ *     to it is replaced by bytes of the test's choosing, and the connection
+ *     stays open. This is "the command was applied, the reply could not be
+ *     understood" (garbage, an oversized error, ...).
  *   - stall: nothing is forwarded in either direction; sockets stay open and
  *     new connections are accepted (and stalled too). Like a frozen network.
  *   - cut all: close every current connection (client and server side).
@@ -34,6 +39,8 @@
  */
 #ifndef RT_PROXY_H
 #define RT_PROXY_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,6 +76,26 @@ void rt_proxy_drop_next_reply_matching(rt_proxy *p, const char *needle);
 
 /** Cancel a pending drop that has not matched yet. */
 void rt_proxy_drop_cancel(rt_proxy *p);
+
+/**
+ * Arm "mangle the reply to the next client->server chunk that contains
+ * `needle`" (any connection; ASCII, case-insensitive as for drops; NULL or
+ * "": any chunk). That chunk is forwarded to the server as is; the first
+ * whole RESP2 reply the server then sends on that connection is swallowed
+ * and the `len` bytes of `replacement` are sent to the client instead
+ * (bytes that follow the reply are forwarded unchanged). The connection
+ * stays open. Meant for request/reply use: when the chunk carries several
+ * commands, or earlier commands on that connection are still unanswered,
+ * it is still the first reply that is replaced. A reply the proxy cannot
+ * parse as RESP2 is replaced with everything received in that read.
+ * Needle and replacement are copied. Re-arming replaces a pending arm.
+ * A chunk that a pending drop matches is dropped, not mangled.
+ */
+void rt_proxy_mangle_next_reply_matching(rt_proxy *p, const char *needle,
+                                         const char *replacement, size_t len);
+
+/** How many replies were mangled so far. */
+long rt_proxy_mangled(rt_proxy *p);
 
 /** How many replies were dropped so far (each drop also cut a connection). */
 long rt_proxy_dropped(rt_proxy *p);

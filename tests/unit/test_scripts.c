@@ -1,0 +1,373 @@
+/*
+ * rlock's Lua scripts (rl__script_src[]) run on a real redis-server with
+ * hostile lease arguments. Unlike the other unit tests this one needs
+ * redis-server (tests/common's rt_redis_start): without it, it FAILS.
+ *
+ * The library never sends these values (rlock checks leases before calling
+ * a script), but a script is the last line of defence: Redis does not roll
+ * back a script's earlier writes when a later command fails, so a script
+ * that writes first and checks later can leave a lock without expiry — one
+ * that nobody can ever take again.
+ *
+ * Layouts (src/scripts.c):
+ *   acquire  KEYS lock;          ARGV lease_ms, owner, held
+ *   release  KEYS lock, channel; ARGV owner, held, lease_ms
+ *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#include "redis_server.h"
+#include "rlock_int.h"
+
+#define OWNER "00000000-0000-4000-8000-000000000001:7"
+#define KEY "rl:{s}"
+#define CHANNEL "rl:{s}:release"
+
+/* Finding 3b: lease arguments a script must refuse: the review's five, and
+ * RL_TIME_MAX_MS + 1, a fraction and an empty string. */
+static const char *const hostile[] = { "9223372036854775807", "0", "-5", "abc", "1e30",
+                                       "2147483648", "1.5", "" };
+#define NHOSTILE (sizeof hostile / sizeof hostile[0])
+
+typedef struct env {
+    rt_redis *redis;
+    redisContext *rc;
+    char sha[RL__S_COUNT][41];
+} env;
+
+static int setup(void **state)
+{
+    env *e = calloc(1, sizeof *e);
+    int i;
+
+    if (e == NULL)
+        return -1;
+    e->redis = rt_redis_start(NULL);
+    if (e->redis == NULL) {
+        fprintf(stderr, "unit_scripts: cannot start redis-server: this test FAILS "
+                        "without Redis\n");
+        free(e);
+        return -1;
+    }
+    e->rc = rt_redis_connect(e->redis);
+    if (e->rc == NULL) {
+        rt_redis_stop(e->redis);
+        free(e);
+        return -1;
+    }
+    for (i = 0; i < RL__S_COUNT; i++) {
+        redisReply *r = redisCommand(e->rc, "SCRIPT LOAD %s", rl__script_src[i]);
+        if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
+            fprintf(stderr, "unit_scripts: SCRIPT LOAD of script %d failed: %s\n", i,
+                    r != NULL && r->str != NULL ? r->str : e->rc->errstr);
+            if (r != NULL)
+                freeReplyObject(r);
+            redisFree(e->rc);
+            rt_redis_stop(e->redis);
+            free(e);
+            return -1;
+        }
+        memcpy(e->sha[i], r->str, 41);
+        freeReplyObject(r);
+    }
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    env *e = *state;
+
+    if (e == NULL)
+        return 0;
+    redisFree(e->rc);
+    rt_redis_stop(e->redis);
+    free(e);
+    *state = NULL;
+    return 0;
+}
+
+/* EVALSHA script with nkeys keys followed by args (argc strings in all). */
+static redisReply *run(env *e, int script, int nkeys, int argc, const char **argv)
+{
+    const char *v[16];
+    size_t lens[16];
+    char nk[8];
+    int i, n = 0;
+    redisReply *r;
+
+    assert_true(argc + 3 <= 16);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    v[n++] = "EVALSHA";
+    v[n++] = e->sha[script];
+    v[n++] = nk;
+    for (i = 0; i < argc; i++)
+        v[n++] = argv[i];
+    for (i = 0; i < n; i++)
+        lens[i] = strlen(v[i]);
+    r = redisCommandArgv(e->rc, n, v, lens);
+    if (r == NULL)
+        fail_msg("EVALSHA: connection error: %s", e->rc->errstr);
+    return r;
+}
+
+static redisReply *acquire(env *e, const char *lease, const char *held)
+{
+    const char *a[4] = { KEY, lease, OWNER, held };
+    return run(e, RL__S_ACQUIRE, 1, 4, a);
+}
+
+static redisReply *release(env *e, const char *held, const char *lease)
+{
+    const char *a[5] = { KEY, CHANNEL, OWNER, held, lease };
+    return run(e, RL__S_RELEASE, 2, 5, a);
+}
+
+static redisReply *renew(env *e, const char *lease)
+{
+    const char *a[3] = { KEY, lease, OWNER };
+    return run(e, RL__S_RENEW, 1, 3, a);
+}
+
+static void flush(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "FLUSHALL");
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+static long long pttl(env *e)
+{
+    return rt_redis_pttl(e->rc, KEY, strlen(KEY));
+}
+
+static int exists(env *e)
+{
+    return rt_redis_exists(e->rc, KEY, strlen(KEY));
+}
+
+/* Our field's count, 0 when absent. */
+static long long count(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "HGET %s %s", KEY, OWNER);
+    long long n;
+
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_NIL) {
+        freeReplyObject(r);
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_STRING)
+        fail_msg("HGET: reply type %d", r->type);
+    n = strtoll(r->str, NULL, 10);
+    freeReplyObject(r);
+    return n;
+}
+
+static const char *describe(const redisReply *r, char *buf, size_t cap)
+{
+    switch (r->type) {
+    case REDIS_REPLY_ERROR:
+        snprintf(buf, cap, "error \"%s\"", r->str);
+        break;
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+        snprintf(buf, cap, "\"%s\"", r->str);
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(buf, cap, "%lld", r->integer);
+        break;
+    case REDIS_REPLY_ARRAY:
+        if (r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+            r->element[1]->type == REDIS_REPLY_INTEGER)
+            snprintf(buf, cap, "{%lld, %lld}", r->element[0]->integer,
+                     r->element[1]->integer);
+        else
+            snprintf(buf, cap, "an array of %zu", r->elements);
+        break;
+    default:
+        snprintf(buf, cap, "reply type %d", r->type);
+    }
+    return buf;
+}
+
+/* A {code, value} reply. */
+static void expect_pair(redisReply *r, long long code, long long value)
+{
+    char d[256];
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != code ||
+        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer != value)
+        fail_msg("expected {%lld, %lld}, got %s", code, value, describe(r, d, sizeof d));
+}
+
+/* A held lock of ours with count n and a 60 s lease, set up through the
+ * script itself with sane arguments (which also checks that it works). */
+static void hold(env *e, int n)
+{
+    int i;
+    char held[8];
+
+    flush(e);
+    for (i = 0; i < n; i++) {
+        redisReply *r;
+        snprintf(held, sizeof held, "%d", i);
+        r = acquire(e, "60000", held);
+        expect_pair(r, 1, i + 1);
+        freeReplyObject(r);
+    }
+    assert_int_equal(count(e), n);
+    assert_true(pttl(e) > 0);
+}
+
+/* Finding 3b: a first acquisition with a bad lease answers an error and
+ * writes nothing (old script: HSET ran, then PEXPIRE failed, leaving a
+ * lock without expiry; with "0" the key was deleted but success reported). */
+static void test_acquire_with_bad_lease_writes_nothing(void **state)
+{
+    env *e = *state;
+    size_t i;
+    char d[256];
+
+    for (i = 0; i < NHOSTILE; i++) {
+        redisReply *r;
+
+        flush(e);
+        r = acquire(e, hostile[i], "0");
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("acquire with lease \"%s\": %s, expected an error (PTTL now %lld)",
+                     hostile[i], describe(r, d, sizeof d), pttl(e));
+        freeReplyObject(r);
+        if (exists(e) != 0)
+            fail_msg("acquire with lease \"%s\" left the key (PTTL %lld, count %lld)",
+                     hostile[i], pttl(e), count(e));
+    }
+}
+
+/* Finding 3b: reentry with a bad lease answers an error, keeps the count
+ * and never removes the expiry. */
+static void test_reentry_with_bad_lease_changes_nothing(void **state)
+{
+    env *e = *state;
+    size_t i;
+    char d[256];
+
+    for (i = 0; i < NHOSTILE; i++) {
+        redisReply *r;
+        long long t;
+
+        hold(e, 1);
+        r = acquire(e, hostile[i], "1");
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("reentry with lease \"%s\": %s, expected an error", hostile[i],
+                     describe(r, d, sizeof d));
+        freeReplyObject(r);
+        t = pttl(e);
+        if (count(e) != 1 || t <= 0 || t > 60000)
+            fail_msg("reentry with lease \"%s\": count %lld, PTTL %lld (expected 1 and "
+                     "0 < PTTL <= 60000)", hostile[i], count(e), t);
+
+        /* Ours already, held 0 (an acquisition reported failed but applied):
+         * the "start afresh" path must check the lease first too. */
+        r = acquire(e, hostile[i], "0");
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("re-acquire (held 0) with lease \"%s\": %s, expected an error",
+                     hostile[i], describe(r, d, sizeof d));
+        freeReplyObject(r);
+        t = pttl(e);
+        if (count(e) != 1 || t <= 0 || t > 60000)
+            fail_msg("re-acquire (held 0) with lease \"%s\": count %lld, PTTL %lld",
+                     hostile[i], count(e), t);
+    }
+}
+
+/* Finding 3b: an inner release (count 2) with a bad lease answers an error
+ * and leaves the count at 2 with its expiry. ("0" is not bad here: for
+ * release it means "leave the expiry alone".) */
+static void test_release_with_bad_lease_keeps_the_count(void **state)
+{
+    env *e = *state;
+    size_t i;
+    char d[256];
+    redisReply *r;
+
+    for (i = 0; i < NHOSTILE; i++) {
+        long long t;
+
+        if (strcmp(hostile[i], "0") == 0)
+            continue;
+        hold(e, 2);
+        r = release(e, "2", hostile[i]);
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("release of count 2 with lease \"%s\": %s (count now %lld), expected "
+                     "an error", hostile[i], describe(r, d, sizeof d), count(e));
+        freeReplyObject(r);
+        t = pttl(e);
+        if (count(e) != 2 || t <= 0 || t > 60000)
+            fail_msg("release with lease \"%s\": count %lld, PTTL %lld (expected 2 and "
+                     "0 < PTTL <= 60000)", hostile[i], count(e), t);
+    }
+
+    /* Control: a sane inner release works. */
+    hold(e, 2);
+    r = release(e, "2", "60000");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    assert_int_equal(count(e), 1);
+    assert_true(pttl(e) > 0);
+}
+
+/* Finding 3b: a renewal with a bad lease never removes an existing expiry
+ * nor the lock, and leaves the lease as it was (the old script, which never
+ * shortens, set a lease past RL_TIME_MAX_MS when told so). */
+static void test_renew_with_bad_lease_keeps_the_expiry(void **state)
+{
+    env *e = *state;
+    size_t i;
+    redisReply *r;
+
+    for (i = 0; i < NHOSTILE; i++) {
+        long long t;
+
+        hold(e, 1);
+        r = renew(e, hostile[i]);
+        freeReplyObject(r);
+        t = pttl(e);
+        if (exists(e) != 1 || count(e) != 1 || t <= 0 || t > 60000)
+            fail_msg("renew with lease \"%s\": exists %d, count %lld, PTTL %lld (expected "
+                     "the hold untouched with 0 < PTTL <= 60000)",
+                     hostile[i], exists(e), count(e), t);
+    }
+
+    /* Control: a sane renewal extends the lease and reports the hold. */
+    hold(e, 1);
+    r = renew(e, "120000");
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    assert_true(pttl(e) > 60000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_acquire_with_bad_lease_writes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_reentry_with_bad_lease_changes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_release_with_bad_lease_keeps_the_count, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -335,14 +335,7 @@ static void report_dropped(rl_client *c)
             ;
         if (!h)
             break;
-        h->reported = 1;
-        if (!c->on_lost)
-            continue;
-        h->refs++;
-        pthread_mutex_unlock(&c->mu);
-        c->on_lost(h->entry->name, h->entry->name_len, c->payload);
-        pthread_mutex_lock(&c->mu);
-        rl__hold_unref(c, h);
+        rl__hold_report(c, h);
     }
     pthread_mutex_unlock(&c->mu);
 }

@@ -350,3 +350,17 @@ int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why)
     }
     return 1;
 }
+
+/* Tell on_lost, once, that h was lost. Mutex held; dropped around the
+ * callback, with a reference that keeps h alive meanwhile. */
+void rl__hold_report(rl_client *c, rl__hold *h)
+{
+    h->reported = 1;
+    if (!c->on_lost)
+        return;
+    h->refs++;
+    pthread_mutex_unlock(&c->mu);
+    c->on_lost(h->entry->name, h->entry->name_len, c->payload);
+    pthread_mutex_lock(&c->mu);
+    rl__hold_unref(c, h);
+}

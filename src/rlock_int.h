@@ -296,6 +296,7 @@ int rl__hold_is_lost(const rl__hold *h, int64_t now);
 void rl__hold_confirm(rl__hold *h, int64_t sent_ms);   /* owner thread or watchdog */
 int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why);  /* mutex held */
 void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
+void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */
 long rl__drift_ms(long lease_ms);
 
 /* ---- lock.c: leftovers ------------------------------------------------ */

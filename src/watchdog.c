@@ -210,13 +210,13 @@ static void renew(rl_client *c)
         c->wd_failed = 0;
     } else {
         long retry = c->renew_ms / 4;
-        c->wd_next_renew = rl__now_ms() + (retry < 10 ? 10 : retry > 500 ? 500 : retry);
+        retry = retry < 10 ? 10 : retry > 500 ? 500 : retry;
+        c->wd_next_renew = rl__now_ms() + retry;
         /* Said once per outage, not once per retry. */
         if (!c->wd_failed++) {
             c->wd_failed_since = rl__now_ms();
             rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed, retrying every %ld ms "
-                    "until it works again: %s",
-                    retry < 10 ? 10 : retry > 500 ? 500 : retry, rl_last_error());
+                    "until it works again: %s", retry, rl_last_error());
         }
     }
     for (i = 0; i < n; i++) {
@@ -254,17 +254,10 @@ static void report(rl_client *c, int64_t now)
         }
         if (!h)
             return;
-        h->reported = 1;
         rl__log(c, RL_LOG_WARN, "rlock: lock '%.*s' lost: %s",
                 (int)(h->entry->name_len > 200 ? 200 : h->entry->name_len), h->entry->name,
                 h->lost_why ? h->lost_why : "flagged");
-        if (!c->on_lost)
-            continue;
-        h->refs++;
-        pthread_mutex_unlock(&c->mu);
-        c->on_lost(h->entry->name, h->entry->name_len, c->payload);
-        pthread_mutex_lock(&c->mu);
-        rl__hold_unref(c, h);
+        rl__hold_report(c, h);
     }
 }
 

@@ -507,6 +507,24 @@ redisContext *rt_redis_connect(const rt_redis *r)
     return c;
 }
 
+int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
+                  redisContext **ctx)
+{
+    rt_redis *r = rt_redis_start(extra_args);
+
+    if (r == NULL) {
+        fprintf(stderr, "%s: cannot start redis-server: this test FAILS without Redis\n", who);
+        return -1;
+    }
+    *ctx = rt_redis_connect(r);
+    if (*ctx == NULL) {
+        rt_redis_stop(r);
+        return -1;
+    }
+    *server = r;
+    return 0;
+}
+
 long long rt_redis_cmdstat_calls(redisContext *c, const char *command)
 {
     redisReply *rep = redisCommand(c, "INFO commandstats");

@@ -101,6 +101,16 @@ int rt_redis_resume(rt_redis *r);
  */
 redisContext *rt_redis_connect(const rt_redis *r);
 
+/**
+ * rt_redis_start(extra_args) and rt_redis_connect() on it, for a test's
+ * fixture: 0 with *server and *ctx set, or -1 with neither (the server is
+ * stopped again when no context can be made). When the server cannot be
+ * started it also prints "<who>: cannot start redis-server: this test FAILS
+ * without Redis" on stderr.
+ */
+int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
+                  redisContext **ctx);
+
 /*
  * Inspection helpers. All take a context from rt_redis_connect().
  */

@@ -301,10 +301,11 @@ int fx_report(redisContext *ref, const char *fmt, ...)
     return fx_cmd(ref, "RPUSH rf:reports %s", line) > 0 ? 0 : -1;
 }
 
-int fx_reports_load(redisContext *ref, fx_reports *out)
+int fx_list_load(redisContext *ref, const char *list, fx_reports *out)
 {
-    redisReply *r = redisCommand(ref, "LRANGE rf:reports 0 -1");
+    redisReply *r = redisCommand(ref, "LRANGE %s 0 -1", list);
     size_t i;
+    int ok;
 
     memset(out, 0, sizeof *out);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
@@ -313,10 +314,18 @@ int fx_reports_load(redisContext *ref, fx_reports *out)
         return -1;
     }
     out->lines = calloc(r->elements + 1, sizeof *out->lines);
-    for (i = 0; out->lines && i < r->elements; i++)
-        out->lines[out->n++] = strdup(r->element[i]->str);
+    ok = out->lines != NULL;
+    for (i = 0; ok && i < r->elements; i++)
+        ok = (out->lines[out->n++] = strdup(r->element[i]->str)) != NULL;
     freeReplyObject(r);
-    return 0;
+    if (!ok)
+        fx_reports_free(out);
+    return ok ? 0 : -1;
+}
+
+int fx_reports_load(redisContext *ref, fx_reports *out)
+{
+    return fx_list_load(ref, "rf:reports", out);
 }
 
 static int report_value(const char *line, const char *key, long long *v)

@@ -111,6 +111,10 @@ typedef struct fx_reports {
 
 int fx_report(redisContext *ref, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int fx_reports_load(redisContext *ref, fx_reports *out);
+/* Every line of any referee list (LRANGE 0 -1), in the same form: 0, or -1
+ * (nothing to free) when it cannot be read. fx_reports_load() is this for
+ * rf:reports. */
+int fx_list_load(redisContext *ref, const char *list, fx_reports *out);
 long long fx_reports_sum(const fx_reports *r, const char *key);
 long long fx_reports_max(const fx_reports *r, const char *key);
 void fx_reports_free(fx_reports *r);

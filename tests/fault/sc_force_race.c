@@ -221,23 +221,20 @@ int role_force_loop(void)
 
 static int fr_load(redisContext *ref, const char *list, fr_list *out)
 {
-    redisReply *r = redisCommand(ref, "LRANGE %s 0 -1", list);
-    size_t i;
+    fx_reports lines;
+    int i;
 
     memset(out, 0, sizeof *out);
-    if (!r || r->type != REDIS_REPLY_ARRAY) {
-        if (r)
-            freeReplyObject(r);
+    if (fx_list_load(ref, list, &lines) != 0)
         return -1;
-    }
-    out->v = calloc(r->elements + 1, sizeof *out->v);
-    for (i = 0; out->v && i < r->elements; i++) {
+    out->v = calloc((size_t)lines.n + 1, sizeof *out->v);
+    for (i = 0; out->v && i < lines.n; i++) {
         fr_span *v = &out->v[out->n];
-        if (sscanf(r->element[i]->str, "%d:%lld:%lld:%lld:%d", &v->pid, &v->t0, &v->t1, &v->t2,
+        if (sscanf(lines.lines[i], "%d:%lld:%lld:%lld:%d", &v->pid, &v->t0, &v->t1, &v->t2,
                    &v->status) == 5)
             out->n++;
     }
-    freeReplyObject(r);
+    fx_reports_free(&lines);
     return out->v ? 0 : -1;
 }
 

@@ -12,15 +12,7 @@ static int setup_with(void **state, const char *args)
 
     if (e == NULL)
         return -1;
-    e->redis = rt_redis_start(args);
-    if (e->redis == NULL) {
-        free(e);
-        fprintf(stderr, "it: cannot start redis-server: this test FAILS without Redis\n");
-        return -1;
-    }
-    e->rc = rt_redis_connect(e->redis);
-    if (e->rc == NULL) {
-        rt_redis_stop(e->redis);
+    if (rt_redis_open("it", args, &e->redis, &e->rc) != 0) {
         free(e);
         return -1;
     }

@@ -114,6 +114,16 @@ static long logcap_seq(logcap *lc)
     return s;
 }
 
+/* The first stored line with seq >= from (lc->mu held). */
+static long logcap_first(const logcap *lc, long from)
+{
+    long s = lc->seq - LOG_RING;
+
+    if (s < from)
+        s = from;
+    return s < 0 ? 0 : s;
+}
+
 /* Whether a stored line with seq >= from, of a level in [lo, hi], contains
  * both needles (needle2 may be NULL). */
 static int logcap_find(logcap *lc, long from, int lo, int hi, const char *needle1,
@@ -123,11 +133,7 @@ static int logcap_find(logcap *lc, long from, int lo, int hi, const char *needle
     int found = 0;
 
     pthread_mutex_lock(&lc->mu);
-    s = lc->seq - LOG_RING;
-    if (s < from)
-        s = from;
-    if (s < 0)
-        s = 0;
+    s = logcap_first(lc, from);
     for (; s < lc->seq && !found; s++) {
         long at = s % LOG_RING;
         if (lc->ring[at].level < lo || lc->ring[at].level > hi)
@@ -148,11 +154,7 @@ static void logcap_dump(logcap *lc, long from)
     static const char *names[] = { "ERROR", "WARN", "INFO", "DEBUG" };
 
     pthread_mutex_lock(&lc->mu);
-    s = lc->seq - LOG_RING;
-    if (s < from)
-        s = from;
-    if (s < 0)
-        s = 0;
+    s = logcap_first(lc, from);
     for (; s < lc->seq; s++) {
         long at = s % LOG_RING;
         int lv = lc->ring[at].level;
@@ -191,6 +193,29 @@ static rl_client *acl_client(it_env *e, char *url, size_t cap, logcap *lc)
     return it_client_opts(&o);
 }
 
+/* A client of that user (make_acl_user) holding `name` with a watchdog lease. */
+typedef struct acl_hold {
+    char url[128], key[64];
+    size_t kl;
+    rl_client *c;
+    rl_lock *l;
+} acl_hold;
+
+static void acl_hold_open(acl_hold *h, it_env *e, const char *name)
+{
+    h->kl = it_key(h->key, sizeof h->key, "rl:", name, strlen(name), NULL);
+    make_acl_user(e);
+    h->c = acl_client(e, h->url, sizeof h->url, NULL);
+    h->l = it_lock(h->c, name);
+    IT_RC(rl_lock_try_acquire(h->l, 0, RL_LEASE_WATCHDOG), RL_OK);
+}
+
+static void acl_hold_close(acl_hold *h)
+{
+    rl_lock_free(h->l);
+    rl_client_free(h->c);
+}
+
 /* Finding 1: a user that may not PUBLISH or SUBSCRIBE still gets a working
  * client, and is told so once, at RL_LOG_ERROR, before rl_client_new()
  * returns. */
@@ -222,50 +247,32 @@ static void test_acl_without_channels_is_logged_at_error(void **state)
 static void test_acl_without_channels_release_reports_the_change(void **state)
 {
     it_env *e = *state;
-    char url[128], key[64];
-    size_t kl = it_key(key, sizeof key, "rl:", "aclx", 4, NULL);
-    rl_client *c;
-    rl_lock *l;
+    acl_hold h;
 
-    make_acl_user(e);
-    c = acl_client(e, url, sizeof url, NULL);
-    l = it_lock(c, "aclx");
-
-    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
-    IT_EQ(rt_redis_exists(e->rc, key, kl), 1);
-    IT_RC(rl_lock_release(l), RL_OK);
-    IT_EQ(rl_lock_hold_count(l), 0);
-    IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
+    acl_hold_open(&h, e, "aclx");
+    IT_EQ(rt_redis_exists(e->rc, h.key, h.kl), 1);
+    IT_RC(rl_lock_release(h.l), RL_OK);
+    IT_EQ(rl_lock_hold_count(h.l), 0);
+    IT_EQ(rt_redis_exists(e->rc, h.key, h.kl), 0);
     IT_EQ(rl_interrupted(), 0);
-
-    rl_lock_free(l);
-    rl_client_free(c);
+    acl_hold_close(&h);
 }
 
 /* Finding 1: the same for a force-release of a held lock. */
 static void test_acl_without_channels_force_release_reports_the_change(void **state)
 {
     it_env *e = *state;
-    char url[128], key[64];
-    size_t kl = it_key(key, sizeof key, "rl:", "aclf", 4, NULL);
-    rl_client *c;
-    rl_lock *l;
+    acl_hold h;
 
-    make_acl_user(e);
-    c = acl_client(e, url, sizeof url, NULL);
-    l = it_lock(c, "aclf");
-
-    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
-    IT_RC(rl_lock_force_release(l), RL_OK);
-    IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
+    acl_hold_open(&h, e, "aclf");
+    IT_RC(rl_lock_force_release(h.l), RL_OK);
+    IT_EQ(rt_redis_exists(e->rc, h.key, h.kl), 0);
     /* Our own hold was deleted under us: flagged, and reported on release. */
-    IT_EQ(rl_lock_interrupted(l), 1);
-    IT_RC(rl_lock_release(l), RL_ELOST);
-    IT_EQ(rl_lock_hold_count(l), 0);
+    IT_EQ(rl_lock_interrupted(h.l), 1);
+    IT_RC(rl_lock_release(h.l), RL_ELOST);
+    IT_EQ(rl_lock_hold_count(h.l), 0);
     IT_EQ(rl_interrupted(), 0);
-
-    rl_lock_free(l);
-    rl_client_free(c);
+    acl_hold_close(&h);
 }
 
 /* Finding 1: without release notices, a waiter asks Redis again at a

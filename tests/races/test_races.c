@@ -21,72 +21,9 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "it_common.h"
 #include "proxy.h"
+#include "races_common.h"
 #include "rt_util.h"
-
-/* ThreadSanitizer cannot follow a fork() child of a multi-threaded process
- * that starts threads of its own (see tests/integration/test_fork.c). */
-#if defined(__SANITIZE_THREAD__)
-#define RACES_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RACES_UNDER_TSAN 1
-#endif
-#endif
-#ifndef RACES_UNDER_TSAN
-#define RACES_UNDER_TSAN 0
-#endif
-
-/* ---- hooks ------------------------------------------------------------- */
-
-/* Defined by the hooked library (src/util.c); called at named points. */
-extern void (*rl__test_hook)(const char *point);
-
-typedef struct hook_arm {
-    const char *point;
-    void (*fn)(void *arg);
-    void *arg;
-} hook_arm;
-
-/* The one armed handler, fired once (by whichever thread gets there first). */
-static _Atomic(hook_arm *) g_arm;
-/* Calls of any "watchdog.*" point, and renewal rounds begun, by any
- * client's watchdog. */
-static atomic_long g_wd_hooks, g_wd_rounds;
-/* Set on a thread that ran a watchdog hook point: a watchdog thread. */
-static _Thread_local int tl_watchdog_thread;
-
-/* Installed once, before any thread exists, and never changed: the library
- * reads the pointer without synchronisation. */
-static void dispatch(const char *point)
-{
-    hook_arm *a;
-
-    if (strncmp(point, "watchdog.", 9) == 0) {
-        tl_watchdog_thread = 1;
-        atomic_fetch_add(&g_wd_hooks, 1);
-        if (strcmp(point, "watchdog.before_renew") == 0)
-            atomic_fetch_add(&g_wd_rounds, 1);
-    }
-    a = atomic_load(&g_arm);
-    if (a != NULL && strcmp(a->point, point) == 0 &&
-        atomic_compare_exchange_strong(&g_arm, &a, NULL))
-        a->fn(a->arg);
-}
-
-static void arm(hook_arm *a, const char *point, void (*fn)(void *), void *arg)
-{
-    a->point = point;
-    a->fn = fn;
-    a->arg = arg;
-    atomic_store(&g_arm, a);
-}
-
-static void disarm(void)
-{
-    atomic_store(&g_arm, NULL);
-}
 
 /* ---- realloc that fails on demand (linked with -Wl,--wrap=realloc) ------- */
 
@@ -110,84 +47,17 @@ void *__wrap_realloc(void *p, size_t n)
 
 /* ---- fixture and helpers ------------------------------------------------ */
 
-static int races_setup(void **state)
+/* races_setup/races_teardown, and no realloc failing. */
+static int realloc_setup(void **state)
 {
-    disarm();
     atomic_store(&g_realloc_fail, 0);
-    return it_setup(state);
+    return races_setup(state);
 }
 
-static int races_teardown(void **state)
+static int realloc_teardown(void **state)
 {
-    disarm();
     atomic_store(&g_realloc_fail, 0);
-    return it_teardown(state);
-}
-
-static void *xcalloc(size_t size)
-{
-    void *p = calloc(1, size);
-
-    if (p == NULL)
-        fail_msg("out of memory");
-    return p;
-}
-
-static pthread_t spawn(void *(*fn)(void *), void *arg)
-{
-    pthread_t th;
-
-    if (pthread_create(&th, NULL, fn, arg) != 0)
-        fail_msg("pthread_create failed");
-    return th;
-}
-
-/* Join a thread that sets *st to `last` as its last step, if it does within
- * timeout_ms. 0, or -1: still running, detached and left alone. */
-static int join_at(pthread_t th, atomic_int *st, int last, long timeout_ms)
-{
-    if (!RT_WAIT_UNTIL(atomic_load(st) == last, timeout_ms)) {
-        pthread_detach(th);
-        return -1;
-    }
-    pthread_join(th, NULL);
-    return 0;
-}
-
-/* Wait for a point in time (CLOCK_MONOTONIC, ms): a deadline that the
- * scenario itself calls for, never a stand-in for a condition. */
-static void wait_until_ms(int64_t at_ms)
-{
-    RT_WAIT_UNTIL(rt_now_ms() >= at_ms, 60000);
-}
-
-/* The first failed check of a test whose threads must be let go before it
- * may fail. */
-typedef struct verdict {
-    char msg[512];
-} verdict;
-
-#define V_CHECK(v, cond, ...)                                                     \
-    do {                                                                          \
-        if (!(cond) && (v)->msg[0] == '\0')                                       \
-            snprintf((v)->msg, sizeof (v)->msg, __VA_ARGS__);                     \
-    } while (0)
-
-#define V_DONE(v)                                                                 \
-    do {                                                                          \
-        if ((v)->msg[0] != '\0')                                                  \
-            fail_msg("%s", (v)->msg);                                             \
-    } while (0)
-
-/* Wait until the watchdog renews the lease of key: its PTTL jumps up by
- * more than 100 ms over the lowest value seen. 1, or 0 on timeout. */
-static int wait_renewed(redisContext *rc, const char *key, size_t kl, long timeout_ms)
-{
-    long long low = rt_redis_pttl(rc, key, kl), p;
-
-    return RT_WAIT_UNTIL(((p = rt_redis_pttl(rc, key, kl)) < low ? (low = p, 0)
-                                                                : p > low + 100),
-                         timeout_ms);
+    return races_teardown(state);
 }
 
 static void count_lost(const char *name, size_t len, void *payload)
@@ -445,11 +315,7 @@ static void test_fork_after_failed_renewal(void **state)
     long rounds;
     int code, rc;
 
-    if (RACES_UNDER_TSAN) {
-        print_message("fork() tests are not supported by ThreadSanitizer: skipped\n");
-        skip();
-        return;
-    }
+    RACES_SKIP_FORK_UNDER_TSAN();
     x = xcalloc(sizeof *x);
     it_proxied_open(&p, e, "fork5", 900, 300);   /* renew every 300 ms */
     x->other = it_lock(p.c, "fork5-other");
@@ -608,37 +474,10 @@ static void test_shutdown_cancels_waiters(void **state)
 /* Finding 6b: shutdown with a call in flight. The shutdown waits for the
  * call (bounded by the command timeout) before it returns. */
 
+/* i: is_locked in flight; s: the shutdown. */
 struct sd_call {
-    rl_lock *l;
-    rl_client *c;
-    atomic_int i_state, s_state;   /* 1 calling; 2 returned */
-    int i_rc, s_rc;
-    int64_t i_call_ms, i_return_us, s_call_ms, s_return_us;
+    races_call i, s;
 };
-
-static void *sd_call_is_locked(void *arg)
-{
-    struct sd_call *x = arg;
-
-    x->i_call_ms = rt_now_ms();
-    atomic_store(&x->i_state, 1);
-    x->i_rc = rl_lock_is_locked(x->l);
-    x->i_return_us = rt_now_us();
-    atomic_store(&x->i_state, 2);
-    return NULL;
-}
-
-static void *sd_call_shutdown(void *arg)
-{
-    struct sd_call *x = arg;
-
-    x->s_call_ms = rt_now_ms();
-    atomic_store(&x->s_state, 1);
-    x->s_rc = rl_client_shutdown(x->c);
-    x->s_return_us = rt_now_us();
-    atomic_store(&x->s_state, 2);
-    return NULL;
-}
 
 static void test_shutdown_waits_for_call_in_flight(void **state)
 {
@@ -648,36 +487,36 @@ static void test_shutdown_waits_for_call_in_flight(void **state)
     pthread_t ti, ts;
 
     it_options(&o, e->redis->url, 0, 1500);
-    x->c = it_client_opts(&o);
-    x->l = it_lock(x->c, "sd2");
+    x->s.c = it_client_opts(&o);
+    x->i.l = it_lock(x->s.c, "sd2");
     assert_int_equal(rt_redis_pause(e->redis), 0);
-    ti = spawn(sd_call_is_locked, x);
-    IT_WAIT(atomic_load(&x->i_state) >= 1, 5000);
+    ti = spawn(races_is_locked_main, &x->i);
+    IT_WAIT(atomic_load(&x->i.state) >= 1, 5000);
     /* Give it time to be inside the call, blocked on the paused Redis. */
-    wait_until_ms(x->i_call_ms + 100);
-    ts = spawn(sd_call_shutdown, x);
-    IT_WAIT(atomic_load(&x->s_state) >= 1, 5000);
-    wait_until_ms(x->s_call_ms + 500);
+    wait_until_ms(x->i.call_ms + 100);
+    ts = spawn(races_shutdown_main, &x->s);
+    IT_WAIT(atomic_load(&x->s.state) >= 1, 5000);
+    wait_until_ms(x->s.call_ms + 500);
     assert_int_equal(rt_redis_resume(e->redis), 0);
-    assert_int_equal(join_at(ti, &x->i_state, 2, 5000), 0);
-    assert_int_equal(join_at(ts, &x->s_state, 2, 5000), 0);
+    assert_int_equal(join_at(ti, &x->i.state, 2, 5000), 0);
+    assert_int_equal(join_at(ts, &x->s.state, 2, 5000), 0);
 
-    IT_RC(x->s_rc, RL_OK);
+    IT_RC(x->s.rc, RL_OK);
     /* The call in flight left before the shutdown returned (a few ms of
      * scheduling between the two threads' clock reads are tolerated). */
-    if (x->i_return_us > x->s_return_us + 5000)
+    if (x->i.return_us > x->s.return_us + 5000)
         fail_msg("rl_client_shutdown returned %lld ms before the call in flight did "
-                 "(call: %d, %s)", (long long)(x->i_return_us - x->s_return_us) / 1000,
-                 x->i_rc, rl_strerror(x->i_rc));
-    if (!(x->i_rc == 0 || x->i_rc == 1 || x->i_rc == RL_ECONN || x->i_rc == RL_ECANCELED ||
-          x->i_rc == RL_EINVAL))
-        fail_msg("is_locked in flight returned %d (%s)", x->i_rc, rl_strerror(x->i_rc));
+                 "(call: %d, %s)", (long long)(x->i.return_us - x->s.return_us) / 1000,
+                 x->i.rc, rl_strerror(x->i.rc));
+    if (!(x->i.rc == 0 || x->i.rc == 1 || x->i.rc == RL_ECONN || x->i.rc == RL_ECANCELED ||
+          x->i.rc == RL_EINVAL))
+        fail_msg("is_locked in flight returned %d (%s)", x->i.rc, rl_strerror(x->i.rc));
     print_message("call in flight returned %d (%s) %lld ms before the shutdown did\n",
-                  x->i_rc, rl_strerror(x->i_rc),
-                  (long long)(x->s_return_us - x->i_return_us) / 1000);
-    IT_RC(rl_lock_is_locked(x->l), RL_EINVAL);
-    rl_lock_free(x->l);
-    rl_client_free(x->c);
+                  x->i.rc, rl_strerror(x->i.rc),
+                  (long long)(x->s.return_us - x->i.return_us) / 1000);
+    IT_RC(rl_lock_is_locked(x->i.l), RL_EINVAL);
+    rl_lock_free(x->i.l);
+    rl_client_free(x->s.c);
     free(x);
 }
 
@@ -944,26 +783,26 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_force_release_flags_racing_acquirer,
-                                        races_setup, races_teardown),
+                                        realloc_setup, realloc_teardown),
         cmocka_unit_test_setup_teardown(test_force_release_spares_later_acquirer,
-                                        races_setup, races_teardown),
-        cmocka_unit_test_setup_teardown(test_fork_after_failed_renewal, races_setup,
-                                        races_teardown),
-        cmocka_unit_test_setup_teardown(test_shutdown_cancels_waiters, races_setup,
-                                        races_teardown),
+                                        realloc_setup, realloc_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_after_failed_renewal, realloc_setup,
+                                        realloc_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_cancels_waiters, realloc_setup,
+                                        realloc_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_waits_for_call_in_flight,
-                                        races_setup, races_teardown),
-        cmocka_unit_test_setup_teardown(test_free_cancels_waiter, races_setup,
-                                        races_teardown),
-        cmocka_unit_test_setup_teardown(test_free_reports_callers_own_holds, races_setup,
-                                        races_teardown),
+                                        realloc_setup, realloc_teardown),
+        cmocka_unit_test_setup_teardown(test_free_cancels_waiter, realloc_setup,
+                                        realloc_teardown),
+        cmocka_unit_test_setup_teardown(test_free_reports_callers_own_holds, realloc_setup,
+                                        realloc_teardown),
         cmocka_unit_test_setup_teardown(test_lost_reported_despite_realloc_failure,
-                                        races_setup, races_teardown),
-        cmocka_unit_test_setup_teardown(test_renewal_racing_retake, races_setup,
-                                        races_teardown),
+                                        realloc_setup, realloc_teardown),
+        cmocka_unit_test_setup_teardown(test_renewal_racing_retake, realloc_setup,
+                                        realloc_teardown),
     };
 
-    rl__test_hook = dispatch;
+    races_hooks_install();
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

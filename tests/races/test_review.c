@@ -25,22 +25,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "it_common.h"
 #include "proxy.h"
+#include "races_common.h"
 #include "rt_util.h"
-
-/* ThreadSanitizer cannot follow a fork() child of a multi-threaded process
- * that starts threads of its own (see tests/integration/test_fork.c). */
-#if defined(__SANITIZE_THREAD__)
-#define REVIEW_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define REVIEW_UNDER_TSAN 1
-#endif
-#endif
-#ifndef REVIEW_UNDER_TSAN
-#define REVIEW_UNDER_TSAN 0
-#endif
 
 /* LeakSanitizer (part of AddressSanitizer) can be asked for a leak check
  * in the middle of the program. */
@@ -58,111 +45,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-/* ---- hooks -------------------------------------------------------------- */
-
-/* Defined by the hooked library (src/util.c); called at named points. */
-extern void (*rl__test_hook)(const char *point);
-
-typedef struct hook_arm {
-    const char *point;
-    void (*fn)(void *arg);
-    void *arg;
-} hook_arm;
-
-/* The one armed handler, fired once (by whichever thread gets there first). */
-static _Atomic(hook_arm *) g_arm;
-
-/* Installed once, before any thread exists, and never changed. */
-static void dispatch(const char *point)
-{
-    hook_arm *a = atomic_load(&g_arm);
-
-    if (a != NULL && strcmp(a->point, point) == 0 &&
-        atomic_compare_exchange_strong(&g_arm, &a, NULL))
-        a->fn(a->arg);
-}
-
-static void arm(hook_arm *a, const char *point, void (*fn)(void *), void *arg)
-{
-    a->point = point;
-    a->fn = fn;
-    a->arg = arg;
-    atomic_store(&g_arm, a);
-}
-
-static void disarm(void)
-{
-    atomic_store(&g_arm, NULL);
-}
-
-/* ---- fixture and helpers ------------------------------------------------ */
-
-static int review_setup(void **state)
-{
-    disarm();
-    return it_setup(state);
-}
-
-static int review_teardown(void **state)
-{
-    disarm();
-    return it_teardown(state);
-}
-
-static void *xcalloc(size_t size)
-{
-    void *p = calloc(1, size);
-
-    if (p == NULL)
-        fail_msg("out of memory");
-    return p;
-}
-
-static pthread_t spawn(void *(*fn)(void *), void *arg)
-{
-    pthread_t th;
-
-    if (pthread_create(&th, NULL, fn, arg) != 0)
-        fail_msg("pthread_create failed");
-    return th;
-}
-
-/* Join a thread that sets *st to `last` as its last step, if it does within
- * timeout_ms. 0, or -1: still running, detached and left alone. */
-static int join_at(pthread_t th, atomic_int *st, int last, long timeout_ms)
-{
-    if (!RT_WAIT_UNTIL(atomic_load(st) == last, timeout_ms)) {
-        pthread_detach(th);
-        return -1;
-    }
-    pthread_join(th, NULL);
-    return 0;
-}
-
-/* Wait for a point in time (CLOCK_MONOTONIC, ms): a deadline that the
- * scenario itself calls for, never a stand-in for a condition. */
-static void wait_until_ms(int64_t at_ms)
-{
-    RT_WAIT_UNTIL(rt_now_ms() >= at_ms, 60000);
-}
-
-/* The first failed check of a test whose threads must be let go before it
- * may fail. */
-typedef struct verdict {
-    char msg[512];
-} verdict;
-
-#define V_CHECK(v, cond, ...)                                                     \
-    do {                                                                          \
-        if (!(cond) && (v)->msg[0] == '\0')                                       \
-            snprintf((v)->msg, sizeof (v)->msg, __VA_ARGS__);                     \
-    } while (0)
-
-#define V_DONE(v)                                                                 \
-    do {                                                                          \
-        if ((v)->msg[0] != '\0')                                                  \
-            fail_msg("%s", (v)->msg);                                             \
-    } while (0)
+/* ---- helpers ----------------------------------------------------------- */
 
 /* A numeric field ("name:value") of an INFO section; -1 when absent. */
 static long long info_field(redisContext *rc, const char *section, const char *name)
@@ -365,12 +248,12 @@ static void test_shutdown_overlapping_free(void **state)
  * keep the acquisition in flight. */
 
 struct fc {
-    rl_client *c;
     rl_lock *l;
     pid_t redis_pid;
-    atomic_int x_state, s_state;   /* 1 calling; 2 returned */
-    int x_rc, s_rc;
+    atomic_int x_state;   /* 1 calling; 2 returned */
+    int x_rc;
     int64_t x_call_ms;
+    races_call shut;      /* the shutdown of shut.c, the client */
 };
 
 /* Exit code bits of the child. */
@@ -387,16 +270,6 @@ static void *fc_acquire_main(void *arg)
     atomic_store(&x->x_state, 1);
     x->x_rc = rl_lock_try_acquire(x->l, 0, 600000);
     atomic_store(&x->x_state, 2);
-    return NULL;
-}
-
-static void *fc_shutdown_main(void *arg)
-{
-    struct fc *x = arg;
-
-    atomic_store(&x->s_state, 1);
-    x->s_rc = rl_client_shutdown(x->c);
-    atomic_store(&x->s_state, 2);
     return NULL;
 }
 
@@ -418,16 +291,16 @@ static int fc_child(void *arg)
     RT_WAIT_UNTIL(atomic_load(&x->x_state) >= 1, 5000);
     /* Give it time to be inside the call, blocked on the paused Redis. */
     wait_until_ms(x->x_call_ms + 100);
-    if (pthread_create(&ts, NULL, fc_shutdown_main, x) != 0) {
+    if (pthread_create(&ts, NULL, races_shutdown_main, &x->shut) != 0) {
         kill(x->redis_pid, SIGCONT);
         return FC_SETUP;
     }
     /* The shutdown must wait for the acquisition, which cannot finish. */
-    early = RT_WAIT_UNTIL(atomic_load(&x->s_state) == 2, 300);
+    early = RT_WAIT_UNTIL(atomic_load(&x->shut.state) == 2, 300);
     if (early)
         code |= FC_EARLY;
     kill(x->redis_pid, SIGCONT);
-    if (!RT_WAIT_UNTIL(atomic_load(&x->x_state) == 2 && atomic_load(&x->s_state) == 2,
+    if (!RT_WAIT_UNTIL(atomic_load(&x->x_state) == 2 && atomic_load(&x->shut.state) == 2,
                        10000))
         return code | FC_STUCK;
     pthread_join(tx, NULL);
@@ -435,7 +308,7 @@ static int fc_child(void *arg)
     if (x->x_rc == RL_OK)
         code |= FC_GRANTED;
     rl_lock_free(x->l);
-    rl_client_free(x->c);
+    rl_client_free(x->shut.c);
     return code;
 }
 
@@ -444,21 +317,18 @@ static void test_fork_child_shutdown_waits_for_call(void **state)
     it_env *e = *state;
     struct fc *x;
     rl_options o;
+    rl_client *c;
     char keys[512];
     pid_t pid;
     int code, n;
 
-    if (REVIEW_UNDER_TSAN) {
-        print_message("fork() tests are not supported by ThreadSanitizer: skipped\n");
-        skip();
-        return;
-    }
+    RACES_SKIP_FORK_UNDER_TSAN();
     x = xcalloc(sizeof *x);
     /* Long command timeout: the acquisition stays in flight while Redis
      * is paused. */
     it_options(&o, e->redis->url, 0, 5000);
-    x->c = it_client_opts(&o);
-    x->l = it_lock(x->c, "fc");
+    c = x->shut.c = it_client_opts(&o);
+    x->l = it_lock(c, "fc");
     x->redis_pid = e->redis->pid;
     pid = rt_child_start(fc_child, x, 20);
     assert_true(pid > 0);
@@ -480,7 +350,7 @@ static void test_fork_child_shutdown_waits_for_call(void **state)
                  "RL_OK (expected RL_ECANCELED)");
     IT_EQ(code, 0);
     rl_lock_free(x->l);
-    rl_client_free(x->c);
+    rl_client_free(c);
     free(x);
 }
 
@@ -508,34 +378,11 @@ static void *fs_waiter_main(void *arg)
 }
 
 struct fs {
-    rl_client *c;
-    rl_lock *li, *lx;
+    rl_lock *lx;
     struct fs_waiter w;
-    atomic_int i_state, s_state;   /* 1 calling; 2 returned */
-    int i_rc, s_rc;
-    int64_t i_call_ms;
+    races_call call;   /* is_locked of a lock of shut.c, in flight */
+    races_call shut;   /* the shutdown of shut.c, the client */
 };
-
-static void *fs_call_main(void *arg)
-{
-    struct fs *x = arg;
-
-    x->i_call_ms = rt_now_ms();
-    atomic_store(&x->i_state, 1);
-    x->i_rc = rl_lock_is_locked(x->li);
-    atomic_store(&x->i_state, 2);
-    return NULL;
-}
-
-static void *fs_shutdown_main(void *arg)
-{
-    struct fs *x = arg;
-
-    atomic_store(&x->s_state, 1);
-    x->s_rc = rl_client_shutdown(x->c);
-    atomic_store(&x->s_state, 2);
-    return NULL;
-}
 
 /* In the child: the client is being shut down by a thread that does not
  * exist here. Any status will do; returning will. */
@@ -546,7 +393,7 @@ static int fs_child(void *arg)
 
     if (rc == RL_OK)
         rl_lock_release(x->lx);
-    rl_client_free(x->c);
+    rl_client_free(x->shut.c);
     return 0;
 }
 
@@ -555,24 +402,21 @@ static void test_fork_during_shutdown(void **state)
     it_env *e = *state;
     struct fs *x;
     rl_options o;
+    rl_client *c;
     rl_lock *lh;
     pthread_t tw, ti, ts;
     pid_t pid;
     int code, s_at_fork, i_at_fork, jw, ji, js;
     verdict v = { "" };
 
-    if (REVIEW_UNDER_TSAN) {
-        print_message("fork() tests are not supported by ThreadSanitizer: skipped\n");
-        skip();
-        return;
-    }
+    RACES_SKIP_FORK_UNDER_TSAN();
     x = xcalloc(sizeof *x);
     it_options(&o, e->redis->url, 0, 5000);
-    x->c = it_client_opts(&o);
-    lh = it_lock(x->c, "fs");
-    x->w.l = it_lock(x->c, "fs");
-    x->li = it_lock(x->c, "fs-other");
-    x->lx = it_lock(x->c, "fs-child");
+    c = x->shut.c = it_client_opts(&o);
+    lh = it_lock(c, "fs");
+    x->w.l = it_lock(c, "fs");
+    x->call.l = it_lock(c, "fs-other");
+    x->lx = it_lock(c, "fs-child");
     /* A waiter queued behind this thread's hold: it returns as soon as the
      * shutdown has begun, which tells the test so. */
     IT_RC(rl_lock_try_acquire(lh, 0, RL_LEASE_WATCHDOG), RL_OK);
@@ -586,21 +430,21 @@ static void test_fork_during_shutdown(void **state)
 
     /* A call in flight that cannot finish: the shutdown waits for it. */
     assert_int_equal(rt_redis_pause(e->redis), 0);
-    ti = spawn(fs_call_main, x);
-    IT_WAIT(atomic_load(&x->i_state) >= 1, 5000);
-    wait_until_ms(x->i_call_ms + 100);
-    ts = spawn(fs_shutdown_main, x);
+    ti = spawn(races_is_locked_main, &x->call);
+    IT_WAIT(atomic_load(&x->call.state) >= 1, 5000);
+    wait_until_ms(x->call.call_ms + 100);
+    ts = spawn(races_shutdown_main, &x->shut);
     V_CHECK(&v, RT_WAIT_UNTIL(atomic_load(&x->w.state) == 2, 5000),
             "the waiter was not cancelled within 5 s of rl_client_shutdown");
-    s_at_fork = atomic_load(&x->s_state);
-    i_at_fork = atomic_load(&x->i_state);
+    s_at_fork = atomic_load(&x->shut.state);
+    i_at_fork = atomic_load(&x->call.state);
 
     pid = rt_child_start(fs_child, x, 5);
     code = pid > 0 ? rt_child_wait(pid, 8000) : -2;
 
     assert_int_equal(rt_redis_resume(e->redis), 0);
-    ji = join_at(ti, &x->i_state, 2, 10000);
-    js = join_at(ts, &x->s_state, 2, 10000);
+    ji = join_at(ti, &x->call.state, 2, 10000);
+    js = join_at(ts, &x->shut.state, 2, 10000);
     jw = join_at(tw, &x->w.state, 2, 10000);
     if (ji != 0 || js != 0 || jw != 0)
         fail_msg("threads left blocked (call %d, shutdown %d, waiter %d); first failure: %s",
@@ -614,15 +458,15 @@ static void test_fork_during_shutdown(void **state)
             "8 s; 142: SIGALRM after 5 s, i.e. rl_client_free hung)", code);
     V_CHECK(&v, x->w.rc == RL_ECANCELED, "the waiter returned %d (%s), expected RL_ECANCELED",
             x->w.rc, rl_strerror(x->w.rc));
-    V_CHECK(&v, x->s_rc == RL_OK, "rl_client_shutdown = %d (%s)", x->s_rc,
-            rl_strerror(x->s_rc));
+    V_CHECK(&v, x->shut.rc == RL_OK, "rl_client_shutdown = %d (%s)", x->shut.rc,
+            rl_strerror(x->shut.rc));
     /* This thread's hold was let go by the shutdown: told once. */
     V_CHECK(&v, rl_interrupted() == 1, "the holder was not told of the shutdown");
     rl_lock_free(lh);
     rl_lock_free(x->w.l);
-    rl_lock_free(x->li);
+    rl_lock_free(x->call.l);
     rl_lock_free(x->lx);
-    rl_client_free(x->c);
+    rl_client_free(c);
     free(x);
     V_DONE(&v);
 }
@@ -791,17 +635,6 @@ static void ns_log(int level, const char *message, void *payload)
 
     if (level <= RL_LOG_WARN && strstr(message, "NOSCRIPT twice") != NULL)
         atomic_fetch_add(&cap->noscript_twice, 1);
-}
-
-/* Wait until the watchdog renews the lease of key: its PTTL jumps up by
- * more than 100 ms over the lowest value seen. 1, or 0 on timeout. */
-static int wait_renewed(redisContext *rc, const char *key, size_t kl, long timeout_ms)
-{
-    long long low = rt_redis_pttl(rc, key, kl), p;
-
-    return RT_WAIT_UNTIL(((p = rt_redis_pttl(rc, key, kl)) < low ? (low = p, 0)
-                                                                : p > low + 100),
-                         timeout_ms);
 }
 
 static void test_renewal_noscript_twice_is_a_failure(void **state)
@@ -1051,25 +884,25 @@ static void test_subscriber_accepts_plain_pong(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_shutdown_overlapping_free, review_setup,
-                                        review_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_overlapping_free, races_setup,
+                                        races_teardown),
         cmocka_unit_test_setup_teardown(test_fork_child_shutdown_waits_for_call,
-                                        review_setup, review_teardown),
-        cmocka_unit_test_setup_teardown(test_fork_during_shutdown, review_setup,
-                                        review_teardown),
+                                        races_setup, races_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_during_shutdown, races_setup,
+                                        races_teardown),
         cmocka_unit_test_setup_teardown(test_force_release_lost_reply_flags_holders,
-                                        review_setup, review_teardown),
-        cmocka_unit_test_setup_teardown(test_renew_interval_bounded, review_setup,
-                                        review_teardown),
+                                        races_setup, races_teardown),
+        cmocka_unit_test_setup_teardown(test_renew_interval_bounded, races_setup,
+                                        races_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_noscript_twice_is_a_failure,
-                                        review_setup, review_teardown),
-        cmocka_unit_test_setup_teardown(test_thread_exit_hold_freed, review_setup,
-                                        review_teardown),
-        cmocka_unit_test_setup_teardown(test_subscriber_accepts_plain_pong, review_setup,
-                                        review_teardown),
+                                        races_setup, races_teardown),
+        cmocka_unit_test_setup_teardown(test_thread_exit_hold_freed, races_setup,
+                                        races_teardown),
+        cmocka_unit_test_setup_teardown(test_subscriber_accepts_plain_pong, races_setup,
+                                        races_teardown),
     };
 
-    rl__test_hook = dispatch;
+    races_hooks_install();
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

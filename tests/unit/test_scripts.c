@@ -50,16 +50,7 @@ static int setup(void **state)
 
     if (e == NULL)
         return -1;
-    e->redis = rt_redis_start(NULL);
-    if (e->redis == NULL) {
-        fprintf(stderr, "unit_scripts: cannot start redis-server: this test FAILS "
-                        "without Redis\n");
-        free(e);
-        return -1;
-    }
-    e->rc = rt_redis_connect(e->redis);
-    if (e->rc == NULL) {
-        rt_redis_stop(e->redis);
+    if (rt_redis_open("unit_scripts", NULL, &e->redis, &e->rc) != 0) {
         free(e);
         return -1;
     }

@@ -299,7 +299,37 @@ void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex he
 void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */
 long rl__drift_ms(long lease_ms);
 
-/* ---- lock.c: leftovers ------------------------------------------------ */
+/* ---- outcome.c: changes sent, lost replies resolved, leftovers -------- */
+
+#define RL__RETRY (-100)   /* internal: the change was not applied; send it again */
+
+/* Who changes which lock: the calling thread's owner field on an entry. */
+typedef struct rl__op {
+    rl_client *c;
+    rl__entry *e;
+    const char *owner;
+    size_t owner_len;
+} rl__op;
+
+void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);
+/* What the count read back after a lost reply says of a change (acquire or
+ * release script) made by a hold of `held`: RL__RETRY (not applied), or
+ * RL_OK with *res DONE (applied), NOTOWNER (our field is gone) or MISMATCH.
+ * Pure. */
+int rl__outcome(int script, long long held, long long count, rl__result *res);
+/* Run the acquire or release script, resolving a lost or unreadable reply
+ * by reading the count back (*read_back set). RL_ECONN with
+ * unresolved->id >= 0: the outcome stays unknown; fence that connection
+ * before anything else. */
+int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
+               rl__result *res, rl__fence *unresolved, int *read_back);
+/* Before the thread takes the entry again: drop what its unresolved changes
+ * may have left. Mutex held; dropped while I/O runs. */
+int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline);
+rl__leftover *rl__leftover_find(rl_client *c, const rl__entry *e, uint64_t tid); /* mutex held */
+/* Claim lo, drop it (mutex dropped meanwhile), and settle the record: it is
+ * freed on success (do not use lo after), kept for a retry otherwise. */
+int rl__leftover_try(rl_client *c, rl__leftover *lo);                 /* mutex held */
 
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence);    /* mutex held */

@@ -1,0 +1,323 @@
+/*
+ * Changes whose reply may be lost: sending the acquire or release script,
+ * resolving a lost or unreadable reply by fencing the connection that
+ * carried it and reading the count back, and the fields ("leftovers") that
+ * an outcome nobody could read back may have left in Redis, dropped as soon
+ * as Redis answers again. The decision itself (rl__outcome) is pure.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+/* ---- a change, sent and resolved -------------------------------------- */
+
+void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
+{
+    o->c = c;
+    o->e = e;
+    o->owner = rl__thread_owner(t, c, &o->owner_len);
+}
+
+/* After a lost reply: fence off the connection that carried the change,
+ * then read our count back. */
+static int read_count(rl__op *o, const rl__fence *dead, long long *count)
+{
+    const char *argv[3] = { "HGET", o->e->key, o->owner };
+    size_t lens[3] = { 4, o->e->key_len, o->owner_len };
+    rl__conn *conn;
+    redisReply *r = NULL;
+    int rc, n, i;
+
+    if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
+        return rc;
+    n = rl__conn_append_kill(conn, dead);
+    redisAppendCommandArgv(conn->ctx, 3, argv, lens);
+    n++;
+    rc = RL_OK;
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
+            break;
+        }
+        if (i == n - 1)
+            rc = rl__reply_count(r, count);
+        else if (r->type == REDIS_REPLY_ERROR)
+            rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
+        freeReplyObject(r);
+    }
+    rl__pool_put(o->c, conn);
+    return rc;
+}
+
+/* Send one script call, on a fresh connection when the pooled one turns
+ * out to have been closed by the server before use (nothing was sent). */
+static int send_script(rl__op *o, int script, int nargs, const char **args, const size_t *lens,
+                       rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+{
+    int rc, nkeys = script == RL__S_ACQUIRE ? 1 : 2, attempt;
+
+    for (attempt = 0;; attempt++) {
+        *conn = NULL;
+        if ((rc = rl__pool_get(o->c, conn)) != RL_OK) {
+            *conn = NULL;
+            return rc;               /* nothing was sent */
+        }
+        *sent_ms = rl__now_ms();
+        rc = rl__conn_script_fast(o->c, *conn, script, resp, nkeys, nargs, args, lens);
+        if (rc != RL__UNSENT)
+            return rc;
+        rl__pool_put(o->c, *conn);   /* broken: closed, and the idle ones with it */
+        *conn = NULL;
+        if (attempt == 1)
+            return rl__err(RL_ECONN, "Redis closed the connection before the command was "
+                                     "sent (nothing was sent)");
+    }
+}
+
+int rl__outcome(int script, long long held, long long count, rl__result *res)
+{
+    /* The count the change produces when it was applied. */
+    long long done = script == RL__S_ACQUIRE ? held + 1 : held > 0 ? held - 1 : 0;
+
+    if (count == done) {
+        res->code = RL__R_DONE;
+        res->value = count;
+        return RL_OK;
+    }
+    if (count == held)
+        return RL__RETRY;
+    res->code = count == 0 ? RL__R_NOTOWNER : RL__R_MISMATCH;
+    res->value = count;
+    return RL_OK;
+}
+
+/*
+ * Run the acquire or release script for a hold of `held`. A lost or
+ * unreadable reply is resolved by reading the count back (*read_back is
+ * then set): the count success would produce means applied, the count we
+ * started from means not applied (RL__RETRY). When even that fails,
+ * RL_ECONN with *unresolved set to the connection to fence off before
+ * trying again (unresolved->id is -1 otherwise).
+ */
+static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
+                      rl__result *res, rl__fence *unresolved, int *read_back)
+{
+    char heldbuf[24], leasebuf[24];
+    const char *args[6];
+    size_t lens[6];
+    rl__conn *conn;
+    rl__resp resp;
+    rl__fence dead;
+    long long count;
+    int rc, nargs;
+    size_t heldlen = rl__fmt_ll(heldbuf, held), leaselen = rl__fmt_ll(leasebuf, lease_ms);
+
+    args[0] = o->e->key;
+    lens[0] = o->e->key_len;
+    if (script == RL__S_ACQUIRE) {
+        args[1] = leasebuf;   lens[1] = leaselen;
+        args[2] = o->owner;   lens[2] = o->owner_len;
+        args[3] = heldbuf;    lens[3] = heldlen;
+        nargs = 4;
+    } else {
+        args[1] = o->e->channel; lens[1] = o->e->channel_len;
+        args[2] = o->owner;      lens[2] = o->owner_len;
+        args[3] = heldbuf;       lens[3] = heldlen;
+        args[4] = leasebuf;      lens[4] = leaselen;
+        /* Without channel rights, spare Redis a PUBLISH it would refuse. */
+        args[5] = atomic_load(&o->c->no_notices) ? "0" : "1";
+        lens[5] = 1;
+        nargs = 6;
+    }
+
+    unresolved->id = -1;
+    unresolved->addr[0] = '\0';
+    *read_back = 0;
+    rc = send_script(o, script, nargs, args, lens, &conn, sent_ms, &resp);
+    if (!conn)
+        return rc;               /* nothing was sent */
+    dead.id = -1;
+    dead.addr[0] = '\0';
+    if (rc == RL_OK) {
+        rc = rl__resp_result(&resp, res);
+        rl__pool_put(o->c, conn);
+        /* A reply of a shape no script of ours gives: it may have run. The
+         * connection is still in step, nothing to fence. */
+        if (rc != RL_EPROTO)
+            return rc;
+    } else {
+        if (rc == RL_ECONN || rc == RL_EPROTO)
+            dead = conn->fence;
+        rl__pool_put(o->c, conn);
+        if (rc != RL_ECONN && rc != RL_EPROTO)
+            return rc;
+    }
+
+    rl__log(o->c, RL_LOG_WARN, "rlock: reply to a change of %.*s lost or not understood (%s); "
+            "reading the hold count back",
+            (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key, rl_last_error());
+    *read_back = 1;
+    if ((rc = read_count(o, &dead, &count)) != RL_OK) {
+        *unresolved = dead;
+        if (unresolved->id < 0)
+            unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
+        return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
+                                 "not be read back (%s)", rl_last_error());
+    }
+    return rl__outcome(script, held, count, res);
+}
+
+int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
+               rl__result *res, rl__fence *unresolved, int *read_back)
+{
+    int rc, attempt;
+
+    for (attempt = 0; attempt < 3; attempt++) {
+        rc = run_change(o, script, held, lease_ms, sent_ms, res, unresolved, read_back);
+        if (rc != RL__RETRY)
+            return rc;
+    }
+    return rl__err(RL_ECONN, "the change was lost three times in a row");
+}
+
+/* ---- leftovers: our field may still be in Redis ------------------------- */
+
+void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                      size_t owner_len, const rl__fence *fence)
+{
+    rl__leftover *lo = calloc(1, sizeof *lo);
+
+    if (!lo)
+        return;    /* the field then simply runs out with its lease */
+    lo->entry = e;
+    lo->tid = tid;
+    memcpy(lo->owner, owner, owner_len + 1);
+    lo->owner_len = owner_len;
+    lo->fence = *fence;
+    lo->next = c->leftovers;
+    c->leftovers = lo;
+    e->leftovers++;
+    c->leftover_retry_at = 0;
+    rl__watchdog_poke(c);
+}
+
+/* Fence off the connection that carried the unknown change, then remove
+ * our field whatever its count. Never touches another owner's field. */
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
+{
+    const char *argv[8];
+    size_t lens[8];
+    rl__conn *conn;
+    redisReply *r = NULL;
+    rl__result res;
+    int rc, n, i;
+
+    late->id = -1;
+    late->addr[0] = '\0';
+    if ((rc = rl__pool_get(c, &conn)) != RL_OK)
+        return rc;
+    n = rl__conn_append_kill(conn, &lo->fence);
+    argv[0] = "EVALSHA";              lens[0] = 7;
+    argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
+    argv[2] = "2";                    lens[2] = 1;
+    argv[3] = lo->entry->key;         lens[3] = lo->entry->key_len;
+    argv[4] = lo->entry->channel;     lens[4] = lo->entry->channel_len;
+    argv[5] = lo->owner;              lens[5] = lo->owner_len;
+    argv[6] = "0";                    lens[6] = 1;
+    argv[7] = "0";                    lens[7] = 1;
+    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+    n++;
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            rc = rl__err(RL_ECONN, "dropping a leftover field: %s", rl__conn_error(conn));
+            /* The drop may still run late: that connection must be fenced too. */
+            *late = conn->fence;
+            if (late->id < 0)
+                late->id = 0;
+            break;
+        }
+        if (i < n - 1 && r->type == REDIS_REPLY_ERROR) {
+            rl__log(c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
+        } else if (i == n - 1) {
+            rc = rl__reply_result(r, &res);
+            if (rc == RL_EREDIS && strstr(rl_last_error(), "NOSCRIPT"))
+                rc = rl__conn_load_scripts(c, conn) == RL_OK ? RL_ECONN : rc;  /* retried later */
+        }
+        freeReplyObject(r);
+    }
+    rl__pool_put(c, conn);
+    return rc;
+}
+
+void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late)
+{
+    rl__leftover **pp;
+
+    lo->claimed = 0;
+    pthread_cond_broadcast(&c->leftover_cond);
+    if (rc != RL_OK) {
+        /* Keep it; and a drop lost on the way is one more to fence. */
+        if (late->id >= 0)
+            rl__leftover_add(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late);
+        return;
+    }
+    for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {
+        if (*pp == lo) {
+            *pp = lo->next;
+            break;
+        }
+    }
+    lo->entry->leftovers--;
+    rl__entry_maybe_free(c, lo->entry);
+    free(lo);
+}
+
+/*
+ * Before the thread takes the name again: drop what an earlier, unresolved
+ * change of this thread may have left, so that a late command on the old
+ * connection cannot act on the new hold. Mutex held; dropped while I/O runs.
+ */
+int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline)
+{
+    rl__leftover *lo;
+    int rc;
+
+    while ((lo = rl__leftover_find(c, e, tid))) {
+        if (lo->claimed) {
+            /* The watchdog is dropping it right now. */
+            if (atomic_load(&c->closing))
+                return rl__err(RL_ECANCELED, "the client is shutting down");
+            if (deadline >= 0 && rl__now_ms() >= deadline)
+                return rl__err(RL_ECONN, "an earlier change of this thread is being cleaned up");
+            rl__cond_wait_until(&c->leftover_cond, &c->mu, deadline);
+            continue;
+        }
+        if ((rc = rl__leftover_try(c, lo)) != RL_OK)
+            return rc;
+    }
+    return RL_OK;
+}
+
+rl__leftover *rl__leftover_find(rl_client *c, const rl__entry *e, uint64_t tid)
+{
+    rl__leftover *lo;
+
+    for (lo = c->leftovers; lo; lo = lo->next)
+        if (lo->entry == e && lo->tid == tid)
+            return lo;
+    return NULL;
+}
+
+int rl__leftover_try(rl_client *c, rl__leftover *lo)
+{
+    rl__fence late;
+    int rc;
+
+    lo->claimed = 1;
+    pthread_mutex_unlock(&c->mu);
+    rc = rl__leftover_drop(c, lo, &late);
+    pthread_mutex_lock(&c->mu);
+    rl__leftover_done(c, lo, rc, &late);
+    return rc;
+}

@@ -140,21 +140,13 @@ static int probe_notices(rl_client *c, rl__conn *conn)
 static void client_destroy(rl_client *c)
 {
     rl__hold *h, *next;
-    rl__conn *conn, *cnext;
 
     for (h = c->holds; h; h = next) {
         next = h->c_next;
         free(h);
     }
-    for (conn = c->all; conn; conn = cnext) {
-        cnext = conn->all_next;
-        rl__conn_close(c, conn);
-    }
-    while (c->leftovers) {
-        rl__leftover *lo = c->leftovers;
-        c->leftovers = lo->next;
-        free(lo);
-    }
+    rl__pool_free(c);
+    rl__leftovers_free(c);
     rl__hold_free_spares(c);
     rl__entry_free_all(c);
     rl__url_clear(&c->url);

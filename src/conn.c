@@ -267,6 +267,39 @@ int rl__pool_get(rl_client *c, rl__conn **out)
     return rc;
 }
 
+void rl__pool_after_fork(rl_client *c)
+{
+    rl__conn *conn, *next;
+
+    /* The idle ones are whole and are closed; the ones that threads of the
+     * parent had borrowed may be mid-use, so only their sockets are closed. */
+    for (conn = c->idle; conn; conn = conn->next)
+        conn->fence.id = -2;    /* mark: idle, safe to free */
+    for (conn = c->all; conn; conn = next) {
+        next = conn->all_next;
+        if (conn->fence.id == -2)
+            rl__conn_close(c, conn);
+        else if (conn->ctx && conn->ctx->fd >= 0)
+            close(conn->ctx->fd);
+    }
+    c->all = NULL;
+    c->idle = NULL;
+    c->conns = 0;
+    c->pool_waiters = 0;
+}
+
+void rl__pool_free(rl_client *c)
+{
+    rl__conn *conn, *next;
+
+    for (conn = c->all; conn; conn = next) {
+        next = conn->all_next;
+        rl__conn_close(c, conn);
+    }
+    c->all = c->idle = NULL;
+    c->conns = 0;
+}
+
 rl__conn *rl__pool_take_idle(rl_client *c)
 {
     rl__conn *idle = c->idle, *conn;

@@ -125,27 +125,10 @@ int rl__registry_has(const rl_client *c)
 
 void rl__rebuild_after_fork(rl_client *c)
 {
-    rl__conn *conn, *next;
     rl__hold *h, *hnext;
     size_t i;
 
-    /* Connections: the idle ones are whole and are closed; the ones that
-     * threads of the parent had borrowed (and the watchdog's and the
-     * subscriber's) may be mid-use, so only their sockets are closed. */
-    for (conn = c->idle; conn; conn = conn->next)
-        conn->fence.id = -2;    /* mark: idle, safe to free */
-    for (conn = c->all; conn; conn = next) {
-        next = conn->all_next;
-        if (conn->fence.id == -2) {
-            rl__conn_close(c, conn);
-        } else if (conn->ctx && conn->ctx->fd >= 0) {
-            close(conn->ctx->fd);
-        }
-    }
-    c->all = NULL;
-    c->idle = NULL;
-    c->conns = 0;
-    c->pool_waiters = 0;
+    rl__pool_after_fork(c);
 
     /* Holds and waiters were the parent's threads'. */
     for (h = c->holds; h; h = hnext) {
@@ -154,12 +137,7 @@ void rl__rebuild_after_fork(rl_client *c)
     }
     c->holds = NULL;
     c->nholds = 0;
-    while (c->leftovers) {
-        rl__leftover *lo = c->leftovers;
-        c->leftovers = lo->next;
-        free(lo);
-    }
-    c->leftover_retry_at = 0;
+    rl__leftovers_free(c);
     rl__hold_free_spares(c);
     for (i = 0; i < c->nbuckets; i++) {
         rl__entry *e, *enext;
@@ -177,17 +155,11 @@ void rl__rebuild_after_fork(rl_client *c)
     /* The watchdog and subscriber threads do not exist here. */
     c->wd_started = 0;
     c->wd_wake_at = 0;
-    c->sub_started = 0;
-    if (c->sub_efd >= 0)
-        close(c->sub_efd);
-    c->sub_efd = -1;
     if (c->wd_conn && c->wd_conn->ctx && c->wd_conn->ctx->fd >= 0)
         close(c->wd_conn->ctx->fd);
-    if (c->sub_ctx && c->sub_ctx->fd >= 0)
-        close(c->sub_ctx->fd);
     c->wd_conn = NULL;
     c->wd_failed = 0;
-    c->sub_ctx = NULL;
+    rl__sub_after_fork(c);
     c->stopping = 0;
 
     rl__client_new_identity(c);

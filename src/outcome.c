@@ -321,3 +321,13 @@ int rl__leftover_try(rl_client *c, rl__leftover *lo)
     rl__leftover_done(c, lo, rc, &late);
     return rc;
 }
+
+void rl__leftovers_free(rl_client *c)
+{
+    while (c->leftovers) {
+        rl__leftover *lo = c->leftovers;
+        c->leftovers = lo->next;
+        free(lo);
+    }
+    c->leftover_retry_at = 0;
+}

@@ -177,6 +177,8 @@ void rl__conn_close(rl_client *c, rl__conn *conn);
 int rl__pool_get(rl_client *c, rl__conn **out);
 void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
 rl__conn *rl__pool_take_idle(rl_client *c);        /* mutex held; caller closes them */
+void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
+void rl__pool_free(rl_client *c);                  /* teardown: close every connection */
 int rl__conn_broken(const rl__conn *conn);
 void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
 
@@ -330,6 +332,7 @@ rl__leftover *rl__leftover_find(rl_client *c, const rl__entry *e, uint64_t tid);
 /* Claim lo, drop it (mutex dropped meanwhile), and settle the record: it is
  * freed on success (do not use lo after), kept for a retry otherwise. */
 int rl__leftover_try(rl_client *c, rl__leftover *lo);                 /* mutex held */
+void rl__leftovers_free(rl_client *c);       /* fork child, teardown: forget them */
 
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence);    /* mutex held */
@@ -433,5 +436,6 @@ void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 int rl__sub_ensure(rl_client *c);            /* mutex held */
 void rl__sub_poke(rl_client *c);
 void rl__sub_stop(rl_client *c);             /* mutex NOT held */
+void rl__sub_after_fork(rl_client *c);       /* fork child: the thread is gone */
 
 #endif

@@ -65,6 +65,18 @@ void rl__sub_stop(rl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+void rl__sub_after_fork(rl_client *c)
+{
+    /* The thread does not exist here; its connection may be mid-use. */
+    c->sub_started = 0;
+    if (c->sub_efd >= 0)
+        close(c->sub_efd);
+    c->sub_efd = -1;
+    if (c->sub_ctx && c->sub_ctx->fd >= 0)
+        close(c->sub_ctx->fd);
+    c->sub_ctx = NULL;
+}
+
 typedef struct sub_state {
     rl_client *c;
     redisContext *ctx;

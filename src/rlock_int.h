@@ -119,6 +119,12 @@ int rl__resp_result(const rl__resp *resp, rl__result *out);
 typedef struct rl__fence rl__fence;
 int rl__parse_client_info(const char *s, size_t len, rl__fence *out);
 
+/* ---- slot.c (pure): Redis Cluster key slots ---------------------------- */
+
+#define RL__SLOTS 16384
+uint16_t rl__crc16(const void *data, size_t len);      /* CRC16/XMODEM */
+uint16_t rl__slot(const void *key, size_t len);        /* honours {hash tags} */
+
 /* ---- scripts.c ------------------------------------------------------- */
 
 enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE, RL__S_COUNT };

@@ -42,11 +42,27 @@ static rl__entry *lookup(rl_client *c, const void *name, size_t len, uint64_t ha
     return NULL;
 }
 
+/*
+ * The hash tag of a name: the name itself, or the escape byte and the name
+ * when it starts with '}' or with the escape byte. A tag that starts with
+ * '}' would end at once: Redis Cluster would then hash the whole key, and
+ * the key and its channel would land in different slots. Escaping the
+ * escape byte too keeps distinct names on distinct keys ("}x" and "\}x"
+ * become "\}x" and "\\}x"). A '}' later in a name cuts the tag short,
+ * but at the same byte in every key of that name, which is all it takes.
+ */
+#define RL__TAG_ESC '\\'
+
+static size_t tag_escaped(const unsigned char *name, size_t len)
+{
+    return len && (name[0] == '}' || name[0] == RL__TAG_ESC);
+}
+
 rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
 {
     uint64_t hash = rl__hash(name, len);
     rl__entry *e = lookup(c, name, len, hash);
-    size_t klen;
+    size_t esc = tag_escaped(name, len), klen;
 
     if (e)
         return e;
@@ -55,7 +71,7 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
     e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
-    klen = c->prefix_len + 1 + len + 1;
+    klen = c->prefix_len + 1 + esc + len + 1;
     e->name = rl__memdup(name, len);
     e->key = malloc(klen + 1);
     e->channel = malloc(klen + sizeof ":release");
@@ -70,13 +86,16 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
     e->hash = hash;
     memcpy(e->key, c->prefix, c->prefix_len);
     e->key[c->prefix_len] = '{';
-    memcpy(e->key + c->prefix_len + 1, name, len);
+    if (esc)
+        e->key[c->prefix_len + 1] = RL__TAG_ESC;
+    memcpy(e->key + c->prefix_len + 1 + esc, name, len);
     e->key[klen - 1] = '}';
     e->key[klen] = '\0';
     e->key_len = klen;
     memcpy(e->channel, e->key, klen);
     memcpy(e->channel + klen, ":release", sizeof ":release");
     e->channel_len = klen + sizeof ":release" - 1;
+    e->slot = rl__slot(e->key, e->key_len);
     e->next = c->buckets[hash & (c->nbuckets - 1)];
     c->buckets[hash & (c->nbuckets - 1)] = e;
     c->nentries++;
@@ -116,6 +135,15 @@ rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len)
         return NULL;
     ch += c->prefix_len + 1;
     len -= c->prefix_len + 1 + tail;
+    /* Undo the escape; a tag that rl__entry_get() never makes names nothing. */
+    if (ch[0] == RL__TAG_ESC) {
+        if (len < 2 || !tag_escaped((const unsigned char *)ch + 1, len - 1))
+            return NULL;
+        ch++;
+        len--;
+    } else if (ch[0] == '}') {
+        return NULL;
+    }
     return lookup(c, ch, len, rl__hash(ch, len));
 }
 

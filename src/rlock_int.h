@@ -223,10 +223,11 @@ typedef struct rl__entry {
     uint64_t hash;
     char *name;
     size_t name_len;
-    char *key;                      /* <prefix>{<name>} */
+    char *key;                      /* <prefix>{<tag>}; tag: the name, escaped (holds.c) */
     size_t key_len;
-    char *channel;                  /* <prefix>{<name>}:release */
+    char *channel;                  /* <prefix>{<tag>}:release */
     size_t channel_len;
+    uint16_t slot;                  /* Cluster slot of key and channel alike */
     int handles, holds, waiters;    /* what keeps the entry alive */
     rl__waiter *q_head, *q_tail;    /* local FIFO of waiting threads */
     int local_live;                 /* holds of this process not lost */

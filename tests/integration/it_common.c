@@ -84,19 +84,24 @@ rl_lock *it_lock(rl_client *c, const char *name)
 size_t it_key(char *buf, size_t cap, const char *prefix, const void *name, size_t name_len,
               const char *suffix)
 {
+    const char *n = name;
+    /* src/holds.c: a name starting with '}' or a backslash gets a backslash in front. */
+    size_t esc = name_len && (n[0] == '}' || n[0] == '\\');
     size_t pl = strlen(prefix), sl = suffix ? strlen(suffix) : 0;
-    size_t n = pl + 1 + name_len + 1 + sl;
+    size_t len = pl + 1 + esc + name_len + 1 + sl;
 
-    if (n + 1 > cap)
+    if (len + 1 > cap)
         fail_msg("it_key: buffer too small");
     memcpy(buf, prefix, pl);
     buf[pl] = '{';
-    memcpy(buf + pl + 1, name, name_len);
-    buf[pl + 1 + name_len] = '}';
+    if (esc)
+        buf[pl + 1] = '\\';
+    memcpy(buf + pl + 1 + esc, name, name_len);
+    buf[pl + 1 + esc + name_len] = '}';
     if (sl > 0)
-        memcpy(buf + pl + 2 + name_len, suffix, sl);
-    buf[n] = '\0';
-    return n;
+        memcpy(buf + pl + 2 + esc + name_len, suffix, sl);
+    buf[len] = '\0';
+    return len;
 }
 
 int it_hgetall(redisContext *c, const void *key, size_t key_len, it_hash *out)

@@ -88,7 +88,8 @@ rl_lock *it_lock(rl_client *c, const char *name);
  * rlock's layout in Redis.
  */
 
-/** Build "<prefix>{<name>}<suffix>" (binary-safe) into buf; returns its length. */
+/** Build "<prefix>{<name>}<suffix>" (binary-safe) into buf; returns its length.
+ * A name starting with '}' or a backslash gets a backslash in front (src/holds.c). */
 size_t it_key(char *buf, size_t cap, const char *prefix, const void *name, size_t name_len,
               const char *suffix);
 

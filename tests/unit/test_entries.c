@@ -55,6 +55,60 @@ static void test_key_layout(void **state)
     free_client(c);
 }
 
+/* Names starting with '}' or the escape byte get the escape byte in front
+ * of their tag: the tag is never empty, so key and channel share a slot,
+ * and distinct names keep distinct keys. */
+static void test_key_escape(void **state)
+{
+    rl_client *c = fake_client("rl:");
+    static const struct { const char *name; size_t len; const char *key; size_t key_len; } k[] = {
+        { "}x", 2, "rl:{\\}x}", 8 },
+        { "\\}x", 3, "rl:{\\\\}x}", 9 },
+        { "\\x", 2, "rl:{\\\\x}", 8 },
+        { "x\\", 2, "rl:{x\\}", 7 },
+        { "\\", 1, "rl:{\\\\}", 7 },
+        { "}", 1, "rl:{\\}}", 7 },
+        { "}}", 2, "rl:{\\}}}", 8 },
+        { "a}b", 3, "rl:{a}b}", 8 },
+        { "{x}", 3, "rl:{{x}}", 8 },
+        { "x{", 2, "rl:{x{}", 7 },
+        { "\0}", 2, "rl:{\0}}", 7 },
+        { "}\0", 2, "rl:{\\}\0}", 8 },
+    };
+    rl__entry *e[sizeof k / sizeof k[0]];
+    char big[RL_NAME_MAX];
+    size_t i, j;
+    (void)state;
+    for (i = 0; i < sizeof k / sizeof k[0]; i++) {
+        e[i] = rl__entry_get(c, k[i].name, k[i].len);
+        assert_non_null(e[i]);
+        e[i]->handles = 1;
+        assert_int_equal(e[i]->key_len, k[i].key_len);
+        assert_memory_equal(e[i]->key, k[i].key, k[i].key_len);
+        assert_int_equal(e[i]->channel_len, k[i].key_len + 8);
+        assert_memory_equal(e[i]->channel, k[i].key, k[i].key_len);
+        assert_int_equal(e[i]->slot, rl__slot(e[i]->key, e[i]->key_len));
+        assert_int_equal(e[i]->slot, rl__slot(e[i]->channel, e[i]->channel_len));
+        assert_ptr_equal(rl__entry_by_channel(c, e[i]->channel, e[i]->channel_len), e[i]);
+        for (j = 0; j < i; j++)
+            assert_ptr_not_equal(e[i], e[j]);
+    }
+    /* Tags rl__entry_get() never makes name no entry. */
+    assert_null(rl__entry_by_channel(c, "rl:{}x}:release", 15));
+    assert_null(rl__entry_by_channel(c, "rl:{\\}:release", 15));
+    assert_null(rl__entry_by_channel(c, "rl:{\\a}:release", 16));
+    assert_null(rl__entry_by_channel(c, "rl:{}:release", 13));
+    /* The longest name, all '}'. */
+    memset(big, '}', sizeof big);
+    e[0] = rl__entry_get(c, big, sizeof big);
+    assert_non_null(e[0]);
+    assert_int_equal(e[0]->key_len, 3 + 2 + 1 + sizeof big);
+    assert_int_equal(rl__slot(e[0]->key, e[0]->key_len),
+                     rl__slot(e[0]->channel, e[0]->channel_len));
+    assert_ptr_equal(rl__entry_by_channel(c, e[0]->channel, e[0]->channel_len), e[0]);
+    free_client(c);
+}
+
 static void test_many_names(void **state)
 {
     rl_client *c = fake_client("p:");
@@ -150,6 +204,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_layout),
+        cmocka_unit_test(test_key_escape),
         cmocka_unit_test(test_many_names),
         cmocka_unit_test(test_queue_fifo),
         cmocka_unit_test(test_hold_lost_check),

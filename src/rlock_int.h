@@ -404,6 +404,7 @@ struct rl_client {
     pthread_cond_t round_cond;      /* a renewal round ended */
     int wd_failed;                  /* renewal rounds failed in a row */
     int64_t wd_failed_since;
+    int wd_mode;                    /* watchdog's: server mode (0: not learned yet) */
 
     /* subscriber */
     redisContext *sub_ctx;          /* owned by the subscriber thread */

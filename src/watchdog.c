@@ -3,7 +3,10 @@
  * raises the flag of every hold it can no longer vouch for.
  *
  * Each tick renews every watchdog-kept hold of the process in one pipelined
- * round (RL__RENEW_BATCH pairs per script call). A pair reported gone flags
+ * round (RL__RENEW_BATCH pairs per script call). A Redis Cluster node
+ * refuses a script whose keys lie in different slots (CROSSSLOT), so there
+ * each call holds the keys of one slot only; a single server takes them in
+ * any mix, and 10,000 holds cost 10 calls. A pair reported gone flags
  * its hold at once. A round that fails is retried soon; meanwhile each
  * hold's last confirmed expiry (local monotonic clock, less a drift margin)
  * decides when its flag rises. Fixed leases are never renewed: their flag
@@ -18,6 +21,9 @@
 typedef struct snap {
     rl__hold *h;
 } snap;
+
+/* c->wd_mode: learned from INFO each time the watchdog connects. */
+enum { RL__WD_UNKNOWN, RL__WD_SINGLE, RL__WD_CLUSTER };
 
 static void *watchdog_main(void *arg);
 
@@ -69,10 +75,53 @@ void rl__watchdog_stop(rl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The length of the chunk that starts at s[first]: up to RL__RENEW_BATCH
+ * pairs and, on a cluster node, of one slot (s is then sorted by slot). */
+static size_t chunk_len(const snap *s, size_t n, size_t first, int cluster)
+{
+    size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH, j;
+
+    if (cluster)
+        for (j = 1; j < m; j++)
+            if (s[first + j].h->entry->slot != s[first].h->entry->slot)
+                return j;
+    return m;
+}
+
+static int by_slot(const void *a, const void *b)
+{
+    unsigned sa = ((const snap *)a)->h->entry->slot, sb = ((const snap *)b)->h->entry->slot;
+
+    return sa < sb ? -1 : sa > sb;
+}
+
+/* Ask the server, once per watchdog connection, whether it runs in cluster mode.
+ * Only a broken connection fails; a server that refuses INFO (an ACL user
+ * without it) gets one-slot calls, which every mode accepts. */
+static int learn_mode(rl_client *c, rl__conn *conn)
+{
+    const char *argv[2] = { "INFO", "cluster" };
+    size_t lens[2] = { 4, 7 };
+    redisReply *r = NULL;
+    int rc = rl__conn_call(conn, &r, 2, argv, lens);
+
+    if (rc != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_STRING)
+        c->wd_mode = strstr(r->str, "cluster_enabled:1") ? RL__WD_CLUSTER : RL__WD_SINGLE;
+    else
+        c->wd_mode = RL__WD_CLUSTER;
+    freeReplyObject(r);
+    rl__log(c, RL_LOG_DEBUG, "rlock watchdog: %s",
+            c->wd_mode == RL__WD_CLUSTER ? "one slot per renewal call" : "server not in cluster mode");
+    return RL_OK;
+}
+
 /* Send every chunk, then read every reply: one round trip per tick. */
 static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *flags)
 {
-    size_t chunks = (n + RL__RENEW_BATCH - 1) / RL__RENEW_BATCH, i, j;
+    int cluster = c->wd_mode == RL__WD_CLUSTER;
+    size_t i, j, m;
     const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
     size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
     char nk[16], lease[24];
@@ -85,29 +134,27 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
     }
     snprintf(lease, sizeof lease, "%ld", c->lease_ms);
     for (pass = 0; pass < 2 && rc == RL_OK; pass++) {
-        for (i = 0; i < chunks; i++) {
-            size_t first = i * RL__RENEW_BATCH;
-            size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH;
+        for (i = 0; i < n; i += m) {
+            m = chunk_len(s, n, i, cluster);
             argv[0] = "EVALSHA"; lens[0] = 7;
             argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
             snprintf(nk, sizeof nk, "%zu", m);
             argv[2] = nk; lens[2] = strlen(nk);
             for (j = 0; j < m; j++) {
-                argv[3 + j] = s[first + j].h->entry->key;
-                lens[3 + j] = s[first + j].h->entry->key_len;
-                argv[4 + m + j] = s[first + j].h->owner;
-                lens[4 + m + j] = s[first + j].h->owner_len;
+                argv[3 + j] = s[i + j].h->entry->key;
+                lens[3 + j] = s[i + j].h->entry->key_len;
+                argv[4 + m + j] = s[i + j].h->owner;
+                lens[4 + m + j] = s[i + j].h->owner_len;
             }
             argv[3 + m] = lease;
             lens[3 + m] = strlen(lease);
             redisAppendCommandArgv(conn->ctx, (int)(4 + 2 * m), argv, lens);
         }
         noscript = 0;
-        for (i = 0; i < chunks; i++) {
-            size_t first = i * RL__RENEW_BATCH;
-            size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH;
+        for (i = 0; i < n; i += m) {
             const char *f;
             redisReply *r = NULL;
+            m = chunk_len(s, n, i, cluster);
             if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
                 rc = rl__err(RL_ECONN, "renewal: %s", rl__conn_error(conn));
                 break;
@@ -117,7 +164,7 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
             } else if (rc == RL_OK) {
                 int st = rl__reply_flags(r, m, &f);
                 if (st == RL_OK)
-                    memcpy(flags + first, f, m);
+                    memcpy(flags + i, f, m);
                 else
                     rc = st;
             }
@@ -192,6 +239,10 @@ static void renew(rl_client *c)
             wait = c->command_ms;
         rl__conn_set_timeout(conn, wait < 20 ? 20 : wait);
     }
+    if (rc == RL_OK && n && c->wd_mode == RL__WD_UNKNOWN)
+        rc = learn_mode(c, conn);
+    if (rc == RL_OK && n && c->wd_mode == RL__WD_CLUSTER)
+        qsort(s, n, sizeof *s, by_slot);
     if (rc == RL_OK && n)
         rc = renew_round(c, conn, s, n, flags);
     if (rc != RL_OK)
@@ -201,6 +252,7 @@ static void renew(rl_client *c)
     if ((rc == RL_ECONN || rc == RL_EPROTO) && conn) {
         dead = conn;
         c->wd_conn = NULL;
+        c->wd_mode = RL__WD_UNKNOWN;    /* the next server may run another mode */
     }
     if (rc == RL_OK) {
         c->wd_next_renew = sent + c->renew_ms;

@@ -125,41 +125,14 @@ int rl__registry_has(const rl_client *c)
 
 void rl__rebuild_after_fork(rl_client *c)
 {
-    rl__hold *h, *hnext;
-    size_t i;
-
+    /* Each part drops what the parent's threads had: connections, the
+     * watchdog's and the subscriber's threads, leftovers, then holds and
+     * waiters (which frees the entries nothing else keeps). */
     rl__pool_after_fork(c);
-
-    /* Holds and waiters were the parent's threads'. */
-    for (h = c->holds; h; h = hnext) {
-        hnext = h->c_next;
-        free(h);
-    }
-    c->holds = NULL;
-    c->nholds = 0;
-    rl__leftovers_free(c);
-    rl__hold_free_spares(c);
-    for (i = 0; i < c->nbuckets; i++) {
-        rl__entry *e, *enext;
-        for (e = c->buckets[i]; e; e = enext) {
-            enext = e->next;
-            e->holds = e->waiters = e->local_live = e->leftovers = e->renewing = 0;
-            e->q_head = e->q_tail = NULL;
-            e->sub_want = 0;
-            e->linger_until = 0;
-            e->sub_state = RL__SUB_NONE;
-            rl__entry_maybe_free(c, e);
-        }
-    }
-
-    /* The watchdog and subscriber threads do not exist here. */
-    c->wd_started = 0;
-    c->wd_wake_at = 0;
-    if (c->wd_conn && c->wd_conn->ctx && c->wd_conn->ctx->fd >= 0)
-        close(c->wd_conn->ctx->fd);
-    c->wd_conn = NULL;
-    c->wd_failed = 0;
+    rl__watchdog_after_fork(c);
     rl__sub_after_fork(c);
+    rl__leftovers_free(c);
+    rl__holds_after_fork(c);
     c->stopping = 0;
 
     rl__client_new_identity(c);

@@ -147,6 +147,29 @@ rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len)
     return lookup(c, ch, len, rl__hash(ch, len));
 }
 
+void rl__holds_after_fork(rl_client *c)
+{
+    rl__hold *h, *next;
+    size_t i;
+
+    for (h = c->holds; h; h = next) {
+        next = h->c_next;
+        free(h);
+    }
+    c->holds = NULL;
+    c->nholds = 0;
+    rl__hold_free_spares(c);
+    for (i = 0; i < c->nbuckets; i++) {
+        rl__entry *e, *enext;
+        for (e = c->buckets[i]; e; e = enext) {
+            enext = e->next;
+            e->holds = e->waiters = e->local_live = e->leftovers = e->renewing = 0;
+            e->q_head = e->q_tail = NULL;
+            rl__entry_maybe_free(c, e);
+        }
+    }
+}
+
 void rl__entry_free_all(rl_client *c)
 {
     size_t i;

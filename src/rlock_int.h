@@ -289,6 +289,7 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len); /* mutex h
 void rl__entry_maybe_free(rl_client *c, rl__entry *e);               /* mutex held */
 rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len);
 void rl__entry_free_all(rl_client *c);
+void rl__holds_after_fork(rl_client *c);     /* fork child: the parent's holds and waiters go */
 
 void rl__queue_push(rl__entry *e, rl__waiter *w);
 void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w);
@@ -438,6 +439,7 @@ int rl__watchdog_ensure(rl_client *c);       /* mutex held */
 void rl__watchdog_poke(rl_client *c);        /* mutex held */
 void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
+void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */
 
 /* ---- subscriber.c ---------------------------------------------------- */
 

@@ -65,17 +65,6 @@ void rl__sub_stop(rl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-void rl__sub_after_fork(rl_client *c)
-{
-    /* The thread does not exist here; its connection may be mid-use. */
-    c->sub_started = 0;
-    if (c->sub_efd >= 0)
-        close(c->sub_efd);
-    c->sub_efd = -1;
-    if (c->sub_ctx && c->sub_ctx->fd >= 0)
-        close(c->sub_ctx->fd);
-    c->sub_ctx = NULL;
-}
 
 typedef struct sub_state {
     rl_client *c;
@@ -92,6 +81,23 @@ typedef struct sub_state {
     for (size_t i_ = 0; i_ < (c)->nbuckets; i_++) \
         for (rl__entry *e = (c)->buckets[i_], *n_ = e ? e->next : NULL; e; \
              e = n_, n_ = e ? e->next : NULL)
+
+void rl__sub_after_fork(rl_client *c)
+{
+    /* The thread does not exist here; its connection may be mid-use. */
+    c->sub_started = 0;
+    if (c->sub_efd >= 0)
+        close(c->sub_efd);
+    c->sub_efd = -1;
+    if (c->sub_ctx && c->sub_ctx->fd >= 0)
+        close(c->sub_ctx->fd);
+    c->sub_ctx = NULL;
+    FOR_EACH_ENTRY(c, e) {
+        e->sub_want = 0;
+        e->linger_until = 0;
+        e->sub_state = RL__SUB_NONE;
+    }
+}
 
 static void drop_connection(sub_state *st)
 {

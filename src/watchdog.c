@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rlock_int.h"
 
@@ -57,6 +58,18 @@ void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
      * hold needs: a loop of acquire/release then costs no context switch. */
     if (c->wd_started && (c->wd_wake_at < 0 || due < c->wd_wake_at))
         pthread_cond_signal(&c->wd_cond);
+}
+
+void rl__watchdog_after_fork(rl_client *c)
+{
+    /* The thread does not exist here; its connection may be mid-use. */
+    c->wd_started = 0;
+    c->wd_wake_at = 0;
+    if (c->wd_conn && c->wd_conn->ctx && c->wd_conn->ctx->fd >= 0)
+        close(c->wd_conn->ctx->fd);
+    c->wd_conn = NULL;
+    c->wd_failed = 0;
+    c->wd_mode = RL__WD_UNKNOWN;
 }
 
 void rl__watchdog_stop(rl_client *c)

@@ -308,8 +308,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 if (atomic_load(&c->no_notices)) {
                     /* No release notices can reach us: ask again, at a
                      * growing interval, never later than the holder's lease. */
-                    poll = poll ? (poll * 2 > RL__POLL_MAX_MS ? RL__POLL_MAX_MS : poll * 2)
-                                : RL__POLL_MIN_MS;
+                    poll = rl__backoff_ms(poll, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
                     if (now + poll < wake_at)
                         wake_at = now + poll;
                 } else {
@@ -324,7 +323,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
-                backoff = rl__backoff_ms(backoff);
+                backoff = rl__backoff_ms(backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
                 wake_at = now + backoff;
             } else {
                 if (rc == RL_OK)

@@ -52,7 +52,10 @@ uint64_t rl__hash(const void *data, size_t len);
 char *rl__strdup(const char *s);
 size_t rl__fmt_ll(char *buf, long long v);     /* decimal, NUL-terminated; returns length */
 void *rl__memdup(const void *p, size_t len);
-long rl__backoff_ms(long prev);                /* retry delay after a failure: 50 ms doubling to 1 s */
+/* The next delay of a back-off: first, then doubling up to max (prev 0: first). */
+long rl__backoff_ms(long prev, long first, long max);
+#define RL__RETRY_FIRST_MS 50  /* Redis unreachable: retry after 50 ms, */
+#define RL__RETRY_MAX_MS 1000  /* ...doubling up to 1 s */
 
 /* ---- error.c --------------------------------------------------------- */
 

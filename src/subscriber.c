@@ -114,7 +114,7 @@ static void drop_connection(sub_state *st)
     pthread_mutex_lock(&c->mu);
     st->ctx = NULL;
     st->ping_sent = 0;
-    st->backoff = rl__backoff_ms(st->backoff);
+    st->backoff = rl__backoff_ms(st->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
     st->retry_at = rl__now_ms() + st->backoff;
     /* Said once per outage; the retries are silent. */
     if (!st->lost)
@@ -257,7 +257,7 @@ static void *sub_main(void *arg)
             rc = rl__conn_open(c, &conn);
             pthread_mutex_lock(&c->mu);
             if (rc != RL_OK) {
-                st.backoff = rl__backoff_ms(st.backoff);
+                st.backoff = rl__backoff_ms(st.backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
                 st.retry_at = rl__now_ms() + st.backoff;
             } else {
                 if (st.lost)

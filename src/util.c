@@ -41,11 +41,11 @@ int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadl
     return pthread_cond_timedwait(cond, mu, &ts);
 }
 
-long rl__backoff_ms(long prev)
+long rl__backoff_ms(long prev, long first, long max)
 {
     if (!prev)
-        return 50;
-    return prev * 2 > 1000 ? 1000 : prev * 2;
+        return first;
+    return prev * 2 > max ? max : prev * 2;
 }
 
 /* FNV-1a, 64 bit: names are short and not chosen by an attacker of the table. */

@@ -391,6 +391,7 @@ static int release_lost(rl__op *o, rl__thread *t, rl__hold *h, const char *why)
      * loss was only presumed or an outcome stayed unknown), never anyone
      * else's. Whatever cannot be dropped now, the watchdog drops later. */
     hold_done(c, t, h, 1);
+    RL__HOOK("release.before_drop");
     pthread_mutex_lock(&c->mu);
     if ((lo = rl__leftover_find(c, o->e, t->id)) && !lo->claimed)
         rl__leftover_try(c, lo);

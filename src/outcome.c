@@ -281,16 +281,24 @@ void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *
 int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline)
 {
     rl__leftover *lo;
+    int64_t until = -1;
     int rc;
 
     while ((lo = rl__leftover_find(c, e, tid))) {
         if (lo->claimed) {
-            /* The watchdog is dropping it right now. */
+            /* The watchdog is dropping it right now: one round trip, which
+             * even a call that must not wait (deadline now) waits out, as
+             * it would its own drop. */
             if (atomic_load(&c->closing))
                 return rl__err(RL_ECANCELED, "the client is shutting down");
-            if (deadline >= 0 && rl__now_ms() >= deadline)
+            if (deadline >= 0 && until < 0) {
+                until = rl__now_ms() + c->connect_ms + 2 * c->command_ms;
+                if (deadline > until)
+                    until = deadline;
+            }
+            if (until >= 0 && rl__now_ms() >= until)
                 return rl__err(RL_ECONN, "an earlier change of this thread is being cleaned up");
-            rl__cond_wait_until(&c->leftover_cond, &c->mu, deadline);
+            rl__cond_wait_until(&c->leftover_cond, &c->mu, until);
             continue;
         }
         if ((rc = rl__leftover_try(c, lo)) != RL_OK)

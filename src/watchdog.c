@@ -344,6 +344,7 @@ static void drop_leftovers(rl_client *c)
             break;
         pick->claimed = 1;
         pthread_mutex_unlock(&c->mu);
+        RL__HOOK("watchdog.before_drop");
         rc = rl__leftover_drop(c, pick, &late);
         pthread_mutex_lock(&c->mu);
         rl__leftover_done(c, pick, rc, &late);

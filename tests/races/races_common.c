@@ -10,8 +10,10 @@
 /* Defined by the hooked library (src/util.c); called at named points. */
 extern void (*rl__test_hook)(const char *point);
 
-/* The one armed handler, fired once (by whichever thread gets there first). */
-static _Atomic(hook_arm *) g_arm;
+/* The armed handlers, each fired once (by whichever thread gets there
+ * first): the one arm() sets, and one arm_second() sets, for a race that
+ * needs two points held. */
+static _Atomic(hook_arm *) g_arm[2];
 
 atomic_long g_wd_hooks, g_wd_rounds;
 _Thread_local int tl_watchdog_thread;
@@ -19,6 +21,7 @@ _Thread_local int tl_watchdog_thread;
 static void dispatch(const char *point)
 {
     hook_arm *a;
+    int i;
 
     if (strncmp(point, "watchdog.", 9) == 0) {
         tl_watchdog_thread = 1;
@@ -26,10 +29,14 @@ static void dispatch(const char *point)
         if (strcmp(point, "watchdog.before_renew") == 0)
             atomic_fetch_add(&g_wd_rounds, 1);
     }
-    a = atomic_load(&g_arm);
-    if (a != NULL && strcmp(a->point, point) == 0 &&
-        atomic_compare_exchange_strong(&g_arm, &a, NULL))
-        a->fn(a->arg);
+    for (i = 0; i < 2; i++) {
+        a = atomic_load(&g_arm[i]);
+        if (a != NULL && strcmp(a->point, point) == 0 &&
+            atomic_compare_exchange_strong(&g_arm[i], &a, NULL)) {
+            a->fn(a->arg);
+            return;
+        }
+    }
 }
 
 void races_hooks_install(void)
@@ -37,17 +44,28 @@ void races_hooks_install(void)
     rl__test_hook = dispatch;
 }
 
-void arm(hook_arm *a, const char *point, void (*fn)(void *), void *arg)
+static void arm_slot(int i, hook_arm *a, const char *point, void (*fn)(void *), void *arg)
 {
     a->point = point;
     a->fn = fn;
     a->arg = arg;
-    atomic_store(&g_arm, a);
+    atomic_store(&g_arm[i], a);
+}
+
+void arm(hook_arm *a, const char *point, void (*fn)(void *), void *arg)
+{
+    arm_slot(0, a, point, fn, arg);
+}
+
+void arm_second(hook_arm *a, const char *point, void (*fn)(void *), void *arg)
+{
+    arm_slot(1, a, point, fn, arg);
 }
 
 void disarm(void)
 {
-    atomic_store(&g_arm, NULL);
+    atomic_store(&g_arm[0], NULL);
+    atomic_store(&g_arm[1], NULL);
 }
 
 int races_setup(void **state)

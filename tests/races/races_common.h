@@ -69,7 +69,9 @@ void races_hooks_install(void);
 /** Arm `a` (filled in here) as the one handler; it fires once, on whichever
  * thread reaches `point` first. Replaces a handler armed before. */
 void arm(hook_arm *a, const char *point, void (*fn)(void *), void *arg);
-/** Drop the armed handler, if it has not fired. */
+/** Arm a second handler, at another point, next to the one arm() set. */
+void arm_second(hook_arm *a, const char *point, void (*fn)(void *), void *arg);
+/** Drop the armed handlers that have not fired. */
 void disarm(void);
 
 /* Calls of any "watchdog.*" point, and renewal rounds begun

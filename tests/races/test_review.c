@@ -881,6 +881,65 @@ static void test_subscriber_accepts_plain_pong(void **state)
     free(cap);
 }
 
+/* ======================================================================== */
+
+/* CI finding: the last release of a lost hold leaves its field to be
+ * dropped; when the watchdog claimed that drop first, the thread's next
+ * try-lock (wait 0) failed with RL_ECONN "an earlier change of this thread
+ * is being cleaned up" instead of waiting out one round trip. The hooks
+ * make the watchdog win that race and hold it inside the drop. */
+struct drop_race {
+    atomic_int claimed;     /* 1: the watchdog holds the claimed drop */
+    atomic_int go;          /* 1: the release has returned */
+};
+
+static void drop_hold_watchdog(void *arg)
+{
+    struct drop_race *d = arg;
+
+    atomic_store(&d->claimed, 1);
+    /* The drop stays in flight until the release has returned. */
+    RT_WAIT_UNTIL(atomic_load(&d->go) == 1, 3000);
+}
+
+static void drop_let_watchdog_claim(void *arg)
+{
+    struct drop_race *d = arg;
+
+    RT_WAIT_UNTIL(atomic_load(&d->claimed) == 1, 5000);
+}
+
+static void test_try_after_lost_release_waits_for_drop(void **state)
+{
+    it_env *e = *state;
+    struct drop_race *d = xcalloc(sizeof *d);
+    hook_arm rel, wd;
+    rl_client *c = it_client(e, 600), *op_c = it_client(e, 0);
+    rl_lock *l = it_lock(c, "dr"), *op = it_lock(op_c, "dr");
+    char key[32];
+    size_t kl = it_key(key, sizeof key, "rl:", "dr", 2, NULL);
+
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_force_release(op), RL_OK);
+    IT_WAIT(rl_lock_interrupted(l) == 1, 5000);
+
+    arm(&rel, "release.before_drop", drop_let_watchdog_claim, d);
+    arm_second(&wd, "watchdog.before_drop", drop_hold_watchdog, d);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    atomic_store(&d->go, 1);
+    if (atomic_load(&d->claimed) != 1)
+        fail_msg("the scenario did not happen: the watchdog never claimed the drop");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_redis_exists(e->rc, key, kl), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
+    rl_lock_free(op);
+    rl_lock_free(l);
+    rl_client_free(op_c);
+    rl_client_free(c);
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -900,6 +959,8 @@ int main(int argc, char **argv)
                                         races_teardown),
         cmocka_unit_test_setup_teardown(test_subscriber_accepts_plain_pong, races_setup,
                                         races_teardown),
+        cmocka_unit_test_setup_teardown(test_try_after_lost_release_waits_for_drop,
+                                        races_setup, races_teardown),
     };
 
     races_hooks_install();

@@ -123,18 +123,47 @@ static int probe_notices(rl_client *c, rl__conn *conn)
     redisReply *r = NULL;
     int rc;
 
+    if (c->mode == RL__MODE_CLUSTER) {
+        argv[0] = "SPUBLISH";      /* sharded: on the channel's master */
+        lens[0] = 8;
+    }
     lens[1] = (size_t)snprintf(ch, sizeof ch, "%s{}:release", c->prefix);
     if ((rc = rl__conn_call(conn, &r, 3, argv, lens)) != RL_OK)
         return rc;
-    if (r->type == REDIS_REPLY_ERROR) {
+    /* Only a refusal counts: on a Cluster, a MOVED says nothing of rights. */
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOPERM", 6) == 0) {
         atomic_store(&c->no_notices, 1);
-        rl__log(c, RL_LOG_ERROR, "rlock: this Redis user may not PUBLISH on rlock's release "
+        rl__log(c, RL_LOG_ERROR, "rlock: this Redis user may not %s on rlock's release "
                 "channels (%.200s): grant it the channels '%s*' (ACL &%s*). Until then "
                 "locks work without release notices: waiters ask Redis again every %d..%d ms",
-                r->str, c->prefix, c->prefix, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+                argv[0], r->str, c->prefix, c->prefix, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
     }
     freeReplyObject(r);
     return RL_OK;
+}
+
+/* The first connection: to the first seed that answers. Its server is the
+ * client's home: the single server, or where a Cluster is first asked. */
+static int connect_first(rl_client *c, rl__conn **out)
+{
+    rl__server *s;
+    int i, n = c->url.is_unix ? 1 : c->url.nseeds, rc = RL_ECONN;
+
+    for (i = 0; i < n; i++) {
+        pthread_mutex_lock(&c->mu);
+        s = c->url.is_unix ? rl__server_get(c, NULL, 0)
+                           : rl__server_get(c, c->url.seeds[i].host, c->url.seeds[i].port);
+        pthread_mutex_unlock(&c->mu);
+        if (!s)
+            return rl__err(RL_ENOMEM, "out of memory");
+        /* A refusal (password, ACL) is the same on every seed: say it. */
+        if ((rc = rl__conn_open(c, s, out)) != RL_ECONN) {
+            if (rc == RL_OK)
+                c->home = s;
+            return rc;
+        }
+    }
+    return rc;
 }
 
 static void client_destroy(rl_client *c)
@@ -145,7 +174,8 @@ static void client_destroy(rl_client *c)
         next = h->c_next;
         free(h);
     }
-    rl__pool_free(c);
+    rl__servers_free(c);
+    free(c->slot_map);
     rl__leftovers_free(c);
     rl__hold_free_spares(c);
     rl__entry_free_all(c);
@@ -228,17 +258,14 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     rl__cond_init(&c->calls_cond);
 
     /* Connect now, so a bad address or password is reported here. */
-    rc = rl__conn_open(c, &conn);
+    rc = connect_first(c, &conn);
     if (rc == RL_OK) {
         rc = rl__conn_load_scripts(c, conn);
         if (rc == RL_OK)
+            rc = rl__router_init(c, conn);
+        if (rc == RL_OK)
             rc = probe_notices(c, conn);
-        pthread_mutex_lock(&c->mu);
-        conn->all_next = NULL;
-        c->all = conn;
-        c->conns = 1;
-        c->idle = conn;
-        pthread_mutex_unlock(&c->mu);
+        rl__pool_adopt(c, conn);
     }
     if (rc == RL_OK)
         rc = rl__registry_add(c);
@@ -280,30 +307,57 @@ static void append_drop(rl__conn *conn, rl_client *c, const rl__entry *e,
     redisAppendCommandArgv(conn->ctx, 8, argv, lens);
 }
 
-/* Release, in one pipelined round, every hold and leftover still known. */
+/* Release, in one pipelined round per server, every hold and leftover
+ * still known. Best effort: what fails here runs out with its lease. */
 static void release_all(rl_client *c)
 {
-    rl__conn *conn;
+    rl__conn *conn[RL__SERVERS_MAX];
+    int sent[RL__SERVERS_MAX];
     rl__hold *h;
     rl__leftover *lo;
     redisReply *r = NULL;
-    int n = 0, i;
+    int i, k, nservers;
 
-    if ((!c->holds && !c->leftovers) || rl__pool_get(c, &conn) != RL_OK)
+    if (!c->holds && !c->leftovers)
         return;
-    for (h = c->holds; h; h = h->c_next, n++)
-        append_drop(conn, c, h->entry, h->owner, h->owner_len);
-    for (lo = c->leftovers; lo; lo = lo->next, n++) {
-        /* The change that left it may still be on its way: fence it first. */
-        n += rl__conn_append_kill(conn, &lo->fence);
-        append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
+    pthread_mutex_lock(&c->mu);
+    nservers = c->nservers;
+    pthread_mutex_unlock(&c->mu);
+    memset(conn, 0, sizeof conn);
+    memset(sent, 0, sizeof sent);
+    for (i = 0; i < nservers; i++) {
+        rl__server *s = c->servers[i];
+        for (h = c->holds; h; h = h->c_next) {
+            pthread_mutex_lock(&c->mu);
+            k = rl__route_server(c, h->entry->slot) == s;
+            pthread_mutex_unlock(&c->mu);
+            if (!k || (!conn[i] && rl__pool_get(c, s, &conn[i]) != RL_OK))
+                continue;
+            append_drop(conn[i], c, h->entry, h->owner, h->owner_len);
+            sent[i]++;
+        }
+        for (lo = c->leftovers; lo; lo = lo->next) {
+            pthread_mutex_lock(&c->mu);
+            k = rl__route_server(c, lo->entry->slot) == s;
+            pthread_mutex_unlock(&c->mu);
+            if (!k || (!conn[i] && rl__pool_get(c, s, &conn[i]) != RL_OK))
+                continue;
+            /* The change that left it may still be on its way: fence it first. */
+            sent[i] += rl__conn_append_kill(conn[i], &lo->fence);
+            append_drop(conn[i], c, lo->entry, lo->owner, lo->owner_len);
+            sent[i]++;
+        }
     }
-    for (i = 0; i < n; i++) {
-        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
-            break;
-        freeReplyObject(r);
+    for (i = 0; i < nservers; i++) {
+        if (!conn[i])
+            continue;
+        for (k = 0; k < sent[i]; k++) {
+            if (redisGetReply(conn[i]->ctx, (void **)&r) != REDIS_OK)
+                break;
+            freeReplyObject(r);
+        }
+        rl__pool_put(c, conn[i]);
     }
-    rl__pool_put(c, conn);
 }
 
 /* Wake every thread that waits inside a call on c. Mutex held. */

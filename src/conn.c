@@ -1,10 +1,7 @@
 /*
- * Connections to Redis: opening one (connect, authenticate, select the
- * database, learn its server-side id), the pool that application threads
- * borrow them from, and running one command or one of rlock's scripts.
- *
- * A hiredis context is not thread-safe: a connection is used by one thread
- * at a time, between rl__pool_get() and rl__pool_put().
+ * Connections to Redis: opening one to a server (connect, authenticate,
+ * select the database, learn its server-side id), and running one command
+ * or one of rlock's scripts on it. The pools are server.c's.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -54,7 +51,7 @@ static int io_error(redisContext *ctx, long timeout_ms, const char *what)
                    describe(ctx, timeout_ms, buf, sizeof buf));
 }
 
-int rl__conn_open(rl_client *c, rl__conn **out)
+int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
 {
     redisContext *ctx;
     redisReply *r = NULL;
@@ -64,17 +61,17 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     char dbbuf[16];
     int n = 0, rc = RL_OK, i, fenced = 1;
 
-    if (c->url.is_unix)
+    if (!s->host)
         ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(c->connect_ms));
     else
-        ctx = redisConnectWithTimeout(c->url.host, c->url.port, ms_to_tv(c->connect_ms));
+        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(c->connect_ms));
     if (!ctx)
         return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
     if (ctx->err) {
-        rc = c->url.is_unix
-            ? rl__err(RL_ECONN, "connect to unix:%s: %s", c->url.path, ctx->errstr)
-            : rl__err(RL_ECONN, "connect to %s:%d: %s", c->url.host, c->url.port, ctx->errstr);
+        rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
         redisFree(ctx);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        rl__router_suspect(c);      /* a Cluster may have moved on without it */
         return rc;
     }
     if (redisSetTimeout(ctx, ms_to_tv(c->command_ms)) != REDIS_OK) {
@@ -82,7 +79,7 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         redisFree(ctx);
         return rc;
     }
-    if (!c->url.is_unix)
+    if (s->host)
         redisEnableKeepAlive(ctx);
 
     /* One round trip: AUTH, SELECT, and the fence probes. */
@@ -138,16 +135,16 @@ int rl__conn_open(rl_client *c, rl__conn **out)
         return rl__err(RL_ENOMEM, "out of memory");
     }
     conn->ctx = ctx;
+    conn->server = s;
     conn->timeout_ms = c->command_ms;
     conn->fence.id = -1;
+    conn->fence.server = s;
     for (i = 0; i < n; i++) {
         int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
-            rc = c->url.is_unix
-                ? io_error(ctx, c->command_ms, "handshake with the server")
-                : rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
-                          "handshake with %s:%d: %s", c->url.host, c->url.port,
-                          describe(ctx, c->command_ms, conn->errbuf, sizeof conn->errbuf));
+            rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
+                         "handshake with %s: %s", s->name,
+                         describe(ctx, c->command_ms, conn->errbuf, sizeof conn->errbuf));
             break;
         }
         if (probe < 0) {
@@ -182,27 +179,6 @@ int rl__conn_open(rl_client *c, rl__conn **out)
     return RL_OK;
 }
 
-/* Track conn in the client's list of every connection (mutex held). */
-static void track(rl_client *c, rl__conn *conn)
-{
-    conn->all_prev = NULL;
-    conn->all_next = c->all;
-    if (c->all)
-        c->all->all_prev = conn;
-    c->all = conn;
-}
-
-static void untrack(rl_client *c, rl__conn *conn)
-{
-    if (conn->all_prev)
-        conn->all_prev->all_next = conn->all_next;
-    else if (c->all == conn)
-        c->all = conn->all_next;
-    if (conn->all_next)
-        conn->all_next->all_prev = conn->all_prev;
-    conn->all_next = conn->all_prev = NULL;
-}
-
 void rl__conn_close(rl_client *c, rl__conn *conn)
 {
     (void)c;
@@ -224,122 +200,6 @@ int rl__conn_broken(const rl__conn *conn)
     return conn->ctx->err != 0;
 }
 
-int rl__pool_get(rl_client *c, rl__conn **out)
-{
-    rl__conn *conn;
-    int rc;
-
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        if (c->idle) {
-            conn = c->idle;
-            c->idle = conn->next;
-            pthread_mutex_unlock(&c->mu);
-            *out = conn;
-            return RL_OK;
-        }
-        if (c->conns < c->pool_size)
-            break;
-        if (atomic_load(&c->closing)) {
-            pthread_mutex_unlock(&c->mu);
-            return rl__err(RL_ECANCELED, "the client is shutting down");
-        }
-        c->pool_waiters++;
-        pthread_cond_wait(&c->pool_cond, &c->mu);
-        c->pool_waiters--;
-    }
-    c->conns++;
-    pthread_mutex_unlock(&c->mu);
-
-    rc = rl__conn_open(c, &conn);
-
-    pthread_mutex_lock(&c->mu);
-    if (rc != RL_OK) {
-        c->conns--;
-        if (c->pool_waiters)
-            pthread_cond_signal(&c->pool_cond);
-    } else {
-        track(c, conn);
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (rc == RL_OK)
-        *out = conn;
-    return rc;
-}
-
-void rl__pool_after_fork(rl_client *c)
-{
-    rl__conn *conn, *next;
-
-    /* The idle ones are whole and are closed; the ones that threads of the
-     * parent had borrowed may be mid-use, so only their sockets are closed. */
-    for (conn = c->idle; conn; conn = conn->next)
-        conn->fence.id = -2;    /* mark: idle, safe to free */
-    for (conn = c->all; conn; conn = next) {
-        next = conn->all_next;
-        if (conn->fence.id == -2)
-            rl__conn_close(c, conn);
-        else if (conn->ctx && conn->ctx->fd >= 0)
-            close(conn->ctx->fd);
-    }
-    c->all = NULL;
-    c->idle = NULL;
-    c->conns = 0;
-    c->pool_waiters = 0;
-}
-
-void rl__pool_free(rl_client *c)
-{
-    rl__conn *conn, *next;
-
-    for (conn = c->all; conn; conn = next) {
-        next = conn->all_next;
-        rl__conn_close(c, conn);
-    }
-    c->all = c->idle = NULL;
-    c->conns = 0;
-}
-
-rl__conn *rl__pool_take_idle(rl_client *c)
-{
-    rl__conn *idle = c->idle, *conn;
-
-    for (conn = idle; conn; conn = conn->next) {
-        untrack(c, conn);
-        c->conns--;
-    }
-    c->idle = NULL;
-    return idle;
-}
-
-void rl__pool_put(rl_client *c, rl__conn *conn)
-{
-    int broken = rl__conn_broken(conn);
-    rl__conn *stale = NULL, *next;
-
-
-    pthread_mutex_lock(&c->mu);
-    if (broken) {
-        untrack(c, conn);
-        c->conns--;
-        /* The idle ones were opened before this one broke: most likely the
-         * server went away, so they are dead too. Reconnect lazily. */
-        stale = rl__pool_take_idle(c);
-    } else {
-        conn->next = c->idle;
-        c->idle = conn;
-    }
-    if (c->pool_waiters)
-        pthread_cond_broadcast(&c->pool_cond);
-    pthread_mutex_unlock(&c->mu);
-    if (broken)
-        rl__conn_close(c, conn);
-    for (; stale; stale = next) {
-        next = stale->next;
-        rl__conn_close(c, stale);
-    }
-}
-
 /* Queue CLIENT KILL for a connection whose late commands must never run
  * (a killed client's unread commands are discarded). Returns 1 if queued. */
 int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead)
@@ -348,7 +208,8 @@ int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead)
     const char *argv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", dead->addr };
     size_t lens[6] = { 6, 4, 2, 0, 4, strlen(dead->addr) };
 
-    if (dead->id <= 0)
+    /* An id names a connection of one server only. */
+    if (dead->id <= 0 || dead->server != conn->server)
         return 0;
     lens[3] = rl__fmt_ll(idbuf, dead->id);
     redisAppendCommandArgv(conn->ctx, dead->addr[0] ? 6 : 4, argv, lens);

@@ -129,6 +129,7 @@ void rl__rebuild_after_fork(rl_client *c)
      * watchdog's and the subscriber's threads, leftovers, then holds and
      * waiters (which frees the entries nothing else keeps). */
     rl__pool_after_fork(c);
+    rl__router_after_fork(c);
     rl__watchdog_after_fork(c);
     rl__sub_after_fork(c);
     rl__leftovers_free(c);

@@ -489,11 +489,12 @@ static int force_release(rl_lock *lock)
 {
     rl_client *c = lock->client;
     char prefix[RL__UUID_LEN + 2];
-    const char *args[3];
-    size_t lens[3];
+    const char *args[4];
+    size_t lens[4];
     rl__conn *conn;
     rl__resp resp;
-    int rc, flag = 0;        /* 1: the tids listed; -1: every hold of the name */
+    rl__route rt;
+    int rc, redirected, flag = 0;   /* flag 1: the tids listed; -1: every hold of the name */
 
     /* Our fields are "<uuid>:<tid>": the script lists the tids it deleted. */
     memcpy(prefix, c->uuid, RL__UUID_LEN);
@@ -505,10 +506,22 @@ static int force_release(rl_lock *lock)
     lens[1] = lock->entry->channel_len;
     args[2] = prefix;
     lens[2] = RL__UUID_LEN + 1;
-    if ((rc = rl__pool_get(c, &conn)) != RL_OK)
-        return rc;
-    RL__HOOK("force.before_send");
-    rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 3, args, lens);
+    args[3] = rl__notice_arg(c);
+    lens[3] = 1;
+    rl__route_init(&rt, c, lock->entry->slot);
+    for (;;) {
+        if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
+            return rc;
+        RL__HOOK("force.before_send");
+        rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 4, args, lens);
+        /* A redirect comes before the script runs: nothing was deleted. */
+        if (rc != RL_OK || resp.type != RL__RESP_ERROR ||
+            (redirected = rl__route_error(c, &rt, resp.str, resp.str_len)) == RL_OK)
+            break;
+        rl__pool_put(c, conn);
+        if (redirected != RL__RETRY)
+            return redirected;
+    }
     /* The reply lives in the connection's buffer: read it before giving
      * the connection back. */
     if (rc == RL__UNSENT || rc == RL_ENOMEM) {
@@ -581,6 +594,7 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     const char *argv[2];
     size_t lens[2];
     rl__conn *conn;
+    rl__route rt;
     redisReply *r = NULL;
     int rc;
 
@@ -590,9 +604,17 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     lens[0] = strlen(cmd);
     argv[1] = lock->entry->key;
     lens[1] = lock->entry->key_len;
-    if ((rc = rl__pool_get(lock->client, &conn)) == RL_OK) {
+    rl__route_init(&rt, lock->client, lock->entry->slot);
+    while ((rc = rl__route_get(lock->client, &rt, &conn)) == RL_OK) {
         rc = rl__conn_call(conn, &r, 2, argv, lens);
+        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
+            (rc = rl__route_error(lock->client, &rt, r->str, r->len)) != RL_OK) {
+            freeReplyObject(r);
+            r = NULL;
+        }
         rl__pool_put(lock->client, conn);
+        if (rc != RL__RETRY)
+            break;
     }
     if (rc == RL_OK) {
         if (r->type == REDIS_REPLY_INTEGER)

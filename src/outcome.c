@@ -19,57 +19,109 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->owner = rl__thread_owner(t, c, &o->owner_len);
 }
 
+/* Kill a connection of another server than the one we now talk to (the
+ * slot moved since): best effort, that server may be gone for good. */
+static void fence_elsewhere(rl_client *c, const rl__fence *dead)
+{
+    rl__conn *conn;
+    redisReply *r = NULL;
+
+    if (rl__pool_get(c, dead->server, &conn) != RL_OK)
+        return;
+    if (rl__conn_append_kill(conn, dead) && redisGetReply(conn->ctx, (void **)&r) == REDIS_OK)
+        freeReplyObject(r);
+    rl__pool_put(c, conn);
+}
+
+/* Fence off `dead` before the next command on conn: queued on conn when
+ * both are of one server (returns 1), else done on its own server first. */
+static int fence(rl_client *c, rl__conn *conn, const rl__fence *dead)
+{
+    if (dead->id <= 0 || !dead->server)
+        return 0;
+    if (dead->server == conn->server)
+        return rl__conn_append_kill(conn, dead);
+    fence_elsewhere(c, dead);
+    return 0;
+}
+
 /* After a lost reply: fence off the connection that carried the change,
- * then read our count back. */
+ * then read our count back from the name's server. */
 static int read_count(rl__op *o, const rl__fence *dead, long long *count)
 {
     const char *argv[3] = { "HGET", o->e->key, o->owner };
     size_t lens[3] = { 4, o->e->key_len, o->owner_len };
+    rl__route rt;
     rl__conn *conn;
     redisReply *r = NULL;
-    int rc, n, i;
+    int rc, n, i, fenced = 0;
 
-    if ((rc = rl__pool_get(o->c, &conn)) != RL_OK)
-        return rc;
-    n = rl__conn_append_kill(conn, dead);
-    redisAppendCommandArgv(conn->ctx, 3, argv, lens);
-    n++;
-    rc = RL_OK;
-    for (i = 0; i < n; i++) {
-        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
-            break;
+    rl__route_init(&rt, o->c, o->e->slot);
+    for (;;) {
+        if ((rc = rl__route_get(o->c, &rt, &conn)) != RL_OK)
+            return rc;
+        n = fenced ? 0 : fence(o->c, conn, dead);
+        fenced = 1;
+        redisAppendCommandArgv(conn->ctx, 3, argv, lens);
+        n++;
+        rc = RL_OK;
+        for (i = 0; i < n; i++) {
+            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+                rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
+                break;
+            }
+            if (i == n - 1 && r->type == REDIS_REPLY_ERROR &&
+                (rc = rl__route_error(o->c, &rt, r->str, r->len)) != RL_OK)
+                ;    /* redirected (RL__RETRY) or failed */
+            else if (i == n - 1)
+                rc = rl__reply_count(r, count);
+            else if (r->type == REDIS_REPLY_ERROR)
+                rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s",
+                        r->str);
+            freeReplyObject(r);
         }
-        if (i == n - 1)
-            rc = rl__reply_count(r, count);
-        else if (r->type == REDIS_REPLY_ERROR)
-            rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
-        freeReplyObject(r);
+        rl__pool_put(o->c, conn);
+        if (rc != RL__RETRY)
+            return rc;
     }
-    rl__pool_put(o->c, conn);
-    return rc;
 }
 
-/* Send one script call, on a fresh connection when the pooled one turns
- * out to have been closed by the server before use (nothing was sent). */
+/* Send one script call to the name's server, following redirects, and on
+ * a fresh connection when the pooled one turns out to have been closed by
+ * the server before use (nothing was sent). *conn is left set when the
+ * command was sent and its reply (in *resp, read in place) is the caller's
+ * to judge; NULL when nothing ran. */
 static int send_script(rl__op *o, int script, int nargs, const char **args, const size_t *lens,
                        rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
-    int rc, nkeys = script == RL__S_ACQUIRE ? 1 : 2, attempt;
+    int rc, nkeys = script == RL__S_ACQUIRE ? 1 : 2, unsent = 0;
+    rl__route rt;
 
-    for (attempt = 0;; attempt++) {
+    rl__route_init(&rt, o->c, o->e->slot);
+    for (;;) {
         *conn = NULL;
-        if ((rc = rl__pool_get(o->c, conn)) != RL_OK) {
+        if ((rc = rl__route_get(o->c, &rt, conn)) != RL_OK) {
             *conn = NULL;
             return rc;               /* nothing was sent */
         }
         *sent_ms = rl__now_ms();
         rc = rl__conn_script_fast(o->c, *conn, script, resp, nkeys, nargs, args, lens);
+        if (rc == RL_OK && resp->type == RL__RESP_ERROR) {
+            /* A redirect comes before the script runs: nothing was applied. */
+            rc = rl__route_error(o->c, &rt, resp->str, resp->str_len);
+            if (rc == RL_OK)
+                return RL_OK;        /* the script's own error, the caller's */
+            rl__pool_put(o->c, *conn);
+            *conn = NULL;
+            if (rc != RL__RETRY)
+                return rc;
+            continue;
+        }
         if (rc != RL__UNSENT)
             return rc;
         rl__pool_put(o->c, *conn);   /* broken: closed, and the idle ones with it */
         *conn = NULL;
-        if (attempt == 1)
+        if (++unsent == 2)
             return rl__err(RL_ECONN, "Redis closed the connection before the command was "
                                      "sent (nothing was sent)");
     }
@@ -126,7 +178,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         args[3] = heldbuf;       lens[3] = heldlen;
         args[4] = leasebuf;      lens[4] = leaselen;
         /* Without channel rights, spare Redis a PUBLISH it would refuse. */
-        args[5] = atomic_load(&o->c->no_notices) ? "0" : "1";
+        args[5] = rl__notice_arg(o->c);
         lens[5] = 1;
         nargs = 6;
     }
@@ -208,16 +260,15 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
 {
     const char *argv[8];
     size_t lens[8];
+    rl__route rt;
     rl__conn *conn;
     redisReply *r = NULL;
     rl__result res;
-    int rc, n, i;
+    int rc, n, i, fenced = 0;
 
     late->id = -1;
     late->addr[0] = '\0';
-    if ((rc = rl__pool_get(c, &conn)) != RL_OK)
-        return rc;
-    n = rl__conn_append_kill(conn, &lo->fence);
+    late->server = NULL;
     argv[0] = "EVALSHA";              lens[0] = 7;
     argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
     argv[2] = "2";                    lens[2] = 1;
@@ -226,28 +277,39 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     argv[5] = lo->owner;              lens[5] = lo->owner_len;
     argv[6] = "0";                    lens[6] = 1;
     argv[7] = "0";                    lens[7] = 1;
-    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
-    n++;
-    for (i = 0; i < n; i++) {
-        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(RL_ECONN, "dropping a leftover field: %s", rl__conn_error(conn));
-            /* The drop may still run late: that connection must be fenced too. */
-            *late = conn->fence;
-            if (late->id < 0)
-                late->id = 0;
-            break;
+    rl__route_init(&rt, c, lo->entry->slot);
+    for (;;) {
+        if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
+            return rc;
+        n = fenced ? 0 : fence(c, conn, &lo->fence);
+        fenced = 1;
+        redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+        n++;
+        for (i = 0; i < n; i++) {
+            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+                rc = rl__err(RL_ECONN, "dropping a leftover field: %s", rl__conn_error(conn));
+                /* The drop may still run late: that connection must be fenced too. */
+                *late = conn->fence;
+                if (late->id < 0)
+                    late->id = 0;
+                break;
+            }
+            if (i < n - 1 && r->type == REDIS_REPLY_ERROR) {
+                rl__log(c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
+            } else if (i == n - 1 && r->type == REDIS_REPLY_ERROR &&
+                       (rc = rl__route_error(c, &rt, r->str, r->len)) != RL_OK) {
+                /* redirected (RL__RETRY), or failed */
+            } else if (i == n - 1) {
+                rc = rl__reply_result(r, &res);
+                if (rc == RL_EREDIS && strstr(rl_last_error(), "NOSCRIPT"))
+                    rc = rl__conn_load_scripts(c, conn) == RL_OK ? RL_ECONN : rc;  /* retried later */
+            }
+            freeReplyObject(r);
         }
-        if (i < n - 1 && r->type == REDIS_REPLY_ERROR) {
-            rl__log(c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s", r->str);
-        } else if (i == n - 1) {
-            rc = rl__reply_result(r, &res);
-            if (rc == RL_EREDIS && strstr(rl_last_error(), "NOSCRIPT"))
-                rc = rl__conn_load_scripts(c, conn) == RL_OK ? RL_ECONN : rc;  /* retried later */
-        }
-        freeReplyObject(r);
+        rl__pool_put(c, conn);
+        if (rc != RL__RETRY)
+            return rc;
     }
-    rl__pool_put(c, conn);
-    return rc;
 }
 
 void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late)

@@ -66,10 +66,25 @@ void rl__log(rl_client *c, int level, const char *fmt, ...) RL__PRINTF(3, 4);
 
 /* ---- url.c (pure) ---------------------------------------------------- */
 
+#define RL__SEEDS_MAX 16
+
+/* One TCP endpoint: a host (brackets stripped) and a port. */
+typedef struct rl__endpoint {
+    char *host;
+    int port;
+} rl__endpoint;
+
+/*
+ * redis://[[user]:pass@]host[:port][,host[:port]...][/db]: several seed
+ * nodes of one deployment (a Cluster's nodes), tried in order. host and port
+ * are the first seed's (host aliases seeds[0].host).
+ */
 typedef struct rl__url {
     int is_unix;
     char *host;     /* TCP host, brackets stripped */
     int port;
+    int nseeds;     /* TCP: host:port pairs given, 1..RL__SEEDS_MAX; unix: 0 */
+    rl__endpoint seeds[RL__SEEDS_MAX];
     char *path;     /* unix socket path */
     char *user;     /* NULL: none */
     char *pass;     /* NULL: none */
@@ -128,6 +143,39 @@ int rl__parse_client_info(const char *s, size_t len, rl__fence *out);
 uint16_t rl__crc16(const void *data, size_t len);      /* CRC16/XMODEM */
 uint16_t rl__slot(const void *key, size_t len);        /* honours {hash tags} */
 
+/* ---- topology.c (pure): what a Redis Cluster says of its slots -------- */
+
+#define RL__HOST_MAX 256    /* host names and addresses, NUL included */
+
+enum { RL__REDIR_NONE, RL__REDIR_MOVED, RL__REDIR_ASK };
+
+/* "MOVED <slot> <host>:<port>" or "ASK <slot> <host>:<port>". */
+typedef struct rl__redirect {
+    int kind;                   /* RL__REDIR_* */
+    uint16_t slot;
+    char host[RL__HOST_MAX];    /* "" when the reply names no host (":port"):
+                                 * the node that answered */
+    int port;
+} rl__redirect;
+
+/* An error reply's text (msg[0..len), not necessarily terminated): 1 and
+ * *out set when it is a well-formed MOVED or ASK; 0 when it is another
+ * error; -1 when it starts with MOVED or ASK but cannot be parsed. */
+int rl__redirect_parse(const char *msg, size_t len, rl__redirect *out);
+
+/* Errors of a Cluster in motion, after which the command certainly did
+ * not run and may be sent again: TRYAGAIN, CLUSTERDOWN. 1 or 0. */
+int rl__cluster_retryable(const char *msg, size_t len);
+
+/* For each slot range of a CLUSTER SLOTS reply, fn(arg, first, last, host,
+ * port) with its master; host is "" when the reply gives none (or "?"):
+ * the node that answered. fn returns 0 to go on. Returns the number of
+ * ranges, -1 when the reply is malformed (fn may have been called for the
+ * ranges before), or what fn returned when not 0. */
+int rl__slots_parse(const redisReply *r,
+                    int (*fn)(void *arg, int first, int last, const char *host, int port),
+                    void *arg);
+
 /* ---- scripts.c ------------------------------------------------------- */
 
 enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE, RL__S_COUNT };
@@ -167,10 +215,14 @@ void rl__thread_forget_all(void);      /* fork child: the thread holds nothing *
 struct rl__fence {
     long long id;           /* CLIENT ID; < 0: unknown */
     char addr[64];          /* our ip:port as the server sees it; "" for unix sockets */
+    struct rl__server *server;  /* the server the id belongs to */
 };
+
+typedef struct rl__server rl__server;
 
 typedef struct rl__conn {
     redisContext *ctx;
+    rl__server *server;     /* the endpoint it is connected to */
     rl__fence fence;
     long timeout_ms;        /* the reply timeout set on ctx */
     char errbuf[192];       /* rl__conn_error()'s words */
@@ -181,13 +233,9 @@ typedef struct rl__conn {
     struct rl__conn *all_next, *all_prev; /* every connection of the client */
 } rl__conn;
 
-int rl__conn_open(rl_client *c, rl__conn **out);
+/* Connect to server s: authenticate, select, learn the fence id. */
+int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out);
 void rl__conn_close(rl_client *c, rl__conn *conn);
-int rl__pool_get(rl_client *c, rl__conn **out);
-void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
-rl__conn *rl__pool_take_idle(rl_client *c);        /* mutex held; caller closes them */
-void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
-void rl__pool_free(rl_client *c);                  /* teardown: close every connection */
 int rl__conn_broken(const rl__conn *conn);
 void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
 
@@ -210,6 +258,87 @@ int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
 int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
                          int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
+
+/* ---- server.c: one Redis endpoint and its pool ------------------------- */
+
+/*
+ * Everything rlock keeps for one Redis endpoint: its address, its pool of
+ * connections, the watchdog's connection to it. A client has one server in
+ * single mode and one per node it has heard of in Cluster mode; servers
+ * live as long as the client (their number is bounded), so a pointer to
+ * one stays valid.
+ */
+#define RL__SERVERS_MAX 64
+
+struct rl__server {
+    int index;                  /* in c->servers */
+    char *host;                 /* NULL: the URL's unix socket */
+    int port;
+    char name[RL__HOST_MAX + 8];    /* "host:port", for messages */
+    /* pool, under the client mutex */
+    rl__conn *idle;
+    rl__conn *all;              /* every connection of the pool */
+    int conns;
+    /* the watchdog's: used by its thread, cleared and freed under the mutex */
+    rl__conn *wd_conn;
+    atomic_llong down_until;    /* a connect failed: asked last until then */
+};
+
+/* The server for host:port (NULL host: the unix socket), made when new.
+ * NULL when RL__SERVERS_MAX are known already or memory ran out. Mutex held. */
+rl__server *rl__server_get(rl_client *c, const char *host, int port);
+void rl__servers_free(rl_client *c);             /* teardown */
+/* Put a connection opened with rl__conn_open into its server's pool. */
+void rl__pool_adopt(rl_client *c, rl__conn *conn);
+int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out);
+void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
+rl__conn *rl__pool_take_idle(rl_client *c);        /* every server's; mutex held; caller closes */
+void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
+
+/* ---- router.c: which server arbitrates a name -------------------------- */
+
+enum { RL__MODE_SINGLE, RL__MODE_CLUSTER };
+#define RL__NO_SERVER 0xFFFF
+
+/* One routed command: the slot it is for, and what redirects said so far. */
+typedef struct rl__route {
+    uint16_t slot;
+    rl__server *ask;            /* ASK: the next try goes there, after ASKING */
+    rl__server *last;           /* the server of the last connection handed out */
+    int redirects;
+    int64_t deadline;           /* TRYAGAIN / CLUSTERDOWN retried until then */
+    long backoff;
+} rl__route;
+
+/* Learn the mode (and, in Cluster mode, the slot map) on the client's first
+ * connection, to server s. Mutex NOT held. */
+int rl__router_init(rl_client *c, rl__conn *conn);
+void rl__route_init(rl__route *rt, rl_client *c, uint16_t slot);
+/* The server that owns the slot now (single mode: the one). Mutex held. */
+rl__server *rl__route_server(rl_client *c, uint16_t slot);
+/* A connection to the server rt should go to now (ASKING already sent
+ * when a redirect said ASK). Mutex NOT held. */
+int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out);
+/* An error reply came back for rt. RL__RETRY: it was a redirect (followed)
+ * or a Cluster in motion (waited a little, within rt's deadline): the
+ * command did not run; send it again through rl__route_get. RL_OK: another
+ * error, the caller's to handle. Else a failure status. Mutex NOT held. */
+int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len);
+/* A server could not be reached: the slot map may be out of date. */
+void rl__router_suspect(rl_client *c);
+void rl__router_suspect_locked(rl_client *c);       /* mutex held */
+void rl__router_after_fork(rl_client *c);           /* fork child */
+/* What a MOVED or ASK said, told by a connection to `from`: the server it
+ * names (NULL: too many servers); a MOVED also corrects the slot's map
+ * entry and asks for a refresh. Mutex held. */
+rl__server *rl__router_redirect(rl_client *c, const rl__redirect *red, const rl__server *from);
+/* Ask the cluster for its slot map again, if it is due. Mutex NOT held. */
+void rl__router_refresh(rl_client *c, int force);
+/* The release notice the scripts send: "1" PUBLISH, "s" SPUBLISH (Cluster),
+ * "0" none (the user may not publish). */
+const char *rl__notice_arg(rl_client *c);
+/* Whether a script may mix keys of several slots (single mode only). */
+int rl__router_mixed_ok(const rl_client *c);
 
 /* ---- holds.c: name entries, holds, local waiter queues ---------------- */
 
@@ -235,6 +364,7 @@ typedef struct rl__entry {
     rl__waiter *q_head, *q_tail;    /* local FIFO of waiting threads */
     int local_live;                 /* holds of this process not lost */
     int sub_want, sub_state;        /* subscriber's view of the release channel */
+    int sub_link;                   /* server index it is subscribed on (sub_state) */
     int64_t linger_until;           /* no waiters left: unsubscribe after this */
     int leftovers;                  /* rl__leftover records naming this entry */
     int renewing;                   /* holds of it in the renewal round in flight */
@@ -379,10 +509,14 @@ struct rl_client {
 
     pthread_mutex_t mu;             /* guards everything below */
 
-    /* pool */
-    rl__conn *idle;
-    rl__conn *all;
-    int conns;
+    /* servers and routing */
+    rl__server *servers[RL__SERVERS_MAX];
+    int nservers;
+    rl__server *home;               /* the first that answered: single mode's server */
+    int mode;                       /* RL__MODE_*: learned at creation */
+    uint16_t *slot_map;             /* Cluster: server index per slot, RL__NO_SERVER unknown */
+    int64_t map_refresh_at;         /* refresh the slot map then (0: now) */
+    int map_refreshing;             /* a thread is asking the cluster */
     int pool_waiters;
     pthread_cond_t pool_cond;
 
@@ -399,7 +533,6 @@ struct rl_client {
     uint64_t next_serial;
 
     /* watchdog */
-    rl__conn *wd_conn;              /* owned by the watchdog thread */
     int wd_started;
     int64_t wd_wake_at;             /* when the watchdog will wake; -1: never; 0: awake */
     pthread_t wd_thread;
@@ -408,10 +541,9 @@ struct rl_client {
     pthread_cond_t round_cond;      /* a renewal round ended */
     int wd_failed;                  /* renewal rounds failed in a row */
     int64_t wd_failed_since;
-    int wd_mode;                    /* watchdog's: server mode (0: not learned yet) */
 
     /* subscriber */
-    redisContext *sub_ctx;          /* owned by the subscriber thread */
+    redisContext *sub_ctx[RL__SERVERS_MAX]; /* per server; owned by the subscriber thread */
     int sub_started;
     pthread_t sub_thread;
     int sub_efd;                    /* eventfd: wake the subscriber */

@@ -24,8 +24,11 @@
 
 /* A notice is a courtesy, the change is the fact: a PUBLISH that Redis
  * refuses (an ACL user without channel rights) must not turn an applied
- * change into an error. */
-#define RL__NOTICE "redis.pcall('publish', KEYS[2], '0')\n"
+ * change into an error. `arg` says how: 's' SPUBLISH (Cluster: sharded, on
+ * the channel's master), '0' none, anything else (or nothing) PUBLISH. */
+#define RL__NOTICE(arg) \
+    "if " arg " == 's' then redis.pcall('spublish', KEYS[2], '0')\n" \
+    "elseif " arg " ~= '0' then redis.pcall('publish', KEYS[2], '0') end\n"
 
 /* KEYS[1] lock; ARGV lease_ms, owner, held. Few calls on the common paths:
  * Redis counts each call a script makes. */
@@ -53,9 +56,9 @@ static const char acquire_src[] =
     "return {1, n + 1}\n";
 
 /* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
- * whole field), lease_ms (0: leave the expiry alone), and optionally '0'
- * when the caller knows it may not publish. Only our own field is ever
- * removed: the lock is deleted only when no other field is left. */
+ * whole field), lease_ms (0: leave the expiry alone), and optionally the
+ * notice (see RL__NOTICE). Only our own field is ever removed: the lock is
+ * deleted only when no other field is left. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
@@ -72,7 +75,7 @@ static const char release_src[] =
     "end\n"
     "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and ARGV[4] ~= '0' and\n"
     "   redis.call('exists', KEYS[1]) == 0 then\n"
-    "  " RL__NOTICE
+    RL__NOTICE("ARGV[4]")
     "end\n"
     "return {1, 0}\n";
 
@@ -97,7 +100,8 @@ static const char renew_src[] =
     "end\n"
     "return table.concat(out)\n";
 
-/* KEYS[1] lock, KEYS[2] release channel; ARGV[1] "<our uuid>:". Deletes
+/* KEYS[1] lock, KEYS[2] release channel; ARGV[1] "<our uuid>:", and
+ * optionally the notice (see RL__NOTICE). Deletes
  * the lock and reports the thread ids of our own fields it removed, so
  * that exactly those holds are flagged, however the delete interleaved
  * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
@@ -122,7 +126,7 @@ static const char force_src[] =
     "end\n"
     "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
     "redis.call('del', KEYS[1])\n"
-    RL__NOTICE
+    RL__NOTICE("ARGV[2]")
     "return out\n";
 
 const char *const rl__script_src[RL__S_COUNT] = {

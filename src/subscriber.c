@@ -1,13 +1,16 @@
 /*
- * The subscriber: one thread and one connection per client, in SUBSCRIBE
- * mode. It keeps one subscription per lock name that has local waiters, and
- * turns release notices into a wake-up of the head of that name's local
- * queue. Other threads ask for (un)subscriptions by setting an entry's
- * sub_want and poking an eventfd; the thread reconciles.
+ * The subscriber: one thread per client, with one connection in subscribed
+ * mode per server that has waiters (single mode: the one server; Cluster:
+ * each master, with sharded SSUBSCRIBE on the master that owns the
+ * channel's slot). It keeps one subscription per lock name that has local
+ * waiters, and turns release notices into a wake-up of the head of that
+ * name's local queue. Other threads ask for (un)subscriptions by setting an
+ * entry's sub_want and poking an eventfd; the thread reconciles.
  *
- * When the connection breaks, every waiter is woken (it retries and waits
- * again, bounded by the holder's lease) and the subscriptions are made
- * anew once Redis answers.
+ * When a connection breaks, or a slot moves away from its master (which
+ * then unsubscribes us), the waiters concerned are woken (they ask Redis
+ * again and wait again, bounded by the holder's lease) and the
+ * subscriptions are made anew where the slot now lives.
  */
 #include <errno.h>
 #include <poll.h>
@@ -65,9 +68,10 @@ void rl__sub_stop(rl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-
+/* The subscriber's connection to one server. */
 typedef struct sub_state {
     rl_client *c;
+    rl__server *srv;
     redisContext *ctx;
     int64_t retry_at;
     long backoff;
@@ -84,14 +88,18 @@ typedef struct sub_state {
 
 void rl__sub_after_fork(rl_client *c)
 {
-    /* The thread does not exist here; its connection may be mid-use. */
+    int i;
+
+    /* The thread does not exist here; its connections may be mid-use. */
     c->sub_started = 0;
     if (c->sub_efd >= 0)
         close(c->sub_efd);
     c->sub_efd = -1;
-    if (c->sub_ctx && c->sub_ctx->fd >= 0)
-        close(c->sub_ctx->fd);
-    c->sub_ctx = NULL;
+    for (i = 0; i < RL__SERVERS_MAX; i++) {
+        if (c->sub_ctx[i] && c->sub_ctx[i]->fd >= 0)
+            close(c->sub_ctx[i]->fd);
+        c->sub_ctx[i] = NULL;
+    }
     FOR_EACH_ENTRY(c, e) {
         e->sub_want = 0;
         e->linger_until = 0;
@@ -99,16 +107,24 @@ void rl__sub_after_fork(rl_client *c)
     }
 }
 
+/* The server a wanted entry's notices come from now. Mutex held. */
+static int link_of(rl_client *c, const rl__entry *e)
+{
+    return rl__route_server(c, e->slot)->index;
+}
+
 static void drop_connection(sub_state *st)
 {
     rl_client *c = st->c;
 
     FOR_EACH_ENTRY(c, e) {
+        if (e->sub_state == RL__SUB_NONE || e->sub_link != st->srv->index)
+            continue;
         e->sub_state = RL__SUB_NONE;
         rl__queue_kick_head(e);
         rl__entry_maybe_free(c, e);
     }
-    c->sub_ctx = NULL;
+    c->sub_ctx[st->srv->index] = NULL;
     pthread_mutex_unlock(&c->mu);
     redisFree(st->ctx);
     pthread_mutex_lock(&c->mu);
@@ -118,9 +134,10 @@ static void drop_connection(sub_state *st)
     st->retry_at = rl__now_ms() + st->backoff;
     /* Said once per outage; the retries are silent. */
     if (!st->lost)
-        rl__log(c, RL_LOG_WARN, "rlock subscriber: connection lost (%s); waiters fall back "
-                "to the holders' leases until it is back", rl_last_error());
+        rl__log(c, RL_LOG_WARN, "rlock subscriber: connection to %s lost (%s); waiters fall "
+                "back to the holders' leases until it is back", st->srv->name, rl_last_error());
     st->lost = 1;
+    rl__router_suspect_locked(c);
 }
 
 /* Queue the (un)subscriptions that differ from what is wanted. Mutex held.
@@ -128,7 +145,8 @@ static void drop_connection(sub_state *st)
 static int64_t reconcile(sub_state *st, int64_t now)
 {
     rl_client *c = st->c;
-    int64_t next = -1;
+    int64_t next = -1, sharded = c->mode == RL__MODE_CLUSTER;
+    int me = st->srv->index;
 
     FOR_EACH_ENTRY(c, e) {
         const char *argv[2];
@@ -141,17 +159,17 @@ static int64_t reconcile(sub_state *st, int64_t now)
                 next = e->linger_until;
             }
         }
-        if (e->sub_want && e->sub_state == RL__SUB_NONE) {
-            argv[0] = "SUBSCRIBE";
-            lens[0] = 9;
+        if (e->sub_want && e->sub_state == RL__SUB_NONE && link_of(c, e) == me) {
+            argv[0] = sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
             e->sub_state = RL__SUB_SENT;
-        } else if (!e->sub_want && e->sub_state == RL__SUB_ON) {
-            argv[0] = "UNSUBSCRIBE";
-            lens[0] = 11;
+            e->sub_link = me;
+        } else if (!e->sub_want && e->sub_state == RL__SUB_ON && e->sub_link == me) {
+            argv[0] = sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
             e->sub_state = RL__SUB_OFF_SENT;
         } else {
             continue;
         }
+        lens[0] = strlen(argv[0]);
         argv[1] = e->channel;
         lens[1] = e->channel_len;
         redisAppendCommandArgv(st->ctx, 2, argv, lens);
@@ -159,18 +177,21 @@ static int64_t reconcile(sub_state *st, int64_t now)
     return next;
 }
 
-static int any_wanted(rl_client *c)
+/* Whether an entry wants notices from server `me`. Mutex held. */
+static int any_wanted(rl_client *c, int me)
 {
     FOR_EACH_ENTRY(c, e)
-        if (e->sub_want)
+        if (e->sub_want && e->sub_state == RL__SUB_NONE ? link_of(c, e) == me
+            : e->sub_want && e->sub_link == me)
             return 1;
     return 0;
 }
 
-static int any_active(rl_client *c)
+static int any_active(rl_client *c, int me)
 {
     FOR_EACH_ENTRY(c, e)
-        if (e->sub_want || e->sub_state != RL__SUB_NONE)
+        if ((e->sub_want && link_of(c, e) == me) ||
+            (e->sub_state != RL__SUB_NONE && e->sub_link == me))
             return 1;
     return 0;
 }
@@ -196,14 +217,37 @@ static void refused(sub_state *st, const redisReply *r)
     }
 }
 
+/* A (un)subscription was answered MOVED: the slot lives elsewhere now.
+ * Its entries are subscribed again there. Mutex held. */
+static void moved(sub_state *st, const rl__redirect *red)
+{
+    rl_client *c = st->c;
+
+    rl__router_redirect(c, red, st->srv);
+    FOR_EACH_ENTRY(c, e) {
+        if (e->slot != red->slot || e->sub_link != st->srv->index)
+            continue;
+        if (e->sub_state == RL__SUB_SENT || e->sub_state == RL__SUB_OFF_SENT)
+            e->sub_state = RL__SUB_NONE;
+        rl__queue_kick_head(e);
+        rl__entry_maybe_free(c, e);
+    }
+}
+
 static void handle(sub_state *st, redisReply *r)
 {
     rl_client *c = st->c;
     const redisReply *kind, *ch;
+    rl__redirect red;
     rl__entry *e;
 
     if (r->type == REDIS_REPLY_ERROR) {
-        refused(st, r);
+        if (rl__redirect_parse(r->str, r->len, &red) == 1)
+            moved(st, &red);
+        else if (rl__cluster_retryable(r->str, r->len))
+            rl__router_suspect_locked(c);    /* asked again at the next reconnect */
+        else
+            refused(st, r);
         return;
     }
     /* Out of subscribed mode (no channel left), PING answers +PONG. */
@@ -225,94 +269,167 @@ static void handle(sub_state *st, redisReply *r)
     e = rl__entry_by_channel(c, ch->str, ch->len);
     if (!e)
         return;
-    if (strcmp(kind->str, "message") == 0) {
+    if (e->sub_link != st->srv->index)
+        return;     /* a late word from where it was subscribed before */
+    if (strcmp(kind->str, "message") == 0 || strcmp(kind->str, "smessage") == 0) {
         rl__queue_kick_head(e);
-    } else if (strcmp(kind->str, "subscribe") == 0) {
+    } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "ssubscribe") == 0) {
         if (e->sub_state == RL__SUB_SENT)
             e->sub_state = RL__SUB_ON;
         rl__queue_kick_head(e);
-    } else if (strcmp(kind->str, "unsubscribe") == 0) {
+    } else if (strcmp(kind->str, "unsubscribe") == 0 ||
+               strcmp(kind->str, "sunsubscribe") == 0) {
+        /* Asked for, or (sharded) the slot moved away: then the waiter
+         * asks Redis again, and we subscribe where the slot lives now. */
+        if (e->sub_state == RL__SUB_ON) {
+            rl__router_suspect_locked(c);
+            rl__queue_kick_head(e);
+        }
         e->sub_state = RL__SUB_NONE;
         rl__entry_maybe_free(c, e);
     }
 }
 
+/* Connect to st's server when it is wanted and due. Mutex held, dropped
+ * while connecting. 1 when something changed. */
+static int maybe_connect(sub_state *st, int64_t now)
+{
+    rl_client *c = st->c;
+    rl__conn *conn;
+    int rc;
+
+    if (st->ctx || now < st->retry_at || !any_wanted(c, st->srv->index))
+        return 0;
+    pthread_mutex_unlock(&c->mu);
+    rc = rl__conn_open(c, st->srv, &conn);
+    pthread_mutex_lock(&c->mu);
+    if (rc != RL_OK) {
+        st->backoff = rl__backoff_ms(st->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
+        st->retry_at = rl__now_ms() + st->backoff;
+        if (!st->lost)
+            rl__router_suspect_locked(c);
+        return 1;
+    }
+    if (st->lost)
+        rl__log(c, RL_LOG_INFO, "rlock subscriber: reconnected to %s", st->srv->name);
+    st->lost = 0;
+    st->ctx = conn->ctx;
+    free(conn);
+    c->sub_ctx[st->srv->index] = st->ctx;
+    st->backoff = 0;
+    st->last_io = rl__now_ms();
+    FOR_EACH_ENTRY(c, e) {
+        if (e->sub_link == st->srv->index)
+            e->sub_state = RL__SUB_NONE;
+    }
+    return 1;
+}
+
+/* Queue what st's connection must send now, and write it. Mutex held,
+ * dropped while writing. Returns the poll timeout st asks for (-1: none),
+ * or -2 when the connection was dropped. */
+static int64_t prepare_link(sub_state *st, int64_t now)
+{
+    rl_client *c = st->c;
+    int64_t linger_end = reconcile(st, now), timeout;
+    int active = any_active(c, st->srv->index), done = 0;
+
+    if (active && !st->ping_sent && now - st->last_io >= RL__PING_MS) {
+        redisAppendCommand(st->ctx, "PING");
+        st->ping_sent = now;
+    }
+    /* A stalled socket must not hold up the application threads.
+     * (With nothing queued, redisBufferWrite says done at once.) */
+    pthread_mutex_unlock(&c->mu);
+    while (!done) {
+        if (redisBufferWrite(st->ctx, &done) != REDIS_OK)
+            break;
+    }
+    pthread_mutex_lock(&c->mu);
+    if (st->ctx->err) {
+        drop_connection(st);
+        return -2;
+    }
+    timeout = active ? RL__PING_MS : -1;
+    if (linger_end >= 0 && (timeout < 0 || linger_end - now < timeout))
+        timeout = linger_end - now;
+    if (st->ping_sent) {
+        timeout = st->ping_sent + c->command_ms - now;
+        if (timeout <= 0) {
+            rl__err(RL_ECONN, "no answer to PING");
+            drop_connection(st);
+            return -2;
+        }
+    }
+    return timeout;
+}
+
+/* Read what arrived on st's connection. Mutex held. */
+static void read_link(sub_state *st)
+{
+    redisReply *r = NULL;
+
+    if (redisBufferRead(st->ctx) != REDIS_OK) {
+        drop_connection(st);
+        return;
+    }
+    st->last_io = rl__now_ms();
+    for (;;) {
+        r = NULL;
+        if (redisGetReplyFromReader(st->ctx, (void **)&r) != REDIS_OK) {
+            drop_connection(st);
+            return;
+        }
+        if (!r)
+            return;
+        handle(st, r);
+        freeReplyObject(r);
+    }
+}
+
 static void *sub_main(void *arg)
 {
-    sub_state st;
+    sub_state st[RL__SERVERS_MAX];
     rl_client *c = arg;
+    int i;
 
-    memset(&st, 0, sizeof st);
-    st.c = c;
+    memset(st, 0, sizeof st);
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
-        struct pollfd pfd[2];
-        int64_t now = rl__now_ms(), timeout = -1;
-        int nfds = 1, done = 0, rc;
+        struct pollfd pfd[1 + RL__SERVERS_MAX];
+        int link[1 + RL__SERVERS_MAX];
+        int64_t now = rl__now_ms(), timeout = -1, t;
+        int nfds = 1, n = c->nservers, changed = 0, rc;
         uint64_t junk;
 
-        if (!st.ctx && any_wanted(c) && now >= st.retry_at) {
-            rl__conn *conn;
-            pthread_mutex_unlock(&c->mu);
-            rc = rl__conn_open(c, &conn);
-            pthread_mutex_lock(&c->mu);
-            if (rc != RL_OK) {
-                st.backoff = rl__backoff_ms(st.backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
-                st.retry_at = rl__now_ms() + st.backoff;
-            } else {
-                if (st.lost)
-                    rl__log(c, RL_LOG_INFO, "rlock subscriber: reconnected");
-                st.lost = 0;
-                st.ctx = conn->ctx;
-                free(conn);
-                c->sub_ctx = st.ctx;
-                st.backoff = 0;
-                st.last_io = rl__now_ms();
-                FOR_EACH_ENTRY(c, e) {
-                    e->sub_state = RL__SUB_NONE;
-                }
-            }
-            continue;
+        for (i = 0; i < n; i++) {
+            st[i].c = c;
+            st[i].srv = c->servers[i];
+            changed |= maybe_connect(&st[i], now);
         }
-        if (st.ctx) {
-            int active;
-            int64_t linger_end = reconcile(&st, now);
-            active = any_active(c);
-            if (active && !st.ping_sent && now - st.last_io >= RL__PING_MS) {
-                redisAppendCommand(st.ctx, "PING");
-                st.ping_sent = now;
-            }
-            /* A stalled socket must not hold up the application threads.
-             * (With nothing queued, redisBufferWrite says done at once.) */
-            pthread_mutex_unlock(&c->mu);
-            while (!done) {
-                if (redisBufferWrite(st.ctx, &done) != REDIS_OK)
+        if (changed)
+            continue;
+        for (i = 0; i < n; i++) {
+            if (st[i].ctx) {
+                if ((t = prepare_link(&st[i], now)) == -2) {
+                    changed = 1;
                     break;
-            }
-            pthread_mutex_lock(&c->mu);
-            if (st.ctx->err) {
-                drop_connection(&st);
+                }
+                pfd[nfds].fd = st[i].ctx->fd;
+                pfd[nfds].events = POLLIN;
+                link[nfds++] = i;
+            } else if (any_wanted(c, i)) {
+                t = st[i].retry_at - now;
+                if (t < 0)
+                    t = 0;
+            } else {
                 continue;
             }
-            timeout = active ? RL__PING_MS : -1;
-            if (linger_end >= 0 && (timeout < 0 || linger_end - now < timeout))
-                timeout = linger_end - now;
-            if (st.ping_sent) {
-                timeout = st.ping_sent + c->command_ms - now;
-                if (timeout <= 0) {
-                    rl__err(RL_ECONN, "no answer to PING");
-                    drop_connection(&st);
-                    continue;
-                }
-            }
-            pfd[1].fd = st.ctx->fd;
-            pfd[1].events = POLLIN;
-            nfds = 2;
-        } else if (any_wanted(c)) {
-            timeout = st.retry_at - now;
-            if (timeout < 0)
-                timeout = 0;
+            if (t >= 0 && (timeout < 0 || t < timeout))
+                timeout = t;
         }
+        if (changed)
+            continue;
         pfd[0].fd = c->sub_efd;
         pfd[0].events = POLLIN;
         pthread_mutex_unlock(&c->mu);
@@ -323,32 +440,15 @@ static void *sub_main(void *arg)
             }
         }
         pthread_mutex_lock(&c->mu);
-        if (rc > 0 && nfds == 2 && st.ctx && (pfd[1].revents & (POLLIN | POLLERR | POLLHUP))) {
-            redisReply *r = NULL;
-            if (redisBufferRead(st.ctx) != REDIS_OK) {
-                drop_connection(&st);
-                continue;
-            }
-            st.last_io = rl__now_ms();
-            for (;;) {
-                r = NULL;
-                if (redisGetReplyFromReader(st.ctx, (void **)&r) != REDIS_OK) {
-                    drop_connection(&st);
-                    break;
-                }
-                if (!r)
-                    break;
-                handle(&st, r);
-                freeReplyObject(r);
-            }
-        }
+        for (i = 1; rc > 0 && i < nfds; i++)
+            if (st[link[i]].ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP)))
+                read_link(&st[link[i]]);
     }
-    if (st.ctx) {
-        c->sub_ctx = NULL;
-        pthread_mutex_unlock(&c->mu);
-        redisFree(st.ctx);
-    } else {
-        pthread_mutex_unlock(&c->mu);
-    }
+    for (i = 0; i < RL__SERVERS_MAX; i++)
+        c->sub_ctx[i] = NULL;
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < RL__SERVERS_MAX; i++)
+        if (st[i].ctx)
+            redisFree(st[i].ctx);
     return NULL;
 }

@@ -2,7 +2,7 @@
  * Parsing of the connection URL. Pure: no I/O, no globals; every failure
  * says what was wrong through rl_last_error() and leaves *out cleared.
  *
- *   redis://[[user]:pass@]host[:port][/db]     host may be [ipv6]
+ *   redis://[[user]:pass@]host[:port][,host[:port]...][/db]   host may be [ipv6]
  *   unix:///path/to/socket[?db=N]
  */
 #include <stdlib.h>
@@ -102,13 +102,70 @@ static int parse_unix(rl__url *u, const char *rest)
     return RL_OK;
 }
 
+/* A failure in one seed of the list; which one, when there are several. */
+static int fail_seed(rl__url *u, int i, int nseeds, const char *why)
+{
+    if (nseeds == 1)
+        return fail(u, RL_EINVAL, why);
+    rl__url_clear(u);
+    return rl__err(RL_EINVAL, "bad URL: seed %d of %d: %s", i + 1, nseeds, why);
+}
+
+/* One seed, s[0..end): host[:port] or [ipv6][:port], into u->seeds[i]. */
+static int parse_seed(rl__url *u, int i, int nseeds, const char *s, const char *end)
+{
+    const char *host = s, *host_end, *port = NULL;
+    rl__endpoint *ep = &u->seeds[i];
+    long num;
+
+    if (s == end)
+        return fail_seed(u, i, nseeds,
+                         nseeds == 1 ? "missing host" : "empty host in the seed list");
+    if (*host == '[') {
+        host_end = memchr(host, ']', (size_t)(end - host));
+        if (!host_end || host_end == host + 1)
+            return fail_seed(u, i, nseeds, "unterminated or empty [IPv6] host");
+        if (host_end + 1 < end) {
+            if (host_end[1] != ':')
+                return fail_seed(u, i, nseeds, "junk after the [IPv6] host");
+            port = host_end + 2;
+        }
+        host++;
+    } else {
+        host_end = memchr(host, ':', (size_t)(end - host));
+        if (host_end)
+            port = host_end + 1;
+        else
+            host_end = end;
+    }
+    if (host_end == host)
+        return fail_seed(u, i, nseeds, "missing host");
+    for (const char *p = host; p < host_end; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch <= ' ' || ch == '@' || ch == '%' || ch >= 0x7f || (ch == '[' || ch == ']'))
+            return fail_seed(u, i, nseeds, "bad character in host");
+    }
+    ep->host = rl__memdup(host, (size_t)(host_end - host) + 1);
+    if (!ep->host)
+        return fail(u, RL_ENOMEM, "");
+    ep->host[host_end - host] = '\0';
+
+    ep->port = 6379;
+    if (port) {
+        if (parse_num(port, (size_t)(end - port), 1, 65535, &num) != 0)
+            return fail_seed(u, i, nseeds, "port must be a number from 1 to 65535");
+        ep->port = (int)num;
+    }
+    return RL_OK;
+}
+
 static int parse_tcp(rl__url *u, const char *rest)
 {
     const char *end = rest + strlen(rest);
     const char *slash = strchr(rest, '/');
-    const char *auth_end, *host, *host_end, *port = NULL;
+    const char *auth_end, *host;
     size_t auth_len;
-    int nomem = 0;
+    int nomem = 0, nseeds, rc;
     long num;
 
     if (!slash)
@@ -140,41 +197,25 @@ static int parse_tcp(rl__url *u, const char *rest)
         host = auth_end + 1;
     }
 
-    if (*host == '[') {
-        host_end = memchr(host, ']', (size_t)(slash - host));
-        if (!host_end || host_end == host + 1)
-            return fail(u, RL_EINVAL, "unterminated or empty [IPv6] host");
-        if (host_end + 1 < slash) {
-            if (host_end[1] != ':')
-                return fail(u, RL_EINVAL, "junk after the [IPv6] host");
-            port = host_end + 2;
-        }
-        host++;
-    } else {
-        host_end = memchr(host, ':', (size_t)(slash - host));
-        if (host_end)
-            port = host_end + 1;
-        else
-            host_end = slash;
+    /* The seed list: host[:port] pairs separated by commas, up to the path. */
+    nseeds = 1;
+    for (const char *p = host; p < slash; p++)
+        if (*p == ',')
+            nseeds++;
+    if (nseeds > RL__SEEDS_MAX)
+        return fail(u, RL_EINVAL, "more than " RL__STR(RL__SEEDS_MAX) " seed hosts");
+    for (int i = 0; i < nseeds; i++) {
+        const char *seed_end = memchr(host, ',', (size_t)(slash - host));
+        if (!seed_end)
+            seed_end = slash;
+        if ((rc = parse_seed(u, i, nseeds, host, seed_end)) != RL_OK)
+            return rc;
+        host = seed_end + 1;
     }
-    if (host_end == host)
-        return fail(u, RL_EINVAL, "missing host");
-    for (const char *p = host; p < host_end; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch <= ' ' || ch == '@' || ch == '%' || ch >= 0x7f || (ch == '[' || ch == ']'))
-            return fail(u, RL_EINVAL, "bad character in host");
-    }
-    u->host = rl__memdup(host, (size_t)(host_end - host) + 1);
-    if (!u->host)
-        return fail(u, RL_ENOMEM, "");
-    u->host[host_end - host] = '\0';
+    u->nseeds = nseeds;
+    u->host = u->seeds[0].host;
+    u->port = u->seeds[0].port;
 
-    u->port = 6379;
-    if (port) {
-        if (parse_num(port, (size_t)(slash - port), 1, 65535, &num) != 0)
-            return fail(u, RL_EINVAL, "port must be a number from 1 to 65535");
-        u->port = (int)num;
-    }
     if (slash < end && slash + 1 < end) {
         if (parse_num(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &num) != 0)
             return fail(u, RL_EINVAL, "database must be a number after the '/'");
@@ -203,7 +244,10 @@ void rl__url_clear(rl__url *u)
 {
     if (!u)
         return;
-    free(u->host);
+    /* host aliases seeds[0].host: each seed's host is freed once, host not
+     * apart. A parse that failed half-way may have filled seeds past nseeds. */
+    for (int i = 0; i < RL__SEEDS_MAX; i++)
+        free(u->seeds[i].host);
     free(u->path);
     free(u->user);
     if (u->pass) {

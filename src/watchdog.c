@@ -21,10 +21,18 @@
 
 typedef struct snap {
     rl__hold *h;
+    rl__server *srv;        /* the server that arbitrates it this round */
 } snap;
 
-/* c->wd_mode: learned from INFO each time the watchdog connects. */
-enum { RL__WD_UNKNOWN, RL__WD_SINGLE, RL__WD_CLUSTER };
+/* The holds of one server in a round: s[first, first + n). */
+typedef struct group {
+    rl__server *srv;
+    rl__conn *conn;
+    size_t first, n;
+    int64_t sent;           /* when its first command went out */
+    int rc;
+    int noscript;           /* chunks answered NOSCRIPT */
+} group;
 
 static void *watchdog_main(void *arg);
 
@@ -62,14 +70,18 @@ void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
 
 void rl__watchdog_after_fork(rl_client *c)
 {
-    /* The thread does not exist here; its connection may be mid-use. */
+    int i;
+
+    /* The thread does not exist here; its connections may be mid-use. */
     c->wd_started = 0;
     c->wd_wake_at = 0;
-    if (c->wd_conn && c->wd_conn->ctx && c->wd_conn->ctx->fd >= 0)
-        close(c->wd_conn->ctx->fd);
-    c->wd_conn = NULL;
+    for (i = 0; i < c->nservers; i++) {
+        rl__conn *conn = c->servers[i]->wd_conn;
+        if (conn && conn->ctx && conn->ctx->fd >= 0)
+            close(conn->ctx->fd);
+        c->servers[i]->wd_conn = NULL;
+    }
     c->wd_failed = 0;
-    c->wd_mode = RL__WD_UNKNOWN;
 }
 
 void rl__watchdog_stop(rl_client *c)
@@ -88,111 +100,229 @@ void rl__watchdog_stop(rl_client *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* The length of the chunk that starts at s[first]: up to RL__RENEW_BATCH
- * pairs and, on a cluster node, of one slot (s is then sorted by slot). */
-static size_t chunk_len(const snap *s, size_t n, size_t first, int cluster)
+/* The length of the chunk that starts at s[first], within s[..end): up to
+ * RL__RENEW_BATCH pairs and, unless the server takes any mix, of one slot
+ * (s is sorted by server, then slot). */
+static size_t chunk_len(const snap *s, size_t end, size_t first, int mixed)
 {
-    size_t m = n - first < RL__RENEW_BATCH ? n - first : RL__RENEW_BATCH, j;
+    size_t m = end - first < RL__RENEW_BATCH ? end - first : RL__RENEW_BATCH, j;
 
-    if (cluster)
+    if (!mixed)
         for (j = 1; j < m; j++)
             if (s[first + j].h->entry->slot != s[first].h->entry->slot)
                 return j;
     return m;
 }
 
-static int by_slot(const void *a, const void *b)
+static int by_server_slot(const void *a, const void *b)
 {
-    unsigned sa = ((const snap *)a)->h->entry->slot, sb = ((const snap *)b)->h->entry->slot;
+    const snap *x = a, *y = b;
+    unsigned sa = x->h->entry->slot, sb = y->h->entry->slot;
 
+    if (x->srv != y->srv)
+        return x->srv->index < y->srv->index ? -1 : 1;
     return sa < sb ? -1 : sa > sb;
 }
 
-/* Ask the server, once per watchdog connection, whether it runs in cluster mode.
- * Only a broken connection fails; a server that refuses INFO (an ACL user
- * without it) gets one-slot calls, which every mode accepts. */
-static int learn_mode(rl_client *c, rl__conn *conn)
+/* Queue the renewal call of the chunk s[i, i + m) on ctx. */
+static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t i, size_t m,
+                         const char **argv, size_t *lens)
 {
-    const char *argv[2] = { "INFO", "cluster" };
-    size_t lens[2] = { 4, 7 };
-    redisReply *r = NULL;
-    int rc = rl__conn_call(conn, &r, 2, argv, lens);
+    char nk[16], lease[24];
+    size_t j;
 
-    if (rc != RL_OK)
-        return rc;
-    if (r->type == REDIS_REPLY_STRING)
-        c->wd_mode = strstr(r->str, "cluster_enabled:1") ? RL__WD_CLUSTER : RL__WD_SINGLE;
-    else
-        c->wd_mode = RL__WD_CLUSTER;
-    freeReplyObject(r);
-    rl__log(c, RL_LOG_DEBUG, "rlock watchdog: %s",
-            c->wd_mode == RL__WD_CLUSTER ? "one slot per renewal call" : "server not in cluster mode");
+    snprintf(lease, sizeof lease, "%ld", c->lease_ms);
+    argv[0] = "EVALSHA"; lens[0] = 7;
+    argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
+    snprintf(nk, sizeof nk, "%zu", m);
+    argv[2] = nk; lens[2] = strlen(nk);
+    for (j = 0; j < m; j++) {
+        argv[3 + j] = s[i + j].h->entry->key;
+        lens[3 + j] = s[i + j].h->entry->key_len;
+        argv[4 + m + j] = s[i + j].h->owner;
+        lens[4 + m + j] = s[i + j].h->owner_len;
+    }
+    argv[3 + m] = lease;
+    lens[3 + m] = strlen(lease);
+    redisAppendCommandArgv(ctx, (int)(4 + 2 * m), argv, lens);
+}
+
+/* Queue the renewal calls of g's chunks whose flags read `which` ('?': not
+ * asked yet; 'N': answered NOSCRIPT). Returns the number of calls. */
+static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *flags, char which,
+                          const char **argv, size_t *lens)
+{
+    size_t i, m, end = g->first + g->n, calls = 0;
+    int mixed = rl__router_mixed_ok(c);
+
+    for (i = g->first; i < end; i += m) {
+        m = chunk_len(s, end, i, mixed);
+        if (flags[i] != which)
+            continue;
+        append_chunk(c, g->conn->ctx, s, i, m, argv, lens);
+        calls++;
+    }
+    return calls;
+}
+
+/* A chunk answered ASK (its slot is being migrated and its keys may have
+ * moved): send it to the importing node, after ASKING, on a connection of
+ * that node's pool. Flags set on success; left as they were otherwise. */
+static void renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, size_t m,
+                        char *flags, const char **argv, size_t *lens)
+{
+    const char *asking = "ASKING";
+    size_t asking_len = 6;
+    rl__conn *conn;
+    redisReply *r = NULL;
+    const char *f;
+    int k;
+
+    if (!to || rl__pool_get(c, to, &conn) != RL_OK)
+        return;
+    redisAppendCommandArgv(conn->ctx, 1, &asking, &asking_len);
+    append_chunk(c, conn->ctx, s, i, m, argv, lens);
+    for (k = 0; k < 2; k++) {
+        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
+            break;
+        if (k == 1 && rl__reply_flags(r, m, &f) == RL_OK)
+            memcpy(flags + i, f, m);
+        freeReplyObject(r);
+    }
+    rl__pool_put(c, conn);
+}
+
+/* Read the replies to what send_chunks(.., which) queued, into flags: one
+ * '1' or '0' per hold; chunks refused stay `which`, or 'N' for NOSCRIPT. */
+static void read_chunks(rl_client *c, group *g, const snap *s, char *flags, char which,
+                        const char **argv, size_t *lens)
+{
+    size_t i, m, end = g->first + g->n;
+    int mixed = rl__router_mixed_ok(c);
+    rl__redirect red;
+
+    g->noscript = 0;
+    for (i = g->first; i < end; i += m) {
+        const char *f;
+        redisReply *r = NULL;
+        m = chunk_len(s, end, i, mixed);
+        if (flags[i] != which)
+            continue;
+        if (redisGetReply(g->conn->ctx, (void **)&r) != REDIS_OK) {
+            g->rc = rl__err(RL_ECONN, "renewal on %s: %s", g->srv->name,
+                            rl__conn_error(g->conn));
+            return;
+        }
+        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            memset(flags + i, 'N', m);
+            g->noscript = 1;
+        } else if (r->type == REDIS_REPLY_ERROR &&
+                   rl__redirect_parse(r->str, r->len, &red) == 1 &&
+                   red.kind == RL__REDIR_ASK) {
+            rl__server *to;
+            pthread_mutex_lock(&c->mu);
+            to = rl__router_redirect(c, &red, g->srv);
+            pthread_mutex_unlock(&c->mu);
+            renew_asked(c, to, s, i, m, flags, argv, lens);
+            if (flags[i] == which && g->rc == RL_OK)
+                g->rc = rl__err(RL_ECONN, "renewal on %s: %.200s (not followed)",
+                                g->srv->name, r->str);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            /* MOVED, TRYAGAIN, CLUSTERDOWN: the slot is on the move.
+             * Learn what the reply says (no waiting: deadline now); those
+             * holds are asked again soon, their expiry still counts. */
+            rl__route rt;
+            int rc;
+            rl__route_init(&rt, c, s[i].h->entry->slot);
+            rt.deadline = 0;
+            rt.last = g->srv;
+            rc = rl__route_error(c, &rt, r->str, r->len);
+            if (g->rc == RL_OK)
+                g->rc = rc == RL_OK ? rl__reply_error_status(r)
+                                    : rl__err(RL_ECONN, "renewal on %s: %.200s", g->srv->name,
+                                              r->str);
+        } else {
+            int st = rl__reply_flags(r, m, &f);
+            if (st == RL_OK)
+                memcpy(flags + i, f, m);
+            else if (g->rc == RL_OK)
+                g->rc = st;
+        }
+        freeReplyObject(r);
+    }
+}
+
+static int flush(group *g)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(g->conn->ctx, &done) != REDIS_OK)
+            return rl__err(RL_ECONN, "renewal on %s: %s", g->srv->name, rl__conn_error(g->conn));
     return RL_OK;
 }
 
-/* Send every chunk, then read every reply: one round trip per tick. */
-static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *flags)
+/* One round for every server at once: each server's calls are written
+ * before any reply is read, so a slow or dead server delays nobody
+ * else's renewal (each hold's confirmation counts from when its own
+ * server's calls went out). Servers with a connection go first: opening
+ * one to a dead server can take the whole connect timeout. */
+static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flags)
 {
-    int cluster = c->wd_mode == RL__WD_CLUSTER;
-    size_t i, j, m;
     const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
     size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
-    char nk[16], lease[24];
-    int rc = RL_OK, noscript = 0, pass;
+    size_t k;
+    int pass;
 
-    if (!argv || !lens) {
-        free(argv);
-        free(lens);
-        return rl__err(RL_ENOMEM, "out of memory");
-    }
-    snprintf(lease, sizeof lease, "%ld", c->lease_ms);
-    for (pass = 0; pass < 2 && rc == RL_OK; pass++) {
-        for (i = 0; i < n; i += m) {
-            m = chunk_len(s, n, i, cluster);
-            argv[0] = "EVALSHA"; lens[0] = 7;
-            argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
-            snprintf(nk, sizeof nk, "%zu", m);
-            argv[2] = nk; lens[2] = strlen(nk);
-            for (j = 0; j < m; j++) {
-                argv[3 + j] = s[i + j].h->entry->key;
-                lens[3 + j] = s[i + j].h->entry->key_len;
-                argv[4 + m + j] = s[i + j].h->owner;
-                lens[4 + m + j] = s[i + j].h->owner_len;
+    for (k = 0; k < ng; k++)
+        g[k].rc = !argv || !lens ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
+    for (pass = 0; pass < 2; pass++) {
+        for (k = 0; k < ng; k++) {
+            rl__conn *conn;
+            if (g[k].rc != RL_OK || (pass == 0) != (g[k].conn != NULL))
+                continue;
+            if (!g[k].conn) {
+                if ((g[k].rc = rl__conn_open(c, g[k].srv, &conn)) != RL_OK)
+                    continue;
+                g[k].conn = conn;
+                pthread_mutex_lock(&c->mu);
+                g[k].srv->wd_conn = conn;
+                pthread_mutex_unlock(&c->mu);
             }
-            argv[3 + m] = lease;
-            lens[3 + m] = strlen(lease);
-            redisAppendCommandArgv(conn->ctx, (int)(4 + 2 * m), argv, lens);
+            g[k].sent = rl__now_ms();
+            send_chunks(c, &g[k], s, flags, '?', argv, lens);
+            g[k].rc = flush(&g[k]);
         }
-        noscript = 0;
-        for (i = 0; i < n; i += m) {
-            const char *f;
-            redisReply *r = NULL;
-            m = chunk_len(s, n, i, cluster);
-            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
-                rc = rl__err(RL_ECONN, "renewal: %s", rl__conn_error(conn));
-                break;
-            }
-            if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-                noscript = 1;
-            } else if (rc == RL_OK) {
-                int st = rl__reply_flags(r, m, &f);
-                if (st == RL_OK)
-                    memcpy(flags + i, f, m);
-                else
-                    rc = st;
-            }
-            freeReplyObject(r);
-        }
-        if (rc != RL_OK || !noscript)
-            break;
-        rc = rl__conn_load_scripts(c, conn);
     }
-    /* NOSCRIPT on the second pass too: those chunks renewed nothing. */
-    if (rc == RL_OK && noscript)
-        rc = rl__err(RL_EREDIS, "renewal: NOSCRIPT twice in a row");
+    for (k = 0; k < ng; k++) {
+        /* Do not stay blocked past the first expiry: the thread must be
+         * free to flag and report that hold when its time comes. */
+        int64_t earliest = -1;
+        size_t i;
+        long wait;
+        if (g[k].rc != RL_OK)
+            continue;
+        for (i = g[k].first; i < g[k].first + g[k].n; i++)
+            if (earliest < 0 || atomic_load(&s[i].h->expiry_ms) < earliest)
+                earliest = atomic_load(&s[i].h->expiry_ms);
+        wait = (long)(earliest - rl__now_ms());
+        if (wait > c->command_ms)
+            wait = c->command_ms;
+        rl__conn_set_timeout(g[k].conn, wait < 20 ? 20 : wait);
+        read_chunks(c, &g[k], s, flags, '?', argv, lens);
+        /* NOSCRIPT (a restart, SCRIPT FLUSH): load them again, ask again. */
+        if (g[k].rc == RL_OK && g[k].noscript) {
+            if ((g[k].rc = rl__conn_load_scripts(c, g[k].conn)) != RL_OK)
+                continue;
+            send_chunks(c, &g[k], s, flags, 'N', argv, lens);
+            read_chunks(c, &g[k], s, flags, 'N', argv, lens);
+            if (g[k].rc == RL_OK && g[k].noscript)
+                g[k].rc = rl__err(RL_EREDIS, "renewal on %s: NOSCRIPT twice in a row",
+                                  g[k].srv->name);
+        }
+    }
     free(argv);
     free(lens);
-    return rc;
 }
 
 /* The round that renews every watchdog hold. Mutex held on entry and exit;
@@ -200,13 +330,20 @@ static int renew_round(rl_client *c, rl__conn *conn, snap *s, size_t n, char *fl
 static void renew(rl_client *c)
 {
     snap *s = NULL;
+    group *g = NULL;
     char *flags = NULL;
-    size_t n = 0, cap = 0, i;
+    size_t n = 0, cap = 0, ng = 0, i, k;
     rl__hold *h;
-    rl__conn *conn, *dead = NULL;
-    int64_t sent, earliest = 0;
-    int rc;
+    rl__conn *dead[RL__SERVERS_MAX];
+    int ndead = 0, rc = RL_OK;
 
+    /* Cluster: learn where the slots are now, when that is due (a node
+     * went away, a MOVED), before grouping the holds by master. */
+    if (c->mode == RL__MODE_CLUSTER && c->map_refresh_at <= rl__now_ms()) {
+        pthread_mutex_unlock(&c->mu);
+        rl__router_refresh(c, 0);
+        pthread_mutex_lock(&c->mu);
+    }
     for (h = c->holds; h; h = h->c_next) {
         if (!h->watchdog || h->releasing || atomic_load(&h->lost))
             continue;
@@ -217,58 +354,54 @@ static void renew(rl_client *c)
             s = ns;
         }
         s[n].h = h;
+        s[n].srv = rl__route_server(c, h->entry->slot);
         h->refs++;
         /* Until the round ends, a new hold of this name waits: a renewal
          * landing after it would stretch its lease (same owner field). */
         h->entry->renewing++;
-        if (!n || atomic_load(&h->expiry_ms) < earliest)
-            earliest = atomic_load(&h->expiry_ms);
         n++;
     }
-    flags = n ? malloc(n) : NULL;
-    /* c->wd_conn stays set while in use (a fork child closes its socket),
-     * and is freed only under the mutex, after it was cleared. */
-    conn = c->wd_conn;
+    if (n) {
+        qsort(s, n, sizeof *s, by_server_slot);
+        flags = malloc(n);
+        g = calloc((size_t)c->nservers, sizeof *g);
+        if (flags && g) {
+            memset(flags, '?', n);
+            for (i = 0; i < n; i++) {
+                if (!i || s[i].srv != s[i - 1].srv) {
+                    g[ng].srv = s[i].srv;
+                    /* Stays set while in use (a fork child closes its
+                     * socket); freed only under the mutex, after it was
+                     * cleared. */
+                    g[ng].conn = s[i].srv->wd_conn;
+                    g[ng++].first = i;
+                }
+                g[ng - 1].n++;
+            }
+        }
+    }
     pthread_mutex_unlock(&c->mu);
     RL__HOOK("watchdog.before_renew");
 
-    rc = n && !flags ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
-    if (rc == RL_OK && n && !conn) {
-        rc = rl__conn_open(c, &conn);
-        if (rc != RL_OK) {
-            conn = NULL;
-        } else {
-            pthread_mutex_lock(&c->mu);
-            c->wd_conn = conn;
-            pthread_mutex_unlock(&c->mu);
-        }
-    }
-    sent = rl__now_ms();
-    if (rc == RL_OK && n) {
-        /* Do not stay blocked past the first expiry: the thread must be
-         * free to flag and report that hold when its time comes. */
-        long wait = (long)(earliest - sent);
-        if (wait > c->command_ms)
-            wait = c->command_ms;
-        rl__conn_set_timeout(conn, wait < 20 ? 20 : wait);
-    }
-    if (rc == RL_OK && n && c->wd_mode == RL__WD_UNKNOWN)
-        rc = learn_mode(c, conn);
-    if (rc == RL_OK && n && c->wd_mode == RL__WD_CLUSTER)
-        qsort(s, n, sizeof *s, by_slot);
-    if (rc == RL_OK && n)
-        rc = renew_round(c, conn, s, n, flags);
+    if (n && (!flags || !g))
+        rc = rl__err(RL_ENOMEM, "out of memory");
+    else if (n)
+        renew_servers(c, g, ng, s, flags);
+    for (k = 0; k < ng && rc == RL_OK; k++)
+        if (g[k].rc != RL_OK)
+            rc = g[k].rc;
     if (rc != RL_OK)
         RL__HOOK("watchdog.renew_failed");
 
     pthread_mutex_lock(&c->mu);
-    if ((rc == RL_ECONN || rc == RL_EPROTO) && conn) {
-        dead = conn;
-        c->wd_conn = NULL;
-        c->wd_mode = RL__WD_UNKNOWN;    /* the next server may run another mode */
+    for (k = 0; k < ng; k++) {
+        if ((g[k].rc == RL_ECONN || g[k].rc == RL_EPROTO) && g[k].conn) {
+            dead[ndead++] = g[k].conn;
+            g[k].srv->wd_conn = NULL;
+        }
     }
     if (rc == RL_OK) {
-        c->wd_next_renew = sent + c->renew_ms;
+        c->wd_next_renew = (ng ? g[0].sent : rl__now_ms()) + c->renew_ms;
         if (c->wd_failed)
             rl__log(c, RL_LOG_INFO, "rlock watchdog: renewals work again after %d failed "
                     "rounds (%lld ms)", c->wd_failed, (long long)(rl__now_ms() - c->wd_failed_since));
@@ -284,23 +417,29 @@ static void renew(rl_client *c)
                     "until it works again: %s", retry, rl_last_error());
         }
     }
-    for (i = 0; i < n; i++) {
-        h = s[i].h;
-        if (rc == RL_OK && h->in_table && !h->releasing && !atomic_load(&h->lost)) {
+    for (k = 0; k < ng; k++) {
+        for (i = g[k].first; i < g[k].first + g[k].n; i++) {
+            h = s[i].h;
+            if (!h->in_table || h->releasing || atomic_load(&h->lost))
+                continue;
             if (flags[i] == '1')
-                rl__hold_confirm(h, sent);
-            else
+                rl__hold_confirm(h, g[k].sent);
+            else if (flags[i] == '0')
                 rl__hold_mark_lost(c, h, "the renewal found its field gone "
                                          "(expired, deleted or taken)");
         }
-        h->entry->renewing--;
-        rl__hold_unref(c, h);
+    }
+    for (i = 0; i < n; i++) {
+        s[i].h->entry->renewing--;
+        rl__hold_unref(c, s[i].h);
     }
     if (n)
         pthread_cond_broadcast(&c->round_cond);
-    /* Freed under the mutex: a fork now cannot see it half gone. */
-    rl__conn_close(c, dead);
+    /* Freed under the mutex: a fork now cannot see them half gone. */
+    for (k = 0; k < (size_t)ndead; k++)
+        rl__conn_close(c, dead[k]);
     free(s);
+    free(g);
     free(flags);
 }
 
@@ -363,7 +502,6 @@ static void drop_leftovers(rl_client *c)
 static void *watchdog_main(void *arg)
 {
     rl_client *c = arg;
-    rl__conn *conn;
 
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
@@ -409,9 +547,16 @@ static void *watchdog_main(void *arg)
         rl__cond_wait_until(&c->wd_cond, &c->mu, next);
         c->wd_wake_at = 0;
     }
-    conn = c->wd_conn;
-    c->wd_conn = NULL;
-    pthread_mutex_unlock(&c->mu);
-    rl__conn_close(c, conn);
+    {
+        rl__conn *conns[RL__SERVERS_MAX];
+        int i, n = c->nservers;
+        for (i = 0; i < n; i++) {
+            conns[i] = c->servers[i]->wd_conn;
+            c->servers[i]->wd_conn = NULL;
+        }
+        pthread_mutex_unlock(&c->mu);
+        for (i = 0; i < n; i++)
+            rl__conn_close(c, conns[i]);
+    }
     return NULL;
 }

@@ -544,9 +544,9 @@ long long rt_redis_cmdstat_calls(redisContext *c, const char *command)
     return calls;
 }
 
-long long rt_redis_numsub(redisContext *c, const void *channel, size_t len)
+static long long numsub(redisContext *c, const char *sub, const void *channel, size_t len)
 {
-    redisReply *rep = redisCommand(c, "PUBSUB NUMSUB %b", channel, len);
+    redisReply *rep = redisCommand(c, "PUBSUB %s %b", sub, channel, len);
     long long n = -1;
 
     if (rep == NULL)
@@ -556,6 +556,16 @@ long long rt_redis_numsub(redisContext *c, const void *channel, size_t len)
         n = rep->element[1]->integer;
     freeReplyObject(rep);
     return n;
+}
+
+long long rt_redis_numsub(redisContext *c, const void *channel, size_t len)
+{
+    return numsub(c, "NUMSUB", channel, len);
+}
+
+long long rt_redis_shardnumsub(redisContext *c, const void *channel, size_t len)
+{
+    return numsub(c, "SHARDNUMSUB", channel, len);
 }
 
 int rt_redis_exists(redisContext *c, const void *key, size_t len)

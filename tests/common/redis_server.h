@@ -125,6 +125,10 @@ long long rt_redis_cmdstat_calls(redisContext *c, const char *command);
 /** Subscribers of a (binary) channel, from PUBSUB NUMSUB; -1 on error. */
 long long rt_redis_numsub(redisContext *c, const void *channel, size_t len);
 
+/** Sharded subscribers (SSUBSCRIBE) of a (binary) channel on this node,
+ * from PUBSUB SHARDNUMSUB; -1 on error. */
+long long rt_redis_shardnumsub(redisContext *c, const void *channel, size_t len);
+
 /** Whether a (binary) key exists: 1, 0, or -1 on error. */
 int rt_redis_exists(redisContext *c, const void *key, size_t len);
 

@@ -101,6 +101,15 @@ int rt_child_wait(pid_t pid, long timeout_ms);
  */
 pid_t rt_spawn_self(char *const argv[], const int *keep, int nkeep, unsigned alarm_s);
 
+/**
+ * A TCP port of 127.0.0.1 that was free a moment ago (bound to port 0 and
+ * closed again), e.g. for a Redis Cluster bus port (--cluster-port), since
+ * the default port + 10000 may lie past 65535 or be taken. Someone else may
+ * take it before it is used: a caller retries with another when the bind
+ * fails. Returns the port, or -1 (message on stderr).
+ */
+int rt_free_port(void);
+
 /*
  * One-byte signals over a pipe, e.g. between a test and its child process.
  */

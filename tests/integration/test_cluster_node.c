@@ -10,37 +10,13 @@
  */
 #include "it_common.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #define CLUSTER_OK_WITHIN_MS 10000
 #define HOLD_LEASE_MS 20000
 #define WOKEN_WITHIN_MS 1000
-
-/* A free loopback port for the cluster bus (the default, port + 10000, may
- * lie past 65535 or be taken). */
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int port = -1, fd = socket(AF_INET, SOCK_STREAM, 0);
-
-    if (fd < 0)
-        return -1;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
 
 static int cluster_ok(redisContext *rc)
 {
@@ -58,7 +34,8 @@ static int setup_cluster(void **state)
     it_env *e = calloc(1, sizeof *e);
     char args[160];
     redisReply *r;
-    int bus = free_port();
+    /* The bus port: the default, port + 10000, may lie past 65535 or be taken. */
+    int bus = rt_free_port();
 
     if (e == NULL || bus < 0) {
         free(e);
@@ -253,7 +230,8 @@ static void test_wake_brace_name(void **state)
         char chan[40];
         memcpy(chan, key, kl);
         memcpy(chan + kl, ":release", 8);
-        IT_WAIT(rt_redis_numsub(e->rc, chan, kl + 8) == 1, 10000);
+        /* Cluster mode: sharded pub/sub on the channel's master. */
+        IT_WAIT(rt_redis_shardnumsub(e->rc, chan, kl + 8) == 1, 10000);
     }
     IT_EQ(atomic_load(&w.state), 1);
     IT_RANGE(rt_redis_pttl(e->rc, key, kl), 15000, HOLD_LEASE_MS);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -136,6 +137,178 @@ static void test_password_never_in_error(void **state)
     assert_null(strstr(rl_last_error(), "hunter2"));
 }
 
+/* Every seed slot is empty: what a refused URL must leave. */
+static void assert_no_seeds(const rl__url *u)
+{
+    int i;
+    assert_int_equal(u->nseeds, 0);
+    for (i = 0; i < RL__SEEDS_MAX; i++)
+        assert_null(u->seeds[i].host);
+}
+
+static void test_one_seed(void **state)
+{
+    rl__url u;
+    (void)state;
+    parse_ok("redis://example.org:7000/1", &u);
+    assert_int_equal(u.nseeds, 1);
+    assert_ptr_equal(u.seeds[0].host, u.host);
+    assert_string_equal(u.seeds[0].host, "example.org");
+    assert_int_equal(u.seeds[0].port, 7000);
+    assert_int_equal(u.port, 7000);
+    assert_null(u.seeds[1].host);
+    rl__url_clear(&u);
+
+    parse_ok(NULL, &u);
+    assert_int_equal(u.nseeds, 1);
+    assert_ptr_equal(u.seeds[0].host, u.host);
+    assert_int_equal(u.seeds[0].port, 6379);
+    rl__url_clear(&u);
+
+    parse_ok("redis://[::1]", &u);
+    assert_int_equal(u.nseeds, 1);
+    assert_string_equal(u.seeds[0].host, "::1");
+    assert_int_equal(u.seeds[0].port, 6379);
+    rl__url_clear(&u);
+
+    /* A unix socket is no seed list. */
+    parse_ok("unix:///run/redis.sock", &u);
+    assert_int_equal(u.nseeds, 0);
+    assert_null(u.host);
+    assert_null(u.seeds[0].host);
+    rl__url_clear(&u);
+}
+
+static void test_seed_list(void **state)
+{
+    rl__url u;
+    (void)state;
+    parse_ok("redis://alice:s3cr%2Ct@node-a:7000,node-b,10.0.0.3:7002/4", &u);
+    assert_int_equal(u.nseeds, 3);
+    assert_string_equal(u.seeds[0].host, "node-a");
+    assert_int_equal(u.seeds[0].port, 7000);
+    assert_string_equal(u.seeds[1].host, "node-b");
+    assert_int_equal(u.seeds[1].port, 6379);
+    assert_string_equal(u.seeds[2].host, "10.0.0.3");
+    assert_int_equal(u.seeds[2].port, 7002);
+    /* host and port are the first seed's. */
+    assert_ptr_equal(u.host, u.seeds[0].host);
+    assert_int_equal(u.port, 7000);
+    assert_int_equal(u.db, 4);
+    assert_string_equal(u.user, "alice");
+    assert_string_equal(u.pass, "s3cr,t");
+    rl__url_clear(&u);
+    assert_null(u.host);
+    assert_int_equal(u.nseeds, 0);
+
+    /* A ',' in the password, unescaped: the credentials end at the last '@'. */
+    parse_ok("redis://:a,b@h1,h2:7001", &u);
+    assert_string_equal(u.pass, "a,b");
+    assert_int_equal(u.nseeds, 2);
+    assert_string_equal(u.seeds[0].host, "h1");
+    assert_string_equal(u.seeds[1].host, "h2");
+    assert_int_equal(u.seeds[1].port, 7001);
+    rl__url_clear(&u);
+
+    /* Duplicates are the caller's business. */
+    parse_ok("redis://h:1,h:1/", &u);
+    assert_int_equal(u.nseeds, 2);
+    assert_string_equal(u.seeds[1].host, "h");
+    assert_int_equal(u.seeds[1].port, 1);
+    assert_int_equal(u.db, 0);
+    rl__url_clear(&u);
+}
+
+static void test_seed_ipv6(void **state)
+{
+    rl__url u;
+    (void)state;
+    parse_ok("redis://[fe80::1]:7000,[::1],127.0.0.1:7002", &u);
+    assert_int_equal(u.nseeds, 3);
+    assert_string_equal(u.host, "fe80::1");
+    assert_int_equal(u.port, 7000);
+    assert_string_equal(u.seeds[1].host, "::1");
+    assert_int_equal(u.seeds[1].port, 6379);
+    assert_string_equal(u.seeds[2].host, "127.0.0.1");
+    assert_int_equal(u.seeds[2].port, 7002);
+    rl__url_clear(&u);
+
+    parse_ok("redis://h,[2001:db8::7]:6380", &u);
+    assert_int_equal(u.nseeds, 2);
+    assert_string_equal(u.host, "h");
+    assert_string_equal(u.seeds[1].host, "2001:db8::7");
+    assert_int_equal(u.seeds[1].port, 6380);
+    rl__url_clear(&u);
+}
+
+static void test_seed_max(void **state)
+{
+    char url[512];
+    size_t n;
+    rl__url u;
+    int i;
+    (void)state;
+
+    n = (size_t)snprintf(url, sizeof url, "redis://h0:7000");
+    for (i = 1; i < RL__SEEDS_MAX; i++)
+        n += (size_t)snprintf(url + n, sizeof url - n, ",h%d:%d", i, 7000 + i);
+    parse_ok(url, &u);
+    assert_int_equal(u.nseeds, RL__SEEDS_MAX);
+    assert_string_equal(u.seeds[RL__SEEDS_MAX - 1].host, "h15");
+    assert_int_equal(u.seeds[RL__SEEDS_MAX - 1].port, 7015);
+    rl__url_clear(&u);
+
+    /* One more is refused. */
+    snprintf(url + n, sizeof url - n, ",h16:7016");
+    assert_int_equal(rl__url_parse(&u, url), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "16"));
+    assert_null(u.host);
+    assert_no_seeds(&u);
+}
+
+static void test_seed_rejects(void **state)
+{
+    static const char *bad[] = {
+        "redis://a,,b", "redis://a,", "redis://,a", "redis://,", "redis://a,/1",
+        "redis://a,b:0", "redis://a,b:65536", "redis://a,b:x", "redis://a,b:", "redis://a:1x,b",
+        "redis://a,[::1", "redis://a,[]:1", "redis://a,[::1]x", "redis://a,::1", "redis://a,b c",
+        "redis://a,b%20", "redis://:pw@,a", "redis://:pw@a,", "redis://a,b/x", "redis://a,b?db=1",
+        "redis://a,b:1:2",
+    };
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rl__url u;
+        int rc = rl__url_parse(&u, bad[i]);
+        if (rc != RL_EINVAL)
+            fail_msg("'%s' gave %d, expected RL_EINVAL", bad[i], rc);
+        assert_null(u.host);
+        assert_null(u.pass);
+        assert_null(u.user);
+        assert_no_seeds(&u);
+        assert_true(strlen(rl_last_error()) > 0);
+    }
+}
+
+static void test_seed_errors_say_which(void **state)
+{
+    rl__url u;
+    (void)state;
+    assert_int_equal(rl__url_parse(&u, "redis://:hunter2@a,b:0,c"), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "seed 2 of 3"));
+    assert_non_null(strstr(rl_last_error(), "port"));
+    assert_null(strstr(rl_last_error(), "hunter2"));
+
+    assert_int_equal(rl__url_parse(&u, "redis://:hunter2@a,,c"), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "seed 2 of 3"));
+    assert_non_null(strstr(rl_last_error(), "empty"));
+    assert_null(strstr(rl_last_error(), "hunter2"));
+
+    assert_int_equal(rl__url_parse(&u, "redis://u:hunter2@a,[::1"), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "seed 2 of 2"));
+    assert_null(strstr(rl_last_error(), "hunter2"));
+}
+
 static void test_too_long(void **state)
 {
     static char big[5000];
@@ -156,6 +329,12 @@ int main(void)
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_password_never_in_error),
         cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_one_seed),
+        cmocka_unit_test(test_seed_list),
+        cmocka_unit_test(test_seed_ipv6),
+        cmocka_unit_test(test_seed_max),
+        cmocka_unit_test(test_seed_rejects),
+        cmocka_unit_test(test_seed_errors_say_which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,315 @@
+/*
+ * The router: which server arbitrates a name.
+ *
+ * Single mode: the one server of the URL. Cluster mode (the server said so
+ * when the client was made): the master that owns the name's slot, from a
+ * slot map the cluster gives (CLUSTER SLOTS). The map is asked for again
+ * when a server cannot be reached, at least every RL__MAP_MAX_AGE_MS, and
+ * after a MOVED (which also corrects its one slot at once). ASK sends the
+ * next try to the named node after ASKING. TRYAGAIN and CLUSTERDOWN are
+ * sent again after a short pause, until the route's deadline. Every one of
+ * those replies comes before a command runs, so sending it again is safe.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rlock_int.h"
+
+#define RL__MAP_MAX_AGE_MS 30000
+#define RL__REDIRECTS_MAX 8
+#define RL__BUSY_FIRST_MS 10      /* TRYAGAIN / CLUSTERDOWN: pause, doubling */
+#define RL__BUSY_MAX_MS 200
+
+int rl__router_mixed_ok(const rl_client *c)
+{
+    return c->mode == RL__MODE_SINGLE;
+}
+
+const char *rl__notice_arg(rl_client *c)
+{
+    if (atomic_load(&c->no_notices))
+        return "0";
+    return c->mode == RL__MODE_CLUSTER ? "s" : "1";
+}
+
+rl__server *rl__route_server(rl_client *c, uint16_t slot)
+{
+    uint16_t i;
+
+    if (c->mode == RL__MODE_SINGLE)
+        return c->home;
+    i = c->slot_map[slot];
+    /* A slot nobody serves (yet): any node redirects us. */
+    return i == RL__NO_SERVER ? c->home : c->servers[i];
+}
+
+void rl__route_init(rl__route *rt, rl_client *c, uint16_t slot)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->slot = slot;
+    rt->deadline = rl__now_ms() + c->command_ms;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
+{
+    rl__server *s;
+    redisReply *r = NULL;
+    int rc;
+
+    if (c->mode == RL__MODE_SINGLE && !rt->ask) {
+        s = c->home;            /* the hot path: no lookup */
+    } else {
+        rl__router_refresh(c, 0);
+        pthread_mutex_lock(&c->mu);
+        s = rt->ask ? rt->ask : rl__route_server(c, rt->slot);
+        pthread_mutex_unlock(&c->mu);
+    }
+    rt->last = s;
+    if ((rc = rl__pool_get(c, s, out)) != RL_OK)
+        return rc;
+    if (!rt->ask)
+        return RL_OK;
+    /* The slot is being imported there: this one command may run. */
+    rt->ask = NULL;
+    {
+        const char *argv[1] = { "ASKING" };
+        size_t lens[1] = { 6 };
+        rc = rl__conn_call(*out, &r, 1, argv, lens);
+    }
+    if (rc == RL_OK && r->type == REDIS_REPLY_ERROR)
+        rc = rl__reply_error_status(r);
+    freeReplyObject(r);
+    if (rc != RL_OK) {
+        rl__pool_put(c, *out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* Store the master of [first, last] in the map being built. */
+struct map_build {
+    rl_client *c;
+    uint16_t *map;
+    const rl__server *from;     /* the node asked, for ranges with no host */
+    int full;                   /* no room for another server */
+};
+
+static int put_range(void *arg, int first, int last, const char *host, int port)
+{
+    struct map_build *b = arg;
+    rl__server *s;
+    int i;
+
+    pthread_mutex_lock(&b->c->mu);
+    s = rl__server_get(b->c, host[0] ? host : b->from->host, port);
+    pthread_mutex_unlock(&b->c->mu);
+    if (!s) {
+        b->full = 1;
+        return 1;
+    }
+    for (i = first; i <= last; i++)
+        b->map[i] = (uint16_t)s->index;
+    return 0;
+}
+
+/* CLUSTER SLOTS on conn into a new map. RL_OK with *map set (caller frees);
+ * RL__RETRY when the server is not in cluster mode. */
+static int ask_map(rl_client *c, rl__conn *conn, uint16_t **map)
+{
+    const char *argv[2] = { "CLUSTER", "SLOTS" };
+    size_t lens[2] = { 7, 5 };
+    struct map_build b;
+    redisReply *r = NULL;
+    int rc, n, i;
+
+    *map = NULL;
+    if ((rc = rl__conn_call(conn, &r, 2, argv, lens)) != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_ERROR) {
+        rc = strstr(r->str, "cluster support disabled") ? RL__RETRY : rl__reply_error_status(r);
+        freeReplyObject(r);
+        return rc;
+    }
+    b.c = c;
+    b.from = conn->server;
+    b.full = 0;
+    b.map = malloc(sizeof *b.map * RL__SLOTS);
+    if (!b.map) {
+        freeReplyObject(r);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < RL__SLOTS; i++)
+        b.map[i] = RL__NO_SERVER;
+    n = rl__slots_parse(r, put_range, &b);
+    freeReplyObject(r);
+    if (b.full || n <= 0) {
+        free(b.map);
+        return b.full ? rl__err(RL_ENOMEM, "too many Redis servers (%d at most)",
+                                RL__SERVERS_MAX)
+               : n < 0 ? rl__err(RL_EPROTO, "CLUSTER SLOTS: reply not understood")
+                       : rl__err(RL_ECONN, "CLUSTER SLOTS: the cluster serves no slot yet");
+    }
+    *map = b.map;
+    return RL_OK;
+}
+
+int rl__router_init(rl_client *c, rl__conn *conn)
+{
+    uint16_t *map;
+    int rc = ask_map(c, conn, &map);
+
+    if (rc == RL__RETRY) {
+        c->mode = RL__MODE_SINGLE;
+        return RL_OK;
+    }
+    if (rc == RL_EREDIS || rc == RL_EAUTH) {
+        /* Not allowed to ask, or an older server: single mode, which a
+         * MOVED would contradict loudly. */
+        rl__log(c, RL_LOG_WARN, "rlock: cannot ask for the cluster's slots (%s): "
+                "treating %s as a single server", rl_last_error(), conn->server->name);
+        c->mode = RL__MODE_SINGLE;
+        return RL_OK;
+    }
+    if (rc != RL_OK)
+        return rc;
+    c->mode = RL__MODE_CLUSTER;
+    c->slot_map = map;
+    c->map_refresh_at = rl__now_ms() + RL__MAP_MAX_AGE_MS;
+    rl__log(c, RL_LOG_INFO, "rlock: Redis Cluster with %d node(s) known", c->nservers);
+    return RL_OK;
+}
+
+void rl__router_after_fork(rl_client *c)
+{
+    /* A refresh the parent's thread had under way is not ours to wait for. */
+    c->map_refreshing = 0;
+    c->map_refresh_at = 0;
+}
+
+void rl__router_suspect_locked(rl_client *c)
+{
+    c->map_refresh_at = 0;
+}
+
+void rl__router_suspect(rl_client *c)
+{
+    if (c->mode != RL__MODE_CLUSTER)
+        return;
+    pthread_mutex_lock(&c->mu);
+    rl__router_suspect_locked(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Ask one server for the map; RL_OK when the client's map was replaced. */
+static int refresh_from(rl_client *c, rl__server *s)
+{
+    rl__conn *conn;
+    uint16_t *map, *old;
+    int rc;
+
+    if ((rc = rl__pool_get(c, s, &conn)) != RL_OK)
+        return rc;
+    rc = ask_map(c, conn, &map);
+    rl__pool_put(c, conn);
+    if (rc != RL_OK)
+        return rc == RL__RETRY ? rl__err(RL_EREDIS, "%s is not in cluster mode", s->name) : rc;
+    pthread_mutex_lock(&c->mu);
+    old = c->slot_map;
+    c->slot_map = map;
+    pthread_mutex_unlock(&c->mu);
+    free(old);
+    return RL_OK;
+}
+
+void rl__router_refresh(rl_client *c, int force)
+{
+    rl__server *order[RL__SERVERS_MAX];
+    int n = 0, i, rc = RL_ECONN;
+    int64_t now = rl__now_ms();
+
+    if (c->mode != RL__MODE_CLUSTER)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (c->map_refreshing || (!force && now < c->map_refresh_at)) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    c->map_refreshing = 1;
+    /* Servers that were reachable lately first; one that just refused a
+     * connection last (each try may cost the connect timeout). */
+    for (i = 0; i < c->nservers; i++)
+        if (atomic_load(&c->servers[i]->down_until) <= now)
+            order[n++] = c->servers[i];
+    for (i = 0; i < c->nservers; i++)
+        if (atomic_load(&c->servers[i]->down_until) > now)
+            order[n++] = c->servers[i];
+    pthread_mutex_unlock(&c->mu);
+
+    for (i = 0; i < n && rc != RL_OK; i++)
+        rc = refresh_from(c, order[i]);
+
+    pthread_mutex_lock(&c->mu);
+    c->map_refreshing = 0;
+    /* Failed: try again soon, not on every call. */
+    c->map_refresh_at = rl__now_ms() + (rc == RL_OK ? RL__MAP_MAX_AGE_MS : 100);
+    pthread_mutex_unlock(&c->mu);
+    if (rc != RL_OK)
+        rl__log(c, RL_LOG_WARN, "rlock: cannot refresh the cluster's slot map: %s",
+                rl_last_error());
+}
+
+rl__server *rl__router_redirect(rl_client *c, const rl__redirect *red, const rl__server *from)
+{
+    rl__server *s = rl__server_get(c, red->host[0] ? red->host : from ? from->host : NULL,
+                                   red->port);
+
+    if (s && red->kind == RL__REDIR_MOVED && c->mode == RL__MODE_CLUSTER) {
+        c->slot_map[red->slot] = (uint16_t)s->index;
+        c->map_refresh_at = 0;      /* more slots moved, most likely */
+    }
+    return s;
+}
+
+int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
+{
+    rl__redirect red;
+    rl__server *s;
+    int kind = rl__redirect_parse(msg, len, &red);
+
+    if (kind < 0)
+        return rl__err(RL_EPROTO, "a redirect not understood: %.*s", (int)(len > 200 ? 200 : len),
+                       msg);
+    if (kind == 1) {
+        if (++rt->redirects > RL__REDIRECTS_MAX)
+            return rl__err(RL_EREDIS, "more than %d redirects for one command (last: %.*s)",
+                           RL__REDIRECTS_MAX, (int)(len > 200 ? 200 : len), msg);
+        pthread_mutex_lock(&c->mu);
+        s = rl__router_redirect(c, &red, rt->last);
+        pthread_mutex_unlock(&c->mu);
+        if (!s)
+            return rl__err(RL_ENOMEM, "too many Redis servers (%d at most)", RL__SERVERS_MAX);
+        if (red.kind == RL__REDIR_ASK || c->mode != RL__MODE_CLUSTER)
+            rt->ask = s;     /* single mode has no map: go there for this command */
+        return RL__RETRY;
+    }
+    if (rl__cluster_retryable(msg, len)) {
+        int64_t now = rl__now_ms();
+        rt->backoff = rl__backoff_ms(rt->backoff, RL__BUSY_FIRST_MS, RL__BUSY_MAX_MS);
+        if (now + rt->backoff > rt->deadline)
+            return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
+                           (int)(len > 200 ? 200 : len), msg);
+        pause_ms(rt->backoff);
+        rl__router_suspect(c);
+        return RL__RETRY;
+    }
+    return RL_OK;
+}

@@ -1,0 +1,327 @@
+/*
+ * rlock on a real Redis Cluster: three masters started on loopback by the
+ * test itself (tests/common/rt_cluster.h), reached through a plain
+ * redis:// URL of one node or a seed list. Names spread over every master,
+ * brace names and binary names, reentry, waiting and waking on another
+ * master, the watchdog over several leases, a dead seed, and a slot
+ * migrated under a held and awaited name.
+ *
+ * One cluster serves the whole group (starting one takes seconds); every
+ * test uses names of its own.
+ */
+#include "it_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_cluster.h"
+
+#define LEASE_MS 900
+#define WOKEN_WITHIN_MS 1000
+
+typedef struct cl_env {
+    rt_cluster *cl;
+} cl_env;
+
+static int group_setup(void **state)
+{
+    cl_env *e = calloc(1, sizeof *e);
+
+    if (!e)
+        return -1;
+    e->cl = rt_cluster_start(3, 0, 1000, NULL);
+    if (!e->cl) {
+        fprintf(stderr, "test_cluster: cannot start a Redis Cluster: these tests FAIL\n");
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    cl_env *e = *state;
+
+    if (e) {
+        rt_cluster_stop(e->cl);
+        free(e);
+    }
+    return 0;
+}
+
+/* Let leases run: time the scenario itself calls for, never a stand-in
+ * for a condition. */
+static void let_leases_run(long ms)
+{
+    int64_t until = rt_now_ms() + ms;
+
+    while (rt_now_ms() < until)
+        rt_sleep_ms(10);
+}
+
+static rl_client *cl_client(const char *url, long lease_ms)
+{
+    rl_options o;
+
+    it_options(&o, url, lease_ms, 0);
+    return it_client_opts(&o);
+}
+
+static rl_lock *cl_lock(rl_client *c, const void *name, size_t len)
+{
+    rl_lock *l = NULL;
+
+    IT_RC(rl_lock_new_bin(&l, c, name, len), RL_OK);
+    return l;
+}
+
+/* The node that holds a name's lock key now, and the key's slot. */
+static int owner_of(rt_cluster *cl, const void *name, size_t len, char *key, size_t *kl,
+                    int *slot)
+{
+    *kl = it_key(key, 2200, "rl:", name, len, NULL);
+    *slot = rt_cluster_keyslot(cl, key, *kl);
+    return *slot < 0 ? -1 : rt_cluster_master_of(cl, *slot);
+}
+
+/* Whether node i has the key: 1, 0, -1 on error. */
+static int node_has(rt_cluster *cl, int i, const char *key, size_t kl)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    int n;
+
+    if (!rc)
+        return -1;
+    n = rt_redis_exists(rc, key, kl);
+    redisFree(rc);
+    return n;
+}
+
+/* Names whose keys land on every master, brace names and binary ones
+ * included: each is taken twice (reentry), found on its slot's master
+ * and nowhere else, and released. */
+static void test_names_on_every_master(void **state)
+{
+    cl_env *e = *state;
+    rl_client *c = cl_client(e->cl->url, LEASE_MS);
+    static const struct { const char *name; size_t len; } fixed[] = {
+        { "}", 1 }, { "}x", 2 }, { "{", 1 }, { "{}", 2 }, { "a{b}c", 5 }, { "{a}", 3 },
+        { "\\", 1 }, { "\\}", 2 }, { "x\0y", 3 }, { "\0", 1 }, { "}}{{", 4 },
+    };
+    int per_master[RT_CLUSTER_MAX_NODES] = { 0 };
+    char name[32], key[2200];
+    size_t i, n = sizeof fixed / sizeof fixed[0] + 60, kl;
+
+    for (i = 0; i < n; i++) {
+        const void *nm;
+        size_t len;
+        int slot, m, other;
+        rl_lock *l;
+        if (i < sizeof fixed / sizeof fixed[0]) {
+            nm = fixed[i].name;
+            len = fixed[i].len;
+        } else {
+            len = (size_t)snprintf(name, sizeof name, "spread-%zu", i);
+            nm = name;
+        }
+        m = owner_of(e->cl, nm, len, key, &kl, &slot);
+        if (m < 0)
+            fail_msg("no master for the key of name #%zu", i);
+        l = cl_lock(c, nm, len);
+        IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+        IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+        IT_EQ(rl_lock_hold_count(l), 2);
+        IT_EQ(rl_lock_is_locked(l), 1);
+        IT_EQ(node_has(e->cl, m, key, kl), 1);
+        for (other = 0; other < e->cl->n; other++)
+            if (other != m)
+                IT_RANGE(node_has(e->cl, other, key, kl), -1, 0);   /* MOVED, or absent */
+        IT_RC(rl_lock_release(l), RL_OK);
+        IT_RC(rl_lock_release(l), RL_OK);
+        IT_EQ(node_has(e->cl, m, key, kl), 0);
+        IT_EQ(rl_lock_is_locked(l), 0);
+        per_master[m]++;
+        rl_lock_free(l);
+    }
+    print_message("names per master: %d %d %d\n", per_master[0], per_master[1],
+                  per_master[2]);
+    for (i = 0; i < 3; i++)
+        if (per_master[i] == 0)
+            fail_msg("no name landed on master %zu", i);
+    rl_client_free(c);
+}
+
+/* A seed list whose first seed is dead: the client starts from the next. */
+static void test_seed_list_with_dead_seed(void **state)
+{
+    cl_env *e = *state;
+    char url[600];
+    rl_client *c;
+    rl_lock *l;
+    long ttl = 0;
+
+    /* Port 1 on loopback: nothing listens there, the connect is refused. */
+    snprintf(url, sizeof url, "redis://127.0.0.1:1,%s", e->cl->seeds + strlen("redis://"));
+    c = cl_client(url, LEASE_MS);
+    l = it_lock(c, "seeded");
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
+    IT_RANGE(ttl, 1, 5000);
+    IT_RC(rl_lock_force_release(l), RL_OK);
+    IT_EQ(rl_lock_is_locked(l), 0);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A waiter of another client, on a name of each master, subscribed on
+ * that master (sharded), wakes when the holder lets go. */
+static void test_wait_and_wake_on_each_master(void **state)
+{
+    cl_env *e = *state;
+    rl_client *holder = cl_client(e->cl->url, LEASE_MS);
+    rl_client *waiter = cl_client(e->cl->seeds, LEASE_MS);
+    int found[3] = { 0 }, m, slot, done = 0, i;
+    char name[32], key[2200], chan[2300];
+    size_t kl;
+
+    for (i = 0; done < 3 && i < 1000; i++) {
+        rl_lock *lh, *lw;
+        it_acq w;
+        redisContext *rc;
+        int64_t released_us;
+        snprintf(name, sizeof name, "wake-%d", i);
+        m = owner_of(e->cl, name, strlen(name), key, &kl, &slot);
+        if (m < 0 || m > 2 || found[m])
+            continue;
+        found[m] = 1;
+        done++;
+        lh = it_lock(holder, name);
+        lw = it_lock(waiter, name);
+        IT_RC(rl_lock_try_acquire(lh, 0, RL_LEASE_WATCHDOG), RL_OK);
+        memset(&w, 0, sizeof w);
+        w.lock = lw;
+        w.wait_ms = 15000;
+        w.lease_ms = RL_LEASE_WATCHDOG;
+        it_acq_start(&w);
+        memcpy(chan, key, kl);
+        memcpy(chan + kl, ":release", 8);
+        rc = rt_cluster_connect(e->cl, m);
+        assert_non_null(rc);
+        IT_WAIT(rt_redis_shardnumsub(rc, chan, kl + 8) == 1, 10000);
+        redisFree(rc);
+        IT_EQ(atomic_load(&w.state), 1);
+        released_us = rt_now_us();
+        IT_RC(rl_lock_release(lh), RL_OK);
+        IT_EQ(it_acq_join(&w, 10000), 0);
+        IT_RC(w.rc, RL_OK);
+        IT_RC(w.release_rc, RL_OK);
+        print_message("master %d: woken %lld us after the release\n", m,
+                      (long long)(w.t_return_us - released_us));
+        IT_RANGE(w.t_return_us - released_us, 0, WOKEN_WITHIN_MS * 1000);
+        rl_lock_free(lh);
+        rl_lock_free(lw);
+    }
+    IT_EQ(done, 3);
+    rl_client_free(waiter);
+    rl_client_free(holder);
+}
+
+/* Holds on every master outlive several leases: one renewal round per
+ * master per tick keeps them all. */
+static void test_watchdog_over_several_leases(void **state)
+{
+    cl_env *e = *state;
+    rl_client *c = cl_client(e->cl->url, LEASE_MS);
+    rl_lock *l[30];
+    char name[32];
+    int64_t until;
+    int i;
+
+    for (i = 0; i < 30; i++) {
+        snprintf(name, sizeof name, "kept-%d", i);
+        l[i] = it_lock(c, name);
+        IT_RC(rl_lock_try_acquire(l[i], 0, RL_LEASE_WATCHDOG), RL_OK);
+    }
+    /* Four leases. */
+    until = rt_now_ms() + 4 * LEASE_MS;
+    while (rt_now_ms() < until) {
+        for (i = 0; i < 30; i++)
+            if (rl_lock_interrupted(l[i]))
+                fail_msg("hold %d was flagged while every master was up", i);
+        let_leases_run(50);
+    }
+    IT_EQ(rl_interrupted(), 0);
+    for (i = 0; i < 30; i++) {
+        IT_EQ(rl_lock_is_locked(l[i]), 1);
+        IT_RC(rl_lock_release(l[i]), RL_OK);
+        rl_lock_free(l[i]);
+    }
+    rl_client_free(c);
+}
+
+/* The slot of a held and awaited name moves to another master: renewals
+ * and the release follow MOVED/ASK, the waiter is woken and takes it on
+ * the new master, nothing is flagged. */
+static void test_slot_migration_under_a_hold(void **state)
+{
+    cl_env *e = *state;
+    rl_client *holder = cl_client(e->cl->url, LEASE_MS);
+    rl_client *waiter = cl_client(e->cl->url, LEASE_MS);
+    rl_lock *lh = it_lock(holder, "migrant"), *lw = it_lock(waiter, "migrant");
+    char key[2200];
+    size_t kl;
+    int slot, from, to;
+    it_acq w;
+
+    from = owner_of(e->cl, "migrant", 7, key, &kl, &slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    IT_RC(rl_lock_try_acquire(lh, 0, RL_LEASE_WATCHDOG), RL_OK);
+    memset(&w, 0, sizeof w);
+    w.lock = lw;
+    w.wait_ms = 20000;
+    w.lease_ms = RL_LEASE_WATCHDOG;
+    it_acq_start(&w);
+    IT_WAIT(atomic_load(&w.state) == 1, 5000);
+
+    /* Importing/migrating: a renewal or two meet ASK meanwhile. */
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    let_leases_run(LEASE_MS);
+    IT_EQ(rt_cluster_slot_move_keys(e->cl, slot), 0);
+    let_leases_run(LEASE_MS);
+    IT_EQ(rt_cluster_slot_finish(e->cl, slot, to), 0);
+    IT_EQ(node_has(e->cl, to, key, kl), 1);
+    /* Two more leases on the new master. */
+    let_leases_run(2 * LEASE_MS);
+    IT_EQ(rl_lock_interrupted(lh), 0);
+    IT_EQ(node_has(e->cl, to, key, kl), 1);
+    IT_EQ(atomic_load(&w.state), 1);
+
+    IT_RC(rl_lock_release(lh), RL_OK);
+    IT_EQ(it_acq_join(&w, 15000), 0);
+    IT_RC(w.rc, RL_OK);
+    IT_RC(w.release_rc, RL_OK);
+    IT_EQ(rl_lock_is_locked(lh), 0);
+    rl_lock_free(lh);
+    rl_lock_free(lw);
+    rl_client_free(waiter);
+    rl_client_free(holder);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_on_every_master),
+        cmocka_unit_test(test_seed_list_with_dead_seed),
+        cmocka_unit_test(test_wait_and_wake_on_each_master),
+        cmocka_unit_test(test_watchdog_over_several_leases),
+        cmocka_unit_test(test_slot_migration_under_a_hold),
+    };
+
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

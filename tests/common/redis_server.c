@@ -24,65 +24,6 @@
 /* Index of the port's value in argv (binary, "--port", value, ...). */
 #define RT_ARGV_PORT 2
 
-static int free_port(void)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int port = -1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0) {
-        fprintf(stderr, "rltest: socket: %s\n", strerror(errno));
-        return -1;
-    }
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    else
-        fprintf(stderr, "rltest: bind/getsockname: %s\n", strerror(errno));
-    close(fd);
-    return port;
-}
-
-/* The redis-server binary: $RL_REDIS_SERVER, else the first on $PATH. */
-static char *find_binary(void)
-{
-    const char *env = getenv("RL_REDIS_SERVER");
-    const char *path;
-    char buf[PATH_MAX];
-
-    if (env != NULL && env[0] != '\0') {
-        if (access(env, X_OK) != 0) {
-            fprintf(stderr, "rltest: RL_REDIS_SERVER=%s is not executable: %s\n", env,
-                    strerror(errno));
-            return NULL;
-        }
-        return strdup(env);
-    }
-    path = getenv("PATH");
-    if (path == NULL)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path != '\0') {
-        const char *end = strchr(path, ':');
-        size_t n = end != NULL ? (size_t)(end - path) : strlen(path);
-        if (n > 0 && n + sizeof "/redis-server" < sizeof buf) {
-            memcpy(buf, path, n);
-            memcpy(buf + n, "/redis-server", sizeof "/redis-server");
-            if (access(buf, X_OK) == 0)
-                return strdup(buf);
-        }
-        if (end == NULL)
-            break;
-        path = end + 1;
-    }
-    fprintf(stderr, "rltest: redis-server not found on PATH and RL_REDIS_SERVER not set\n");
-    return NULL;
-}
-
 /* Append one argument (copied) to r->argv, keeping it NULL-terminated. */
 static int push_arg(rt_redis *r, const char *s, size_t n)
 {
@@ -355,7 +296,7 @@ rt_redis *rt_redis_start(const char *extra_args)
     if (r == NULL)
         return NULL;
     r->pid = -1;
-    r->binary = find_binary();
+    r->binary = rt_find_binary("RL_REDIS_SERVER", "redis-server");
     if (r->binary == NULL) {
         free(r);
         return NULL;
@@ -392,7 +333,7 @@ rt_redis *rt_redis_start(const char *extra_args)
 
     deadline = rt_now_ms() + RT_START_TIMEOUT_MS;
     for (attempt = 0; attempt < RT_PORT_ATTEMPTS; attempt++) {
-        int port = free_port();
+        int port = rt_free_port();
         int rc;
         if (port < 0)
             break;

@@ -350,40 +350,6 @@ static int wait_views(const rt_cluster *cl, view_cond cond, int slot, int arg, l
     return rc;
 }
 
-/* The redis-cli binary: $RL_REDIS_CLI, else the first on $PATH. */
-static char *find_cli(void)
-{
-    const char *env = getenv("RL_REDIS_CLI");
-    const char *path = getenv("PATH");
-    char buf[PATH_MAX];
-
-    if (env != NULL && env[0] != '\0') {
-        if (access(env, X_OK) != 0) {
-            fprintf(stderr, "rltest: RL_REDIS_CLI=%s is not executable: %s\n", env,
-                    strerror(errno));
-            return NULL;
-        }
-        return strdup(env);
-    }
-    if (path == NULL)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    while (*path != '\0') {
-        const char *end = strchr(path, ':');
-        size_t n = end != NULL ? (size_t)(end - path) : strlen(path);
-        if (n > 0 && n + sizeof "/redis-cli" < sizeof buf) {
-            memcpy(buf, path, n);
-            memcpy(buf + n, "/redis-cli", sizeof "/redis-cli");
-            if (access(buf, X_OK) == 0)
-                return strdup(buf);
-        }
-        if (end == NULL)
-            break;
-        path = end + 1;
-    }
-    fprintf(stderr, "rltest: redis-cli not found on PATH and RL_REDIS_CLI not set\n");
-    return NULL;
-}
-
 static void dump_file(const char *path)
 {
     char buf[512];
@@ -547,7 +513,7 @@ rt_cluster *rt_cluster_start(int nmasters, int replicas, long node_timeout_ms,
                 "masters and at most %d nodes\n", nmasters, replicas, RT_CLUSTER_MAX_NODES);
         return NULL;
     }
-    cli = find_cli();
+    cli = rt_find_binary("RL_REDIS_CLI", "redis-cli");
     if (cli == NULL)
         return NULL;
     cl = calloc(1, sizeof *cl);

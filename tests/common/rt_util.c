@@ -2,11 +2,13 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -232,4 +234,39 @@ int rt_free_port(void)
         fprintf(stderr, "rltest: bind/getsockname: %s\n", strerror(errno));
     close(fd);
     return port;
+}
+
+char *rt_find_binary(const char *env_var, const char *name)
+{
+    const char *env = getenv(env_var);
+    const char *path = getenv("PATH");
+    size_t nlen = strlen(name);
+    char buf[PATH_MAX];
+
+    if (env != NULL && env[0] != '\0') {
+        if (access(env, X_OK) != 0) {
+            fprintf(stderr, "rltest: %s=%s is not executable: %s\n", env_var, env,
+                    strerror(errno));
+            return NULL;
+        }
+        return strdup(env);
+    }
+    if (path == NULL)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path != '\0') {
+        const char *end = strchr(path, ':');
+        size_t n = end != NULL ? (size_t)(end - path) : strlen(path);
+        if (n > 0 && n + 1 + nlen < sizeof buf) {
+            memcpy(buf, path, n);
+            buf[n] = '/';
+            memcpy(buf + n + 1, name, nlen + 1);
+            if (access(buf, X_OK) == 0)
+                return strdup(buf);
+        }
+        if (end == NULL)
+            break;
+        path = end + 1;
+    }
+    fprintf(stderr, "rltest: %s not found on PATH and %s not set\n", name, env_var);
+    return NULL;
 }

@@ -110,6 +110,13 @@ pid_t rt_spawn_self(char *const argv[], const int *keep, int nkeep, unsigned ala
  */
 int rt_free_port(void);
 
+/**
+ * A binary the tests run: $<env_var> when set (it must be executable), else
+ * the first `name` on $PATH. Returns a malloc'd path, or NULL (message on
+ * stderr: the test must then FAIL).
+ */
+char *rt_find_binary(const char *env_var, const char *name);
+
 /*
  * One-byte signals over a pipe, e.g. between a test and its child process.
  */

@@ -307,48 +307,50 @@ static void append_drop(rl__conn *conn, rl_client *c, const rl__entry *e,
     redisAppendCommandArgv(conn->ctx, 8, argv, lens);
 }
 
+/* A connection to the server that arbitrates e now, from conn[] (one per
+ * server, borrowed on first use); NULL when it cannot be had. */
+static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
+{
+    rl__server *s;
+
+    pthread_mutex_lock(&c->mu);
+    s = rl__route_server(c, e->slot);
+    pthread_mutex_unlock(&c->mu);
+    if (!conn[s->index] && rl__pool_get(c, s, &conn[s->index]) != RL_OK)
+        conn[s->index] = NULL;
+    return conn[s->index];
+}
+
 /* Release, in one pipelined round per server, every hold and leftover
  * still known. Best effort: what fails here runs out with its lease. */
 static void release_all(rl_client *c)
 {
-    rl__conn *conn[RL__SERVERS_MAX];
+    rl__conn *conn[RL__SERVERS_MAX], *to;
     int sent[RL__SERVERS_MAX];
     rl__hold *h;
     rl__leftover *lo;
     redisReply *r = NULL;
-    int i, k, nservers;
+    int i, k;
 
     if (!c->holds && !c->leftovers)
         return;
-    pthread_mutex_lock(&c->mu);
-    nservers = c->nservers;
-    pthread_mutex_unlock(&c->mu);
     memset(conn, 0, sizeof conn);
     memset(sent, 0, sizeof sent);
-    for (i = 0; i < nservers; i++) {
-        rl__server *s = c->servers[i];
-        for (h = c->holds; h; h = h->c_next) {
-            pthread_mutex_lock(&c->mu);
-            k = rl__route_server(c, h->entry->slot) == s;
-            pthread_mutex_unlock(&c->mu);
-            if (!k || (!conn[i] && rl__pool_get(c, s, &conn[i]) != RL_OK))
-                continue;
-            append_drop(conn[i], c, h->entry, h->owner, h->owner_len);
-            sent[i]++;
-        }
-        for (lo = c->leftovers; lo; lo = lo->next) {
-            pthread_mutex_lock(&c->mu);
-            k = rl__route_server(c, lo->entry->slot) == s;
-            pthread_mutex_unlock(&c->mu);
-            if (!k || (!conn[i] && rl__pool_get(c, s, &conn[i]) != RL_OK))
-                continue;
-            /* The change that left it may still be on its way: fence it first. */
-            sent[i] += rl__conn_append_kill(conn[i], &lo->fence);
-            append_drop(conn[i], c, lo->entry, lo->owner, lo->owner_len);
-            sent[i]++;
-        }
+    for (h = c->holds; h; h = h->c_next) {
+        if (!(to = conn_for(c, conn, h->entry)))
+            continue;
+        append_drop(to, c, h->entry, h->owner, h->owner_len);
+        sent[to->server->index]++;
     }
-    for (i = 0; i < nservers; i++) {
+    for (lo = c->leftovers; lo; lo = lo->next) {
+        if (!(to = conn_for(c, conn, lo->entry)))
+            continue;
+        /* The change that left it may still be on its way: fence it first. */
+        sent[to->server->index] += rl__conn_append_kill(to, &lo->fence);
+        append_drop(to, c, lo->entry, lo->owner, lo->owner_len);
+        sent[to->server->index]++;
+    }
+    for (i = 0; i < RL__SERVERS_MAX; i++) {
         if (!conn[i])
             continue;
         for (k = 0; k < sent[i]; k++) {

@@ -70,14 +70,14 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
                 rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
                 break;
             }
-            if (i == n - 1 && r->type == REDIS_REPLY_ERROR &&
-                (rc = rl__route_error(o->c, &rt, r->str, r->len)) != RL_OK)
-                ;    /* redirected (RL__RETRY) or failed */
-            else if (i == n - 1)
-                rc = rl__reply_count(r, count);
-            else if (r->type == REDIS_REPLY_ERROR)
-                rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s",
-                        r->str);
+            if (i < n - 1) {
+                if (r->type == REDIS_REPLY_ERROR)
+                    rl__log(o->c, RL_LOG_WARN, "rlock: cannot fence a lost connection: %.200s",
+                            r->str);
+            } else if (r->type != REDIS_REPLY_ERROR ||
+                       (rc = rl__route_error(o->c, &rt, r->str, r->len)) == RL_OK) {
+                rc = rl__reply_count(r, count);    /* else redirected (RL__RETRY) or failed */
+            }
             freeReplyObject(r);
         }
         rl__pool_put(o->c, conn);

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <uuid/uuid.h>
 
 #include "rlock_int.h"
 
@@ -196,14 +195,6 @@ void rl__client_unref(rl_client *c)
         client_destroy(c);
 }
 
-void rl__client_new_identity(rl_client *c)
-{
-    uuid_t id;
-
-    uuid_generate_random(id);
-    uuid_unparse_lower(id, c->uuid);
-}
-
 int rl_client_new(rl_client **out, const rl_options *user_opts)
 {
     rl_options full, *opts = &full;
@@ -248,7 +239,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     atomic_init(&c->no_notices, 0);
     atomic_init(&c->closing, 0);
     atomic_init(&c->calls, 0);
-    rl__client_new_identity(c);
+    rl__identity_new(c);
 
     pthread_mutex_init(&c->mu, NULL);
     rl__cond_init(&c->pool_cond);
@@ -289,11 +280,6 @@ int rl__client_enter(rl_client *c)
         pthread_mutex_unlock(&c->mu);
     }
     return RL_OK;
-}
-
-int rl__client_owner(const rl_client *c, uint64_t tid, char *buf)
-{
-    return snprintf(buf, RL__OWNER_MAX, "%s:%llu", c->uuid, (unsigned long long)tid);
 }
 
 /* Queue the release script in its "drop our field" form. */

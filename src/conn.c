@@ -71,7 +71,7 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
         rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
         redisFree(ctx);
         atomic_store(&s->down_until, rl__now_ms() + 2000);
-        rl__router_suspect(c);      /* a Cluster may have moved on without it */
+        atomic_store(&c->map_suspect, 1);   /* a Cluster may have moved on without it */
         return rc;
     }
     if (redisSetTimeout(ctx, ms_to_tv(c->command_ms)) != REDIS_OK) {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <uuid/uuid.h>
+
 #include "rlock_int.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -123,6 +125,14 @@ int rl__registry_has(const rl_client *c)
     return found;
 }
 
+void rl__identity_new(rl_client *c)
+{
+    uuid_t id;
+
+    uuid_generate_random(id);
+    uuid_unparse_lower(id, c->uuid);
+}
+
 void rl__rebuild_after_fork(rl_client *c)
 {
     /* Each part drops what the parent's threads had: connections, the
@@ -136,7 +146,7 @@ void rl__rebuild_after_fork(rl_client *c)
     rl__holds_after_fork(c);
     c->stopping = 0;
 
-    rl__client_new_identity(c);
+    rl__identity_new(c);
     atomic_store_explicit(&c->forked, 0, memory_order_release);
     rl__log(c, RL_LOG_INFO, "rlock: new owner %s after fork", c->uuid);
 }

@@ -324,9 +324,9 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out);
  * command did not run; send it again through rl__route_get. RL_OK: another
  * error, the caller's to handle. Else a failure status. Mutex NOT held. */
 int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len);
-/* A server could not be reached: the slot map may be out of date. */
-void rl__router_suspect(rl_client *c);
-void rl__router_suspect_locked(rl_client *c);       /* mutex held */
+/* Whether the slot map should be asked for again now: it is old, or
+ * c->map_suspect was raised. Mutex held. */
+int rl__router_map_due(rl_client *c);
 void rl__router_after_fork(rl_client *c);           /* fork child */
 /* What a MOVED or ASK said, told by a connection to `from`: the server it
  * names (NULL: too many servers); a MOVED also corrects the slot's map
@@ -503,6 +503,12 @@ struct rl_client {
     char uuid[RL__UUID_LEN + 1];
     atomic_int warned_fence;        /* logged once: CLIENT KILL refused */
     atomic_int no_notices;          /* the user may not PUBLISH/SUBSCRIBE release channels */
+    /* Raised by whoever sees a server fail (a refused connect, a broken
+     * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
+     * out of date. The router refreshes it at the next routed call or
+     * watchdog round and lowers the flag. A flag, not a call, so that the
+     * server layer needs nothing from the router above it. */
+    atomic_int map_suspect;
     atomic_int closing;             /* shutdown begun: calls fail, waits are cancelled */
     atomic_int calls;               /* API calls in flight */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
@@ -557,11 +563,22 @@ int rl__client_enter(rl_client *c);       /* closed? forked? then rebuild */
 int rl__call_begin(rl_client *c);         /* enter, and count the call in flight */
 void rl__call_end(rl_client *c);
 void rl__client_unref(rl_client *c);
-void rl__client_new_identity(rl_client *c);
-int rl__client_owner(const rl_client *c, uint64_t tid, char *buf);  /* returns length */
+
+/* Ring the watchdog's bell: there is work it should look at now (a hold
+ * flagged and to be reported, a leftover to drop, a release that ended).
+ * The bell belongs to the client, so the modules the watchdog builds on
+ * (holds, outcome) ring it without calling up into watchdog.c. Mutex held. */
+static inline void rl__watchdog_poke(rl_client *c)
+{
+    if (c->wd_started)
+        pthread_cond_signal(&c->wd_cond);
+}
 
 /* ---- fork.c ---------------------------------------------------------- */
 
+/* A new identity for the client (a random UUID): at creation, and in a
+ * fork child, which must not pass for its parent. */
+void rl__identity_new(rl_client *c);
 int rl__registry_add(rl_client *c);
 void rl__registry_remove(rl_client *c);
 int rl__registry_has(const rl_client *c);
@@ -571,7 +588,6 @@ void rl__rebuild_after_fork(rl_client *c);   /* mutex held */
 /* ---- watchdog.c ------------------------------------------------------ */
 
 int rl__watchdog_ensure(rl_client *c);       /* mutex held */
-void rl__watchdog_poke(rl_client *c);        /* mutex held */
 void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */

@@ -195,18 +195,10 @@ void rl__router_after_fork(rl_client *c)
     c->map_refresh_at = 0;
 }
 
-void rl__router_suspect_locked(rl_client *c)
+int rl__router_map_due(rl_client *c)
 {
-    c->map_refresh_at = 0;
-}
-
-void rl__router_suspect(rl_client *c)
-{
-    if (c->mode != RL__MODE_CLUSTER)
-        return;
-    pthread_mutex_lock(&c->mu);
-    rl__router_suspect_locked(c);
-    pthread_mutex_unlock(&c->mu);
+    return c->mode == RL__MODE_CLUSTER &&
+           (c->map_refresh_at <= rl__now_ms() || atomic_load(&c->map_suspect));
 }
 
 /* Ask one server for the map; RL_OK when the client's map was replaced. */
@@ -239,7 +231,7 @@ void rl__router_refresh(rl_client *c, int force)
     if (c->mode != RL__MODE_CLUSTER)
         return;
     pthread_mutex_lock(&c->mu);
-    if (c->map_refreshing || (!force && now < c->map_refresh_at)) {
+    if (c->map_refreshing || (!force && !rl__router_map_due(c))) {
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -259,6 +251,9 @@ void rl__router_refresh(rl_client *c, int force)
 
     pthread_mutex_lock(&c->mu);
     c->map_refreshing = 0;
+    /* Lowered after the asking, not before: the failures of this refresh's
+     * own connects raise it, and must not make every call ask again. */
+    atomic_store(&c->map_suspect, 0);
     /* Failed: try again soon, not on every call. */
     c->map_refresh_at = rl__now_ms() + (rc == RL_OK ? RL__MAP_MAX_AGE_MS : 100);
     pthread_mutex_unlock(&c->mu);
@@ -308,7 +303,7 @@ int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
             return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
                            (int)(len > 200 ? 200 : len), msg);
         pause_ms(rt->backoff);
-        rl__router_suspect(c);
+        atomic_store(&c->map_suspect, 1);
         return RL__RETRY;
     }
     return RL_OK;

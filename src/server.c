@@ -165,7 +165,7 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
     pthread_mutex_unlock(&c->mu);
     if (broken) {
         rl__conn_close(c, conn);
-        rl__router_suspect(c);
+        atomic_store(&c->map_suspect, 1);
     }
     for (; stale; stale = next) {
         next = stale->next;

@@ -137,7 +137,7 @@ static void drop_connection(sub_state *st)
         rl__log(c, RL_LOG_WARN, "rlock subscriber: connection to %s lost (%s); waiters fall "
                 "back to the holders' leases until it is back", st->srv->name, rl_last_error());
     st->lost = 1;
-    rl__router_suspect_locked(c);
+    atomic_store(&c->map_suspect, 1);
 }
 
 /* Queue the (un)subscriptions that differ from what is wanted. Mutex held.
@@ -245,7 +245,7 @@ static void handle(sub_state *st, redisReply *r)
         if (rl__redirect_parse(r->str, r->len, &red) == 1)
             moved(st, &red);
         else if (rl__cluster_retryable(r->str, r->len))
-            rl__router_suspect_locked(c);    /* asked again at the next reconnect */
+            atomic_store(&c->map_suspect, 1);    /* asked again at the next reconnect */
         else
             refused(st, r);
         return;
@@ -282,7 +282,7 @@ static void handle(sub_state *st, redisReply *r)
         /* Asked for, or (sharded) the slot moved away: then the waiter
          * asks Redis again, and we subscribe where the slot lives now. */
         if (e->sub_state == RL__SUB_ON) {
-            rl__router_suspect_locked(c);
+            atomic_store(&c->map_suspect, 1);
             rl__queue_kick_head(e);
         }
         e->sub_state = RL__SUB_NONE;
@@ -307,7 +307,7 @@ static int maybe_connect(sub_state *st, int64_t now)
         st->backoff = rl__backoff_ms(st->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
         st->retry_at = rl__now_ms() + st->backoff;
         if (!st->lost)
-            rl__router_suspect_locked(c);
+            atomic_store(&c->map_suspect, 1);
         return 1;
     }
     if (st->lost)

@@ -7,6 +7,7 @@
  * The list of a thread's holds is touched only by that thread, which is
  * what lets rl_interrupted() run without taking any lock.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,9 @@ const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len)
     /* The pointer alone is not enough: a freed client's address may be
      * reused by a new one, and a fork child gets a new uuid. */
     if (t->owner_of != c || memcmp(t->owner, c->uuid, RL__UUID_LEN) != 0) {
-        t->owner_len = (size_t)rl__client_owner(c, t->id, t->owner);
+        /* "<client uuid>:<thread id>": the field of the lock hash. */
+        t->owner_len = (size_t)snprintf(t->owner, RL__OWNER_MAX, "%s:%llu", c->uuid,
+                                        (unsigned long long)t->id);
         t->owner_of = c;
     }
     *len = t->owner_len;

@@ -50,12 +50,6 @@ int rl__watchdog_ensure(rl_client *c)
     return RL_OK;
 }
 
-void rl__watchdog_poke(rl_client *c)
-{
-    if (c->wd_started)
-        pthread_cond_signal(&c->wd_cond);
-}
-
 void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
 {
     int64_t due = atomic_load(&h->expiry_ms);
@@ -339,7 +333,7 @@ static void renew(rl_client *c)
 
     /* Cluster: learn where the slots are now, when that is due (a node
      * went away, a MOVED), before grouping the holds by master. */
-    if (c->mode == RL__MODE_CLUSTER && c->map_refresh_at <= rl__now_ms()) {
+    if (rl__router_map_due(c)) {
         pthread_mutex_unlock(&c->mu);
         rl__router_refresh(c, 0);
         pthread_mutex_lock(&c->mu);

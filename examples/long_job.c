@@ -19,13 +19,15 @@
  *   redis-server --port 6400 --save '' --daemonize yes
  *   ./long_job --url redis://127.0.0.1:6400 [--lease-ms 1500] [--duration-ms 6000]
  *
- *   --url URL          redis://[[user]:pass@]host[:port][/db] or unix:///path[?db=N]
+ *   --url URL          redis://[[user]:pass@]host[:port][/db], a cluster's seeds
+ *                      redis://host:port,host:port,..., or unix:///path[?db=N]
+ *                      (default: $RLOCK_URL; one of them is required)
  *   --lease-ms L       watchdog lease (1500; 300..60000)
  *   --duration-ms D    length of the healthy part of the job (4 x lease)
  *
- * CLIENT PAUSE stalls every client of that Redis for 2 x lease + 0.5 s: use
- * a throwaway server. Ends with "OK" (exit 0) or "FAIL: ..." (exit 1); exit 2
- * on bad arguments.
+ * CLIENT PAUSE stalls every client of that Redis (on a cluster: of the master
+ * that holds the lock) for 2 x lease + 0.5 s: use a throwaway server. Ends
+ * with "OK" (exit 0) or "FAIL: ..." (exit 1); exit 2 on bad arguments.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep: POSIX, not C11 */
 
@@ -43,6 +45,7 @@
 #include "ex_redis.h"
 
 #define LOCK_NAME "long_job"
+#define LOCK_KEY  "rl:{" LOCK_NAME "}"  /* rlock's key for it (default prefix) */
 
 /* What the on_lost callback saw; written by the watchdog thread. */
 struct lost_signal {
@@ -89,11 +92,11 @@ static void on_log(int level, const char *message, void *payload)
  * Block until a CLIENT PAUSE ends: Redis holds a paused client's PING until
  * then. The deadline is the connection's reply timeout.
  */
-static int wait_for_unpause(redisContext *admin, long pause_ms)
+static int wait_for_unpause(ex_conn *admin, long pause_ms)
 {
     struct timeval tv = { (pause_ms + 2000) / 1000, 0 };
 
-    redisSetTimeout(admin, tv);
+    redisSetTimeout(admin->ctx, tv);
     return ex_ok(ex_command(admin, "PING"));
 }
 
@@ -106,7 +109,7 @@ int main(int argc, char **argv)
     rl_options opts;
     rl_client *client = NULL;
     rl_lock *lock = NULL;
-    redisContext *admin = NULL;
+    ex_conn *admin = NULL;
     int status, held = 0, failed = 1;
 
     ex_prog = "long_job";
@@ -114,6 +117,15 @@ int main(int argc, char **argv)
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = val == NULL;
 
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: long_job [--url URL] [--lease-ms L] [--duration-ms D]\n"
+                   "  --url URL        redis://[[user]:pass@]host[:port][/db], a cluster's\n"
+                   "                   seeds redis://host:port,host:port,..., or\n"
+                   "                   unix:///path[?db=N]; default: the RLOCK_URL variable\n"
+                   "  --lease-ms L     watchdog lease (1500; 300..60000)\n"
+                   "  --duration-ms D  length of the healthy part of the job (4 x lease)\n");
+            return 0;
+        }
         if (!bad && strcmp(argv[i], "--url") == 0)
             url = val;
         else if (!bad && strcmp(argv[i], "--lease-ms") == 0)
@@ -127,8 +139,10 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (url == NULL && (url = getenv("RLOCK_URL")) != NULL && *url == '\0')
+        url = NULL;
     if (url == NULL) {
-        fprintf(stderr, "long_job: --url is required\n");
+        fprintf(stderr, "long_job: --url or RLOCK_URL is required (see --help)\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);   /* keep order with the log on stderr */
@@ -150,8 +164,11 @@ int main(int argc, char **argv)
                 rl_strerror(status), rl_last_error());
         goto out;
     }
-    /* Connect the pausing connection now: once Redis is paused, it is too late. */
-    if ((admin = ex_connect_url(url)) == NULL)
+    /* Connect the pausing connection now: once Redis is paused, it is too
+     * late. On a cluster, asking about the lock's key moves it (MOVED) to
+     * the master that holds the lock: that is the one to pause. */
+    if ((admin = ex_connect_url(url)) == NULL ||
+        ex_ok(ex_command(admin, "EXISTS %s", LOCK_KEY)) != 0)
         goto out;
 
     /* ---- 1. a job several leases long, kept alive by the watchdog ---- */
@@ -246,6 +263,6 @@ out:
         rl_lock_release(lock);
     rl_lock_free(lock);
     rl_client_free(client);
-    redisFree(admin);
+    ex_close(admin);
     return failed;
 }

@@ -19,17 +19,23 @@
  * How to run
  *   redis-server --port 6400 --save '' --daemonize yes
  *   ./workers --url redis://127.0.0.1:6400
+ * or on a Redis Cluster, naming some of its nodes (or RLOCK_URL=... ./workers):
+ *   ./workers --url redis://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002
  *
  * Options
- *   --url URL        Redis, as rlock takes it: redis://[[user]:pass@]host[:port][/db]
- *                    or unix:///path[?db=N] (required)
+ *   --url URL        Redis, as rlock takes it: redis://[[user]:pass@]host[:port][/db],
+ *                    redis://host:port,host:port,... (cluster seeds) or
+ *                    unix:///path[?db=N] (default: $RLOCK_URL; one of them is required)
  *   --procs P        processes (4)         --threads T   threads per process (4)
  *   --jobs J         jobs per thread (200) --accounts A  accounts (8)
  *   --prefix K       prefix of every key written, lock keys included (ex:)
  *
- * Data: hash <prefix>acct:<i> {balance, credits}, counter <prefix>jobs,
- * locks named account:<i>. Prints a summary and ends with "OK: no update
- * lost" (exit 0) or "FAIL: ..." (exit 1); exit 2 on bad arguments.
+ * Data: hash <prefix>{bank}acct:<i> {balance, credits}, counter
+ * <prefix>{bank}jobs, locks named account:<i>. The hash tag {bank} puts all
+ * the data in one slot of a cluster, where one connection per thread reaches
+ * it (ex_command() follows MOVED there); the locks spread over the masters.
+ * Prints a summary and ends with "OK: no update lost" (exit 0) or
+ * "FAIL: ..." (exit 1); exit 2 on bad arguments.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, nanosleep, fork: POSIX, not C11 */
 
@@ -51,6 +57,7 @@
 #include "ex_redis.h"
 
 #define KEY_MAX      256    /* room for a key: prefix (<= 200 bytes) + suffix */
+#define DATA_TAG     "{bank}" /* one hash slot for all the data (Redis Cluster) */
 #define WORK_STEPS   4      /* steps of "work" inside each critical section */
 #define WORK_STEP_NS 100000 /* 0.1 ms each: wide enough for races to show */
 
@@ -136,7 +143,7 @@ static void report(struct worker *w, const char *what, int status)
  * this takes it again, as any self-contained function would. rlock is
  * reentrant: the second acquire returns at once and the hold count is 2.
  */
-static enum outcome credit(struct worker *w, redisContext *rc, rl_lock *lock,
+static enum outcome credit(struct worker *w, ex_conn *rc, rl_lock *lock,
                            int account, long amount)
 {
     enum outcome outcome = CREDIT_FAILED;
@@ -163,7 +170,7 @@ static enum outcome credit(struct worker *w, redisContext *rc, rl_lock *lock,
     }
 
     /* Read... */
-    snprintf(key, sizeof key, "%sacct:%d", w->cfg->prefix, account);
+    snprintf(key, sizeof key, "%s" DATA_TAG "acct:%d", w->cfg->prefix, account);
     r = ex_command(rc, "HMGET %s balance credits", key);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
         ex_ok(r);
@@ -192,7 +199,7 @@ static enum outcome credit(struct worker *w, redisContext *rc, rl_lock *lock,
     /* ...write. */
     if (ex_ok(ex_command(rc, "HSET %s balance %lld credits %lld",
                    key, balance + amount, credits + 1)) != 0 ||
-        ex_ok(ex_command(rc, "INCR %sjobs", w->cfg->prefix)) != 0) {
+        ex_ok(ex_command(rc, "INCR %s" DATA_TAG "jobs", w->cfg->prefix)) != 0) {
         w->tally.failures++;
         goto release;
     }
@@ -216,7 +223,7 @@ static void *worker_main(void *arg)
     /* Seeded by process and thread: every run does the same jobs. */
     uint64_t rng = seed_for(w->proc, w->thread);
     /* A hiredis context is not thread-safe: one connection per thread. */
-    redisContext *rc = ex_connect_url(cfg->url);
+    ex_conn *rc = ex_connect_url(cfg->url);
 
     if (rc == NULL) {
         w->tally.failures++;
@@ -246,7 +253,7 @@ static void *worker_main(void *arg)
             w->tally.aborted++;
         }
     }
-    redisFree(rc);
+    ex_close(rc);
     return NULL;
 }
 
@@ -296,6 +303,20 @@ static int parse_int(const char *s, int min, int max, int *out)
     return 0;
 }
 
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: workers [--url URL] [--procs P] [--threads T] [--jobs J]\n"
+            "               [--accounts A] [--prefix K]\n"
+            "  --url URL      redis://[[user]:pass@]host[:port][/db], a cluster's seeds\n"
+            "                 redis://host:port,host:port,..., or unix:///path[?db=N];\n"
+            "                 default: the RLOCK_URL environment variable\n"
+            "  --procs P      processes (4)           --threads T   threads per process (4)\n"
+            "  --jobs J       jobs per thread (200)   --accounts A  accounts (8)\n"
+            "  --prefix K     prefix of every key written, lock keys included (ex:)\n");
+}
+
+/* 0: run; 1: --help was asked and printed; -1: bad arguments. */
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
     *cfg = (struct config){ .prefix = "ex:", .procs = 4, .threads = 4,
@@ -304,6 +325,10 @@ static int parse_args(int argc, char **argv, struct config *cfg)
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = val == NULL;
 
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
         if (!bad && strcmp(opt, "--url") == 0)
             cfg->url = val;
         else if (!bad && strcmp(opt, "--prefix") == 0) {
@@ -322,32 +347,36 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             bad = 1;
         if (bad) {
             fprintf(stderr, "workers: bad option \"%s\"\n", opt);
+            usage(stderr);
             return -1;
         }
     }
+    if (cfg->url == NULL && (cfg->url = getenv("RLOCK_URL")) != NULL && *cfg->url == '\0')
+        cfg->url = NULL;
     if (cfg->url == NULL) {
-        fprintf(stderr, "workers: --url is required\n");
+        fprintf(stderr, "workers: --url or RLOCK_URL is required\n");
+        usage(stderr);
         return -1;
     }
     return 0;
 }
 
 /* Every account to zero, the job counter to zero. */
-static int reset_data(redisContext *rc, const struct config *cfg)
+static int reset_data(ex_conn *rc, const struct config *cfg)
 {
     char key[KEY_MAX];
 
     for (int i = 0; i < cfg->accounts; i++) {
-        snprintf(key, sizeof key, "%sacct:%d", cfg->prefix, i);
+        snprintf(key, sizeof key, "%s" DATA_TAG "acct:%d", cfg->prefix, i);
         if (ex_ok(ex_command(rc, "DEL %s", key)) != 0 ||
             ex_ok(ex_command(rc, "HSET %s balance 0 credits 0", key)) != 0)
             return -1;
     }
-    return ex_ok(ex_command(rc, "SET %sjobs 0", cfg->prefix));
+    return ex_ok(ex_command(rc, "SET %s" DATA_TAG "jobs 0", cfg->prefix));
 }
 
 /* Sum of balances and of credit counts, and the job counter, from Redis. */
-static int read_totals(redisContext *rc, const struct config *cfg,
+static int read_totals(ex_conn *rc, const struct config *cfg,
                        long long *balance, long long *credits, long long *jobs)
 {
     char key[KEY_MAX];
@@ -355,7 +384,7 @@ static int read_totals(redisContext *rc, const struct config *cfg,
 
     *balance = *credits = 0;
     for (int i = 0; i < cfg->accounts; i++) {
-        snprintf(key, sizeof key, "%sacct:%d", cfg->prefix, i);
+        snprintf(key, sizeof key, "%s" DATA_TAG "acct:%d", cfg->prefix, i);
         r = ex_command(rc, "HMGET %s balance credits", key);
         if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
             ex_ok(r);
@@ -365,7 +394,7 @@ static int read_totals(redisContext *rc, const struct config *cfg,
         *credits += reply_number(r->element[1]);
         freeReplyObject(r);
     }
-    if ((r = ex_command(rc, "GET %sjobs", cfg->prefix)) == NULL)
+    if ((r = ex_command(rc, "GET %s" DATA_TAG "jobs", cfg->prefix)) == NULL)
         return -1;
     *jobs = reply_number(r);
     freeReplyObject(r);
@@ -386,7 +415,7 @@ int main(int argc, char **argv)
     rl_options opts;
     rl_client *client = NULL;
     rl_lock **locks = NULL;
-    redisContext *rc = NULL;
+    ex_conn *rc = NULL;
     pid_t *pids = NULL;
     int *fds = NULL;
     int status, started = 0, failed = 0, exit_code = 1;
@@ -394,8 +423,8 @@ int main(int argc, char **argv)
     double t0, elapsed;
 
     ex_prog = "workers";
-    if (parse_args(argc, argv, &cfg) != 0)
-        return 2;
+    if ((status = parse_args(argc, argv, &cfg)) != 0)
+        return status > 0 ? 0 : 2;
     if ((rc = ex_connect_url(cfg.url)) == NULL || reset_data(rc, &cfg) != 0)
         goto out;
 
@@ -456,7 +485,7 @@ int main(int argc, char **argv)
             close(pipefd[0]);
             for (int p = 0; p < started; p++)
                 close(fds[p]);
-            redisFree(rc);          /* the parent's connection, not ours */
+            ex_close(rc);           /* the parent's connection, not ours */
             code = run_process(&cfg, locks, started, pipefd[1]);
             close(pipefd[1]);
             free_locks(locks, cfg.accounts);
@@ -523,7 +552,7 @@ int main(int argc, char **argv)
 out:
     free_locks(locks, cfg.accounts);
     rl_client_free(client);
-    redisFree(rc);
+    ex_close(rc);
     free(pids);
     free(fds);
     return exit_code;

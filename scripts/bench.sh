@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # rlock's benchmark: builds rlbench (Release), starts a throwaway
 # redis-server, measures Redis itself (PING round trip, redis-benchmark
-# EVALSHA rate at each client count), then runs the workloads of
-# tests/bench/rlbench.c. Prints one key=value line per workload, writes a
-# CSV and, when gnuplot is installed, a PNG of the contention curve.
+# EVALSHA rate at each client count), starts a throwaway Redis Cluster of 3
+# masters, then runs the workloads of tests/bench/rlbench.c (spread and
+# watchdog on the cluster too, each right after its single-server run, with
+# ratios). Prints one key=value line per workload, writes a CSV and, when
+# gnuplot is installed, a PNG of the contention curve.
 #
 # Targets are reported as target=... met=yes/no; they never change the exit
 # status. The script fails only on errors (build, Redis, a failed rlock call).
@@ -11,6 +13,7 @@
 #   RL_BENCH_BUILD_DIR=DIR   build tree (default: build-bench/ in the repo)
 #   RL_BENCH_OUT=DIR         where the CSV and PNG go (default: DIR/results)
 #   RL_BENCH_SECONDS=S       length of each contend step (default 3; spread 2/3 of it)
+#   RL_BENCH_CLUSTER=0       no cluster: skip spread_cluster and watchdog_cluster
 #   RL_BENCH_PROFILE=1       afterwards, profile solo and contend W=4 with
 #                            callgrind and print the hottest functions
 #   Extra arguments go to rlbench (e.g. --only solo,contend).
@@ -64,6 +67,15 @@ rb_arg=$(IFS=,; echo "${rb[*]}")
 cli flushall >/dev/null
 
 # ---------------------------------------------------------------------------
+# The cluster, started after the baseline so that its idle nodes do not
+# weigh on it.
+cluster_args=()
+if [[ ${RL_BENCH_CLUSTER:-1} != 0 ]]; then
+    rl_cluster_start 3
+    cluster_args=(--cluster-url "$RL_CLUSTER_URL")
+fi
+
+# ---------------------------------------------------------------------------
 mkdir -p "$out_dir"
 stamp=$(date +%Y%m%d-%H%M%S)
 csv=$out_dir/bench-$stamp.csv
@@ -71,7 +83,8 @@ png=$out_dir/bench-$stamp.png
 rl_log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)"
 t0=$SECONDS
 status=0
-"$bench" --url "$RL_TEST_URL" --csv "$csv" --rb "$rb_arg" --seconds "$seconds" "$@" || status=$?
+"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" --csv "$csv" --rb "$rb_arg" \
+    --seconds "$seconds" "$@" || status=$?
 rl_log "rlbench took $((SECONDS - t0)) s (exit status $status)"
 echo "csv=$csv"
 

@@ -9,6 +9,9 @@
 #   rl_redis_start [PORT]      start a throwaway redis-server on a free port
 #                              (or on PORT, e.g. to restart one after a stop)
 #   rl_redis_stop              stop it and remove its directory
+#   rl_cluster_start [N]       start a throwaway Redis Cluster of N masters
+#                              (default 3, no replicas) on free ports
+#   rl_cluster_stop            stop its nodes and remove their directories
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
 #                              out; CMD sees the exit status in RL_EXIT_STATUS)
 #
@@ -131,25 +134,34 @@ rl__redis_try() {
         --daemonize no --dir "$RL_REDIS_DIR" --logfile "$RL_REDIS_DIR/redis.log" \
         </dev/null >/dev/null 2>&1 &
     RL_REDIS_PID=$!
+    if ! rl__redis_answers "$port" "$RL_REDIS_PID"; then
+        RL_REDIS_PID=
+        return 1
+    fi
+}
+
+# Waits until the redis-server of pid $2 answers on 127.0.0.1:$1. Returns
+# non-zero, the process reaped, if it died (port taken) or did not answer
+# within 10 s.
+rl__redis_answers() {
+    local port=$1 pid=$2 deadline
     deadline=$((SECONDS + 10))
     while ((SECONDS < deadline)); do
-        if ! kill -0 "$RL_REDIS_PID" 2>/dev/null; then
-            wait "$RL_REDIS_PID" 2>/dev/null || true
-            RL_REDIS_PID=
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" 2>/dev/null || true
             return 1
         fi
         # Ask for the server's pid, not just a PONG: another server that took
         # the port first would answer a ping too.
         if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null |
-           tr -d '\r' | grep -x "process_id:$RL_REDIS_PID" >/dev/null; then
+           tr -d '\r' | grep -x "process_id:$pid" >/dev/null; then
             return 0
         fi
         sleep 0.05
     done
     rl_log "redis-server on port $port did not answer within 10 s"
-    kill "$RL_REDIS_PID" 2>/dev/null || true
-    wait "$RL_REDIS_PID" 2>/dev/null || true
-    RL_REDIS_PID=
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
     return 1
 }
 
@@ -212,4 +224,140 @@ rl_redis_stop() {
         rm -rf -- "$RL_REDIS_DIR"
     fi
     RL_REDIS_DIR=
+}
+
+# ---------------------------------------------------------------------------
+# Throwaway Redis Cluster: masters only, every node on loopback.
+
+RL_CLUSTER_PIDS=()
+RL_CLUSTER_DIR=
+RL__CLUSTER_HOOKED=
+
+# Prints a port that nothing listens on, below the Linux ephemeral range,
+# neither 6379 nor one of "$@".
+rl__free_port() {
+    local port attempt p
+    for ((attempt = 0; attempt < 200; attempt++)); do
+        port=$((10000 + RANDOM % 20000))
+        ((port != 6379)) || continue
+        for p in "$@"; do
+            [[ $p != "$port" ]] || continue 2
+        done
+        rl__port_busy "$port" && continue
+        printf '%s\n' "$port"
+        return 0
+    done
+    return 1
+}
+
+# Starts cluster node $1 on port $2, its cluster bus on port $3 (given
+# explicitly: the default, port + 10000, could be anyone's), in a directory
+# of its own, and waits until it answers as itself.
+rl__cluster_node_try() {
+    local i=$1 port=$2 bus=$3 dir=$RL_CLUSTER_DIR/node-$1 pid
+    rm -rf -- "$dir"
+    mkdir -p "$dir"
+    redis-server --port "$port" --cluster-port "$bus" --cluster-enabled yes \
+        --cluster-config-file "$dir/nodes-$i.conf" --cluster-node-timeout 1000 \
+        --save '' --appendonly no --bind 127.0.0.1 --daemonize no \
+        --dir "$dir" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
+    pid=$!
+    rl__redis_answers "$port" "$pid" || return 1
+    RL_CLUSTER_PIDS+=("$pid")
+}
+
+# True when every node on the ports "$@" says cluster_state:ok and its
+# CLUSTER SLOTS gives all 16384 slots to exactly those nodes.
+rl__cluster_ok() {
+    local port
+    for port in "$@"; do
+        redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r' |
+            grep -x 'cluster_state:ok' >/dev/null || return 1
+        # Each range reads [start,end,["ip",port,...]...] in JSON.
+        redis-cli -2 --json -h 127.0.0.1 -p "$port" cluster slots 2>/dev/null |
+            grep -oE '\[[0-9]+,[0-9]+,\["[^"]*",[0-9]+' | tr -d '["' |
+            awk -F, -v ours=" $* " '
+                index(ours, " " $4 " ") == 0 { stranger = 1 }
+                !($4 in owner) { owner[$4] = 1; masters++ }
+                { slots += $2 - $1 + 1 }
+                END { exit !(slots == 16384 && !stranger && masters == split(ours, x, " ")) }' ||
+            return 1
+    done
+}
+
+# Starts N masters (default 3, no replicas) and joins them with
+# `redis-cli --cluster create`. Exports RL_CLUSTER_URL (the seed list
+# redis://127.0.0.1:p0,127.0.0.1:p1,...) and RL_CLUSTER_PORTS ("p0 p1 ...").
+# shellcheck disable=SC2120 # the argument is optional
+rl_cluster_start() {
+    local nmasters=${1:-3} i port bus attempt deadline ports=() used=() addrs=()
+
+    command -v redis-server >/dev/null 2>&1 || rl_die "redis-server not found"
+    command -v redis-cli >/dev/null 2>&1 || rl_die "redis-cli not found"
+    if ! [[ $nmasters =~ ^[0-9]+$ ]] || ((nmasters < 3)); then
+        rl_die "rl_cluster_start: a cluster needs 3 masters or more, not '$nmasters'"
+    fi
+    ((${#RL_CLUSTER_PIDS[@]} == 0)) ||
+        rl_die "rl_cluster_start: a cluster is already running (pids ${RL_CLUSTER_PIDS[*]})"
+
+    RL_CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rlock-cluster.XXXXXX")
+    if [[ -z $RL__CLUSTER_HOOKED ]]; then
+        rl_on_exit rl_cluster_stop
+        RL__CLUSTER_HOOKED=1
+    fi
+
+    for ((i = 0; i < nmasters; i++)); do
+        # Another program can take a port between the check and the start:
+        # then the node dies, and we try other ports.
+        for ((attempt = 0; attempt < 20; attempt++)); do
+            port=$(rl__free_port "${used[@]}") || rl_die "rl_cluster_start: no free port found"
+            bus=$(rl__free_port "${used[@]}" "$port") || rl_die "rl_cluster_start: no free port found"
+            if rl__cluster_node_try "$i" "$port" "$bus"; then
+                ports+=("$port")
+                used+=("$port" "$bus")
+                break
+            fi
+        done
+        ((${#ports[@]} == i + 1)) ||
+            rl_die "could not start cluster node $i on a free port (log: $RL_CLUSTER_DIR/node-$i/redis.log)"
+        addrs+=("127.0.0.1:$port")
+    done
+
+    if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
+            </dev/null >"$RL_CLUSTER_DIR/create.log" 2>&1; then
+        tail -n 20 "$RL_CLUSTER_DIR/create.log" >&2
+        rl_die "redis-cli --cluster create failed (log: $RL_CLUSTER_DIR/create.log)"
+    fi
+    deadline=$((SECONDS + 30))
+    until rl__cluster_ok "${ports[@]}"; do
+        ((SECONDS < deadline)) ||
+            rl_die "the cluster on ports ${ports[*]} was not ok within 30 s (logs: $RL_CLUSTER_DIR)"
+        sleep 0.05
+    done
+
+    RL_CLUSTER_PORTS="${ports[*]}"
+    RL_CLUSTER_URL="redis://$(IFS=,; echo "${addrs[*]}")"
+    export RL_CLUSTER_URL RL_CLUSTER_PORTS
+    rl_log "redis cluster of $nmasters masters (pids ${RL_CLUSTER_PIDS[*]}) at $RL_CLUSTER_URL (dir $RL_CLUSTER_DIR)"
+}
+
+# Stops every node and removes their directories. Safe to call more than once.
+rl_cluster_stop() {
+    local pid deadline
+    for pid in "${RL_CLUSTER_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    deadline=$((SECONDS + 10))
+    for pid in "${RL_CLUSTER_PIDS[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    RL_CLUSTER_PIDS=()
+    if [[ -n $RL_CLUSTER_DIR && -d $RL_CLUSTER_DIR ]]; then
+        rm -rf -- "$RL_CLUSTER_DIR"
+    fi
+    RL_CLUSTER_DIR=
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # rlock's test command: builds, tests (unit, integration, fault scenarios)
 # under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
-# examples under valgrind, checks the installed package and the exported
-# symbols, and fuzzes the parsers for a bounded time. Runs from any directory.
+# examples under valgrind and the workers example on a throwaway Redis
+# Cluster, checks the installed package and the exported symbols, and fuzzes
+# the parsers for a bounded time. Runs from any directory.
 #
 #   RL_TEST_QUICK=1   skip the sanitizer builds and fuzzing (ignored when CI=true)
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
@@ -142,7 +143,7 @@ else
     step_end
 fi
 
-step_begin "7 valgrind memcheck on the examples"
+step_begin "7 examples: valgrind, then workers on a cluster"
 absent=0
 for ex in workers long_job; do
     if [[ ! -x build/examples/$ex ]]; then
@@ -156,6 +157,12 @@ valgrind_run build/examples/workers --url "$RL_TEST_URL" \
     --procs 2 --threads 2 --jobs 20 --accounts 4
 flush_redis
 valgrind_run build/examples/long_job --url "$RL_TEST_URL"
+# The same program on a Redis Cluster of 3 masters: locks spread over them,
+# the example's data followed to its slot's master (MOVED). A short run.
+rl_cluster_start 3
+printf -- '-- %s on %s\n' build/examples/workers "$RL_CLUSTER_URL"
+build/examples/workers --url "$RL_CLUSTER_URL" --procs 2 --threads 2 --jobs 20 --accounts 4
+rl_cluster_stop
 step_end
 
 step_begin "8 packaging (install, find_package, pkg-config)"

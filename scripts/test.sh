@@ -169,7 +169,7 @@ step_begin "8 packaging (install, find_package, pkg-config)"
 bash tests/packaging/check.sh build
 step_end
 
-step_begin "9 exported symbols of librlock.so"
+step_begin "9 exported symbols of librlock.so; no circle of files in src/"
 [[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
 symbols=$(nm -D --defined-only build/librlock.so | awk '{ print $NF }' | sort -u)
 printf '%s\n' "$symbols" | sed 's/^/  /'
@@ -180,6 +180,8 @@ internal=$(grep -E '^rl__' <<<"$symbols" || true)
 bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
 [[ -z $bad ]] || rl_die "librlock.so exports symbols outside rl_*: ${bad//$'\n'/ }"
 grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
+# Dependencies between the files of src/ point one way (STYLE.md).
+bash scripts/layers.sh src || rl_die "files of src/ call each other in a circle (see above)"
 step_end
 
 if ((quick)); then

@@ -237,6 +237,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     atomic_init(&c->closed, 0);
     atomic_init(&c->forked, 0);
     atomic_init(&c->no_notices, 0);
+    atomic_init(&c->no_subscribe, 0);
     atomic_init(&c->closing, 0);
     atomic_init(&c->calls, 0);
     rl__identity_new(c);
@@ -286,9 +287,9 @@ int rl__client_enter(rl_client *c)
 static void append_drop(rl__conn *conn, rl_client *c, const rl__entry *e,
                         const char *owner, size_t owner_len)
 {
-    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "2", e->key, e->channel,
-                            owner, "0", "0" };
-    size_t lens[8] = { 7, 40, 1, e->key_len, e->channel_len, owner_len, 1, 1 };
+    /* held 0 (the whole field), lease untouched, no notice */
+    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0", "0" };
+    size_t lens[8] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1 };
 
     redisAppendCommandArgv(conn->ctx, 8, argv, lens);
 }
@@ -302,8 +303,18 @@ static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
     pthread_mutex_lock(&c->mu);
     s = rl__route_server(c, e->slot);
     pthread_mutex_unlock(&c->mu);
-    if (!conn[s->index] && rl__pool_get(c, s, &conn[s->index]) != RL_OK)
+    if (conn[s->index])
+        return conn[s->index];
+    if (rl__pool_get(c, s, &conn[s->index]) != RL_OK)
+        return conn[s->index] = NULL;
+    /* The drops are pipelined and their replies not read one by one: a
+     * master that never ran our scripts (a Cluster node this client only
+     * met through MOVED, a restarted one) would answer NOSCRIPT to each and
+     * leave the locks for their leases. Load them first. */
+    if (rl__conn_load_scripts(c, conn[s->index]) != RL_OK) {
+        rl__pool_put(c, conn[s->index]);
         conn[s->index] = NULL;
+    }
     return conn[s->index];
 }
 

@@ -305,7 +305,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 /* PTTL 0: the lease runs out this very millisecond; -2: already
                  * gone; -1: no expiry at all (not set by rlock). */
                 wake_at = now + (res.value >= 0 ? res.value + 1 : res.value == -2 ? 0 : lease);
-                if (atomic_load(&c->no_notices)) {
+                if (atomic_load(&c->no_notices) || atomic_load(&c->no_subscribe)) {
                     /* No release notices can reach us: ask again, at a
                      * growing interval, never later than the holder's lease. */
                     poll = rl__backoff_ms(poll, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
@@ -502,18 +502,18 @@ static int force_release(rl_lock *lock)
     prefix[RL__UUID_LEN + 1] = '\0';
     args[0] = lock->entry->key;
     lens[0] = lock->entry->key_len;
-    args[1] = lock->entry->channel;
-    lens[1] = lock->entry->channel_len;
-    args[2] = prefix;
-    lens[2] = RL__UUID_LEN + 1;
-    args[3] = rl__notice_arg(c);
-    lens[3] = 1;
+    args[1] = prefix;
+    lens[1] = RL__UUID_LEN + 1;
+    args[2] = rl__notice_arg(c);
+    lens[2] = 1;
+    args[3] = lock->entry->channel;
+    lens[3] = lock->entry->channel_len;
     rl__route_init(&rt, c, lock->entry->slot);
     for (;;) {
         if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
             return rc;
         RL__HOOK("force.before_send");
-        rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 2, 4, args, lens);
+        rc = rl__conn_script_fast(c, conn, RL__S_FORCE, &resp, 1, 4, args, lens);
         /* A redirect comes before the script runs: nothing was deleted. */
         if (rc != RL_OK || resp.type != RL__RESP_ERROR ||
             (redirected = rl__route_error(c, &rt, resp.str, resp.str_len)) == RL_OK)

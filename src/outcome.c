@@ -94,7 +94,7 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
 static int send_script(rl__op *o, int script, int nargs, const char **args, const size_t *lens,
                        rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
-    int rc, nkeys = script == RL__S_ACQUIRE ? 1 : 2, unsent = 0;
+    int rc, nkeys = 1, unsent = 0;
     rl__route rt;
 
     rl__route_init(&rt, o->c, o->e->slot);
@@ -173,13 +173,13 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         args[3] = heldbuf;    lens[3] = heldlen;
         nargs = 4;
     } else {
-        args[1] = o->e->channel; lens[1] = o->e->channel_len;
-        args[2] = o->owner;      lens[2] = o->owner_len;
-        args[3] = heldbuf;       lens[3] = heldlen;
-        args[4] = leasebuf;      lens[4] = leaselen;
+        args[1] = o->owner;      lens[1] = o->owner_len;
+        args[2] = heldbuf;       lens[2] = heldlen;
+        args[3] = leasebuf;      lens[3] = leaselen;
         /* Without channel rights, spare Redis a PUBLISH it would refuse. */
-        args[5] = rl__notice_arg(o->c);
-        lens[5] = 1;
+        args[4] = rl__notice_arg(o->c);
+        lens[4] = 1;
+        args[5] = o->e->channel; lens[5] = o->e->channel_len;
         nargs = 6;
     }
 
@@ -271,12 +271,12 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     late->server = NULL;
     argv[0] = "EVALSHA";              lens[0] = 7;
     argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
-    argv[2] = "2";                    lens[2] = 1;
+    argv[2] = "1";                    lens[2] = 1;
     argv[3] = lo->entry->key;         lens[3] = lo->entry->key_len;
-    argv[4] = lo->entry->channel;     lens[4] = lo->entry->channel_len;
-    argv[5] = lo->owner;              lens[5] = lo->owner_len;
-    argv[6] = "0";                    lens[6] = 1;
-    argv[7] = "0";                    lens[7] = 1;
+    argv[4] = lo->owner;              lens[4] = lo->owner_len;
+    argv[5] = "0";                    lens[5] = 1;   /* held 0: the whole field */
+    argv[6] = "0";                    lens[6] = 1;   /* lease untouched */
+    argv[7] = "0";                    lens[7] = 1;   /* no notice */
     rl__route_init(&rt, c, lo->entry->slot);
     for (;;) {
         if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)

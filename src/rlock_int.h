@@ -503,6 +503,7 @@ struct rl_client {
     char uuid[RL__UUID_LEN + 1];
     atomic_int warned_fence;        /* logged once: CLIENT KILL refused */
     atomic_int no_notices;          /* the user may not PUBLISH/SUBSCRIBE release channels */
+    atomic_int no_subscribe;        /* Redis refused a subscription otherwise: waiters poll */
     /* Raised by whoever sees a server fail (a refused connect, a broken
      * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
      * out of date. The router refreshes it at the next routed call or

@@ -25,10 +25,15 @@
 /* A notice is a courtesy, the change is the fact: a PUBLISH that Redis
  * refuses (an ACL user without channel rights) must not turn an applied
  * change into an error. `arg` says how: 's' SPUBLISH (Cluster: sharded, on
- * the channel's master), '0' none, anything else (or nothing) PUBLISH. */
-#define RL__NOTICE(arg) \
-    "if " arg " == 's' then redis.pcall('spublish', KEYS[2], '0')\n" \
-    "elseif " arg " ~= '0' then redis.pcall('publish', KEYS[2], '0') end\n"
+ * the channel's master), '0' none, anything else (or nothing) PUBLISH.
+ *
+ * The channel comes in ARGV, not KEYS: it is never a key, and while its
+ * slot migrates Redis answers a command whose declared keys are not all
+ * present with TRYAGAIN, so a release would fail until the migration ends.
+ * It shares the lock's hash tag, so SPUBLISH stays on the lock's slot. */
+#define RL__NOTICE(arg, chan) \
+    "if " arg " == 's' then redis.pcall('spublish', " chan ", '0')\n" \
+    "elseif " arg " ~= '0' then redis.pcall('publish', " chan ", '0') end\n"
 
 /* KEYS[1] lock; ARGV lease_ms, owner, held. Few calls on the common paths:
  * Redis counts each call a script makes. */
@@ -55,9 +60,9 @@ static const char acquire_src[] =
     "redis.call('pexpire', KEYS[1], lease)\n"
     "return {1, n + 1}\n";
 
-/* KEYS[1] lock, KEYS[2] release channel; ARGV owner, held (0: drop the
- * whole field), lease_ms (0: leave the expiry alone), and optionally the
- * notice (see RL__NOTICE). Only our own field is ever removed: the lock is
+/* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
+ * leave the expiry alone), the notice and the release channel (see
+ * RL__NOTICE; both may be left out for no notice). Only our own field is ever removed: the lock is
  * deleted only when no other field is left. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
@@ -73,9 +78,14 @@ static const char release_src[] =
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
     "  return {1, n}\n"
     "end\n"
-    "if redis.call('hdel', KEYS[1], ARGV[1]) == 1 and ARGV[4] ~= '0' and\n"
-    "   redis.call('exists', KEYS[1]) == 0 then\n"
-    RL__NOTICE("ARGV[4]")
+    /* Whether ours is the last field is asked before the delete: once the
+     * key is gone, a script may not touch it again while its slot migrates
+     * (Redis: "non local key"), and the delete would then be reported as
+     * an error. */
+    "local last = redis.call('hlen', KEYS[1]) == 1\n"
+    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "if last and ARGV[4] ~= '0' then\n"
+    RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
     "return {1, 0}\n";
 
@@ -100,8 +110,8 @@ static const char renew_src[] =
     "end\n"
     "return table.concat(out)\n";
 
-/* KEYS[1] lock, KEYS[2] release channel; ARGV[1] "<our uuid>:", and
- * optionally the notice (see RL__NOTICE). Deletes
+/* KEYS[1] lock; ARGV[1] "<our uuid>:", the notice and the release channel
+ * (see RL__NOTICE). Deletes
  * the lock and reports the thread ids of our own fields it removed, so
  * that exactly those holds are flagged, however the delete interleaved
  * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
@@ -126,7 +136,7 @@ static const char force_src[] =
     "end\n"
     "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
     "redis.call('del', KEYS[1])\n"
-    RL__NOTICE("ARGV[2]")
+    RL__NOTICE("ARGV[2]", "ARGV[3]")
     "return out\n";
 
 const char *const rl__script_src[RL__S_COUNT] = {

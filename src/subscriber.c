@@ -196,17 +196,27 @@ static int any_active(rl_client *c, int me)
     return 0;
 }
 
-/* Redis refused a (un)subscription, most likely for want of channel
- * rights: notices cannot reach us, so every waiter polls from now on. */
+/* Redis refused a (un)subscription: notices cannot reach us, so every
+ * waiter of this process polls from now on. For want of channel rights
+ * (NOPERM) our releases stop publishing too, since Redis would refuse
+ * that as well; for any other reason (a server without SSUBSCRIBE, say)
+ * they go on publishing, for the other processes' waiters. */
 static void refused(sub_state *st, const redisReply *r)
 {
     rl_client *c = st->c;
+    const char *msg = r->str ? r->str : "";
 
-    if (!atomic_exchange(&c->no_notices, 1))
-        rl__log(c, RL_LOG_ERROR, "rlock: Redis refused to SUBSCRIBE to a release channel "
-                "(%.200s): grant this user the channels '%s*' (ACL &%s*); until then "
-                "waiters ask Redis again every %d..%d ms", r->str ? r->str : "",
-                c->prefix, c->prefix, RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+    if (strncmp(msg, "NOPERM", 6) == 0) {
+        if (!atomic_exchange(&c->no_notices, 1))
+            rl__log(c, RL_LOG_ERROR, "rlock: Redis refused to SUBSCRIBE to a release channel "
+                    "(%.200s): grant this user the channels '%s*' (ACL &%s*); until then "
+                    "waiters ask Redis again every %d..%d ms", msg, c->prefix, c->prefix,
+                    RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+    } else if (!atomic_exchange(&c->no_subscribe, 1)) {
+        rl__log(c, RL_LOG_ERROR, "rlock: Redis refused to subscribe to a release channel "
+                "(%.200s); waiters of this process ask Redis again every %d..%d ms", msg,
+                RL__POLL_MIN_MS, RL__POLL_MAX_MS);
+    }
     FOR_EACH_ENTRY(c, e) {
         e->sub_want = 0;
         e->linger_until = 0;
@@ -234,7 +244,9 @@ static void moved(sub_state *st, const rl__redirect *red)
     }
 }
 
-static void handle(sub_state *st, redisReply *r)
+/* One reply or message on st's connection. Returns -1 when the link must
+ * be dropped and made again. Mutex held. */
+static int handle(sub_state *st, redisReply *r)
 {
     rl_client *c = st->c;
     const redisReply *kind, *ch;
@@ -244,38 +256,48 @@ static void handle(sub_state *st, redisReply *r)
     if (r->type == REDIS_REPLY_ERROR) {
         if (rl__redirect_parse(r->str, r->len, &red) == 1)
             moved(st, &red);
-        else if (rl__cluster_retryable(r->str, r->len))
-            atomic_store(&c->map_suspect, 1);    /* asked again at the next reconnect */
-        else
+        else if (rl__cluster_retryable(r->str, r->len)) {
+            /* CLUSTERDOWN, TRYAGAIN: the subscription was not made, and the
+             * reply does not say which. Make the link again after a pause:
+             * every entry on it subscribes anew (and its waiter asks Redis
+             * again meanwhile), rather than waiting forever for an answer. */
+            rl__err(RL_ECONN, "the cluster answered %.200s", r->str);
+            return -1;
+        } else {
             refused(st, r);
-        return;
+        }
+        return 0;
     }
     /* Out of subscribed mode (no channel left), PING answers +PONG. */
     if (r->type == REDIS_REPLY_STATUS && r->len == 4 && strncasecmp(r->str, "pong", 4) == 0) {
         st->ping_sent = 0;
-        return;
+        return 0;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING)
-        return;
+        return 0;
     kind = r->element[0];
     if (kind->len == 4 && strncasecmp(kind->str, "pong", 4) == 0) {
         st->ping_sent = 0;
-        return;
+        return 0;
     }
     ch = r->element[1];
     if (ch->type != REDIS_REPLY_STRING)
-        return;
+        return 0;
     e = rl__entry_by_channel(c, ch->str, ch->len);
     if (!e)
-        return;
+        return 0;
     if (e->sub_link != st->srv->index)
-        return;     /* a late word from where it was subscribed before */
+        return 0;   /* a late word from where it was subscribed before */
     if (strcmp(kind->str, "message") == 0 || strcmp(kind->str, "smessage") == 0) {
         rl__queue_kick_head(e);
     } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "ssubscribe") == 0) {
         if (e->sub_state == RL__SUB_SENT)
             e->sub_state = RL__SUB_ON;
+        st->backoff = 0;
+        if (st->lost)
+            rl__log(c, RL_LOG_INFO, "rlock subscriber: subscribed again on %s", st->srv->name);
+        st->lost = 0;
         rl__queue_kick_head(e);
     } else if (strcmp(kind->str, "unsubscribe") == 0 ||
                strcmp(kind->str, "sunsubscribe") == 0) {
@@ -288,6 +310,7 @@ static void handle(sub_state *st, redisReply *r)
         e->sub_state = RL__SUB_NONE;
         rl__entry_maybe_free(c, e);
     }
+    return 0;
 }
 
 /* Connect to st's server when it is wanted and due. Mutex held, dropped
@@ -310,13 +333,13 @@ static int maybe_connect(sub_state *st, int64_t now)
             atomic_store(&c->map_suspect, 1);
         return 1;
     }
-    if (st->lost)
-        rl__log(c, RL_LOG_INFO, "rlock subscriber: reconnected to %s", st->srv->name);
-    st->lost = 0;
     st->ctx = conn->ctx;
     free(conn);
     c->sub_ctx[st->srv->index] = st->ctx;
-    st->backoff = 0;
+    /* The back-off and the outage end with the first subscription
+     * confirmed, not here: a cluster that is down accepts connections but
+     * refuses subscriptions, and must be asked neither every 50 ms nor
+     * with a log line each time. */
     st->last_io = rl__now_ms();
     FOR_EACH_ENTRY(c, e) {
         if (e->sub_link == st->srv->index)
@@ -382,7 +405,11 @@ static void read_link(sub_state *st)
         }
         if (!r)
             return;
-        handle(st, r);
+        if (handle(st, r) < 0) {
+            freeReplyObject(r);
+            drop_connection(st);
+            return;
+        }
         freeReplyObject(r);
     }
 }

@@ -311,6 +311,85 @@ static void test_slot_migration_under_a_hold(void **state)
     rl_client_free(holder);
 }
 
+/* Whether node i has the key while its slot migrates: 1, 0, -1 on error.
+ * ASKING first, so the importing node answers for the slot; the source
+ * answers ASK for a key it does not have (then 0). */
+static int node_has_migrating(rt_cluster *cl, int i, const char *key, size_t kl)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    redisReply *r = NULL;
+    int n = -1;
+
+    if (!rc)
+        return -1;
+    r = redisCommand(rc, "ASKING");
+    freeReplyObject(r);
+    r = redisCommand(rc, "EXISTS %b", key, kl);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        n = (int)r->integer;
+    else if (r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ASK ", 4) == 0)
+        n = 0;
+    freeReplyObject(r);
+    redisFree(rc);
+    return n;
+}
+
+/* Review finding: the release channel was a declared key of the release
+ * and force scripts. A channel is never a key, and while its slot migrates
+ * Redis answers a command whose declared keys are not all there with
+ * TRYAGAIN: releases failed (RL_ECONN, or ASK/TRYAGAIN ping-pong) until
+ * the migration ended, and the name stayed taken. Every change must work
+ * while the slot is MIGRATING/IMPORTING: on the source while the key is
+ * there, and on the importing node (ASK) once it is not. */
+static void test_changes_while_the_slot_migrates(void **state)
+{
+    cl_env *e = *state;
+    rl_client *c = cl_client(e->cl->url, LEASE_MS);
+    rl_lock *l = it_lock(c, "moving");
+    char key[2200];
+    size_t kl;
+    int slot, from, to;
+
+    from = owner_of(e->cl, "moving", 6, key, &kl, &slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    /* Fixed leases: only the calls under test touch the key. */
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+
+    /* The key is on the source: reentry, inner and final release there. */
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(node_has_migrating(e->cl, from, key, kl), 0);
+    IT_EQ(node_has_migrating(e->cl, to, key, kl), 0);
+
+    /* No key on the source: the source says ASK, the lock is made on the
+     * importing node, and every change follows it there. */
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_EQ(node_has_migrating(e->cl, to, key, kl), 1);
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(node_has_migrating(e->cl, to, key, kl), 0);
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_RC(rl_lock_force_release(l), RL_OK);
+    IT_EQ(node_has_migrating(e->cl, to, key, kl), 0);
+    IT_EQ(rl_lock_interrupted(l), 1);
+    IT_EQ(rl_lock_hold_count(l), 1);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+
+    /* End the migration, and the name works on its new master. */
+    IT_EQ(rt_cluster_slot_move_keys(e->cl, slot), 0);
+    IT_EQ(rt_cluster_slot_finish(e->cl, slot, to), 0);
+    IT_RC(rl_lock_try_acquire(l, 0, 20000), RL_OK);
+    IT_EQ(node_has(e->cl, to, key, kl), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(node_has(e->cl, to, key, kl), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -319,6 +398,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_wait_and_wake_on_each_master),
         cmocka_unit_test(test_watchdog_over_several_leases),
         cmocka_unit_test(test_slot_migration_under_a_hold),
+        cmocka_unit_test(test_changes_while_the_slot_migrates),
     };
 
     if (argc > 1)

@@ -11,7 +11,7 @@
  *
  * Layouts (src/scripts.c):
  *   acquire  KEYS lock;          ARGV lease_ms, owner, held
- *   release  KEYS lock, channel; ARGV owner, held, lease_ms
+ *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
  *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
  */
 #include <setjmp.h>
@@ -118,8 +118,8 @@ static redisReply *acquire(env *e, const char *lease, const char *held)
 
 static redisReply *release(env *e, const char *held, const char *lease)
 {
-    const char *a[5] = { KEY, CHANNEL, OWNER, held, lease };
-    return run(e, RL__S_RELEASE, 2, 5, a);
+    const char *a[6] = { KEY, OWNER, held, lease, "1", CHANNEL };
+    return run(e, RL__S_RELEASE, 1, 6, a);
 }
 
 static redisReply *renew(env *e, const char *lease)

@@ -264,6 +264,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
             forced = e->forced;
             if (rc == RL_OK) {
                 pthread_mutex_unlock(&c->mu);
+                o->deadline = deadline;
                 rc = rl__change(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved,
                                          &read_back);
                 pthread_mutex_lock(&c->mu);

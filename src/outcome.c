@@ -17,6 +17,7 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->c = c;
     o->e = e;
     o->owner = rl__thread_owner(t, c, &o->owner_len);
+    o->deadline = -1;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -98,6 +99,8 @@ static int send_script(rl__op *o, int script, int nargs, const char **args, cons
     rl__route rt;
 
     rl__route_init(&rt, o->c, o->e->slot);
+    if (o->deadline >= 0 && o->deadline < rt.deadline)
+        rt.deadline = o->deadline;
     for (;;) {
         *conn = NULL;
         if ((rc = rl__route_get(o->c, &rt, conn)) != RL_OK) {

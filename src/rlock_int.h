@@ -452,6 +452,9 @@ typedef struct rl__op {
     rl__entry *e;
     const char *owner;
     size_t owner_len;
+    /* The caller's deadline (-1: none): a Cluster in motion (TRYAGAIN,
+     * CLUSTERDOWN) is waited out until then, at most the command timeout. */
+    int64_t deadline;
 } rl__op;
 
 void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);

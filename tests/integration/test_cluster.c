@@ -390,6 +390,92 @@ static void test_changes_while_the_slot_migrates(void **state)
     rl_client_free(c);
 }
 
+/* cluster_state as node i says it: 1 ok, 0 fail, -1 error. */
+static int node_state_ok(rt_cluster *cl, int i)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    redisReply *r;
+    int ok = -1;
+
+    if (!rc)
+        return -1;
+    r = redisCommand(rc, "CLUSTER INFO");
+    if (r && r->type == REDIS_REPLY_STRING)
+        ok = strstr(r->str, "cluster_state:ok") != NULL;
+    freeReplyObject(r);
+    redisFree(rc);
+    return ok;
+}
+
+static void on_node(rt_cluster *cl, int i, const char *fmt, int arg)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    redisReply *r;
+
+    assert_non_null(rc);
+    r = redisCommand(rc, fmt, arg);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s on node %d: %s", fmt, i, r->str);
+    freeReplyObject(r);
+    redisFree(rc);
+}
+
+/* Review finding: TRYAGAIN and CLUSTERDOWN were waited out for the whole
+ * command timeout, whatever the caller's wait: a try-lock (wait 0) on a
+ * master whose cluster is down took ~2 s to say RL_ECONN. The caller's
+ * deadline bounds it now. The master is put in a fail state of its own by
+ * giving up another of its slots (full coverage is required by default),
+ * and made whole again afterwards. */
+static void test_cluster_down_within_the_callers_deadline(void **state)
+{
+    cl_env *e = *state;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    char key[2200];
+    size_t kl;
+    int slot, m, other;
+    int64_t t0, took0, took300;
+
+    it_options(&o, e->cl->url, LEASE_MS, 2000);
+    c = it_client_opts(&o);
+    l = it_lock(c, "downcast");
+    m = owner_of(e->cl, "downcast", 8, key, &kl, &slot);
+    assert_true(m >= 0);
+    for (other = (slot + 1) % RT_CLUSTER_SLOTS; other != slot;
+         other = (other + 1) % RT_CLUSTER_SLOTS)
+        if (rt_cluster_master_of(e->cl, other) == m)
+            break;
+    assert_int_not_equal(other, slot);
+    /* The name works, so its connection and scripts are in place. */
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+
+    on_node(e->cl, m, "CLUSTER DELSLOTS %d", other);
+    IT_WAIT(node_state_ok(e->cl, m) == 0, 10000);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_ECONN);
+    took0 = rt_now_ms() - t0;
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_try_acquire(l, 300, 5000), RL_ECONN);
+    took300 = rt_now_ms() - t0;
+    on_node(e->cl, m, "CLUSTER ADDSLOTS %d", other);
+    IT_WAIT(node_state_ok(e->cl, m) == 1, 10000);
+    printf("# cluster down: wait 0 answered in %lld ms, wait 300 in %lld ms (command "
+           "timeout %d ms)\n", (long long)took0, (long long)took300, 2000);
+    /* Well under the 2000 ms command timeout; and the 300 ms wait is
+     * neither cut short nor stretched to the command timeout. */
+    IT_RANGE(took0, 0, 200);
+    IT_RANGE(took300, 290, 800);
+
+    IT_RC(rl_lock_try_acquire(l, 2000, 5000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(node_has(e->cl, m, key, kl), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -399,6 +485,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_watchdog_over_several_leases),
         cmocka_unit_test(test_slot_migration_under_a_hold),
         cmocka_unit_test(test_changes_while_the_slot_migrates),
+        cmocka_unit_test(test_cluster_down_within_the_callers_deadline),
     };
 
     if (argc > 1)

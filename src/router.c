@@ -10,6 +10,7 @@
  * sent again after a short pause, until the route's deadline. Every one of
  * those replies comes before a command runs, so sending it again is safe.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -162,6 +163,22 @@ static int ask_map(rl_client *c, rl__conn *conn, uint16_t **map)
     return RL_OK;
 }
 
+/* What INFO says of cluster mode: 1 on, 0 off, -1 cannot tell. */
+static int cluster_enabled(rl__conn *conn)
+{
+    const char *argv[2] = { "INFO", "cluster" };
+    size_t lens[2] = { 4, 7 };
+    redisReply *r = NULL;
+    int on = -1;
+
+    if (rl__conn_call(conn, &r, 2, argv, lens) != RL_OK)
+        return -1;
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        on = strstr(r->str, "cluster_enabled:1") ? 1 : strstr(r->str, "cluster_enabled:0") ? 0 : -1;
+    freeReplyObject(r);
+    return on;
+}
+
 int rl__router_init(rl_client *c, rl__conn *conn)
 {
     uint16_t *map;
@@ -172,10 +189,17 @@ int rl__router_init(rl_client *c, rl__conn *conn)
         return RL_OK;
     }
     if (rc == RL_EREDIS || rc == RL_EAUTH) {
-        /* Not allowed to ask, or an older server: single mode, which a
-         * MOVED would contradict loudly. */
+        /* Not allowed to ask (an ACL user without +cluster|slots), or an
+         * older server. On a Cluster, single mode would mix slots in one
+         * renewal and lose every watchdog hold: refuse, and say why. */
+        char why[256];
+        snprintf(why, sizeof why, "%s", rl_last_error());
+        if (cluster_enabled(conn) == 1)
+            return rl__err(RL_EREDIS, "%s is a Redis Cluster node, but CLUSTER SLOTS was "
+                           "refused (%s): grant this user +cluster|slots", conn->server->name,
+                           why);
         rl__log(c, RL_LOG_WARN, "rlock: cannot ask for the cluster's slots (%s): "
-                "treating %s as a single server", rl_last_error(), conn->server->name);
+                "treating %s as a single server", why, conn->server->name);
         c->mode = RL__MODE_SINGLE;
         return RL_OK;
     }

@@ -476,6 +476,35 @@ static void test_cluster_down_within_the_callers_deadline(void **state)
     rl_client_free(c);
 }
 
+/* Review finding: an ACL user who may not run CLUSTER SLOTS made the
+ * client take the cluster for a single server; calls on other masters then
+ * went through (MOVED is followed), but renewals mixed slots and every
+ * watchdog hold was lost. Such a client is refused now, and told why. */
+static void test_cluster_slots_refused_is_an_error(void **state)
+{
+    cl_env *e = *state;
+    rl_options o;
+    rl_client *c = NULL;
+    char url[128];
+    int i;
+
+    for (i = 0; i < e->cl->n; i++) {
+        redisContext *rc = rt_cluster_connect(e->cl, i);
+        redisReply *r;
+        assert_non_null(rc);
+        r = redisCommand(rc, "ACL SETUSER noslots on >pw ~* &* +@all -cluster|slots");
+        assert_true(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        redisFree(rc);
+    }
+    snprintf(url, sizeof url, "redis://noslots:pw@127.0.0.1:%d", e->cl->node[0]->port);
+    it_options(&o, url, LEASE_MS, 0);
+    IT_RC(rl_client_new(&c, &o), RL_EREDIS);
+    assert_null(c);
+    printf("# %s\n", rl_last_error());
+    assert_non_null(strstr(rl_last_error(), "+cluster|slots"));
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +515,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_slot_migration_under_a_hold),
         cmocka_unit_test(test_changes_while_the_slot_migrates),
         cmocka_unit_test(test_cluster_down_within_the_callers_deadline),
+        cmocka_unit_test(test_cluster_slots_refused_is_an_error),
     };
 
     if (argc > 1)

@@ -6,12 +6,14 @@
  * round (RL__RENEW_BATCH pairs per script call). A Redis Cluster node
  * refuses a script whose keys lie in different slots (CROSSSLOT), so there
  * each call holds the keys of one slot only; a single server takes them in
- * any mix, and 10,000 holds cost 10 calls. A pair reported gone flags
- * its hold at once. A round that fails is retried soon; meanwhile each
- * hold's last confirmed expiry (local monotonic clock, less a drift margin)
- * decides when its flag rises. Fixed leases are never renewed: their flag
- * rises when the lease runs out. With nothing held the thread sleeps
- * without a timeout.
+ * any mix, and 10,000 holds cost 10 calls. While a slot migrates, a call
+ * whose keys lie on both nodes is refused (TRYAGAIN): its holds are then
+ * asked one key per call, each followed to wherever its key is. A pair
+ * reported gone flags its hold at once. A round that fails is retried
+ * soon; meanwhile each hold's last confirmed expiry (local monotonic
+ * clock, less a drift margin) decides when its flag rises. Fixed leases
+ * are never renewed: their flag rises when the lease runs out. With
+ * nothing held the thread sleeps without a timeout.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,11 @@ typedef struct group {
     int64_t sent;           /* when its first command went out */
     int rc;
     int noscript;           /* chunks answered NOSCRIPT */
+    int split;              /* chunks to ask again one key per call ('S') */
 } group;
+
+/* How a call sent on after ASK fared (renew_asked). */
+enum { ASKED_OK, ASKED_SPLIT, ASKED_DOWN, ASKED_REFUSED };
 
 static void *watchdog_main(void *arg);
 
@@ -141,8 +147,23 @@ static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t 
     redisAppendCommandArgv(ctx, (int)(4 + 2 * m), argv, lens);
 }
 
+/* Whether the pass that asks the holds flagged `which` asks one key per
+ * call: a chunk being split ('S'), and those of its calls answered
+ * NOSCRIPT ('s'). */
+static int one_key(char which)
+{
+    return which == 'S' || which == 's';
+}
+
+/* The length of the call for s[first] in the pass for `which`. */
+static size_t call_len(const snap *s, size_t end, size_t first, int mixed, char which)
+{
+    return one_key(which) ? 1 : chunk_len(s, end, first, mixed);
+}
+
 /* Queue the renewal calls of g's chunks whose flags read `which` ('?': not
- * asked yet; 'N': answered NOSCRIPT). Returns the number of calls. */
+ * asked yet; 'N': answered NOSCRIPT; 'S', 's': the same, one call per
+ * hold). Returns the number of calls. */
 static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *flags, char which,
                           const char **argv, size_t *lens)
 {
@@ -150,7 +171,7 @@ static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *fla
     int mixed = rl__router_mixed_ok(c);
 
     for (i = g->first; i < end; i += m) {
-        m = chunk_len(s, end, i, mixed);
+        m = call_len(s, end, i, mixed, which);
         if (flags[i] != which)
             continue;
         append_chunk(c, g->conn->ctx, s, i, m, argv, lens);
@@ -161,45 +182,70 @@ static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *fla
 
 /* A chunk answered ASK (its slot is being migrated and its keys may have
  * moved): send it to the importing node, after ASKING, on a connection of
- * that node's pool. Flags set on success; left as they were otherwise. */
-static void renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, size_t m,
-                        char *flags, const char **argv, size_t *lens)
+ * that node's pool. Flags set on success (ASKED_OK); left as they were
+ * otherwise: ASKED_SPLIT when the node has some of the keys but not all,
+ * ASKED_DOWN when it could not be reached, ASKED_REFUSED for the rest. */
+static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, size_t m,
+                       char *flags, const char **argv, size_t *lens)
 {
     const char *asking = "ASKING";
     size_t asking_len = 6;
     rl__conn *conn;
     redisReply *r = NULL;
     const char *f;
-    int k;
+    int k, tries, how = ASKED_DOWN;
 
-    if (!to || rl__pool_get(c, to, &conn) != RL_OK)
-        return;
-    redisAppendCommandArgv(conn->ctx, 1, &asking, &asking_len);
-    append_chunk(c, conn->ctx, s, i, m, argv, lens);
-    for (k = 0; k < 2; k++) {
-        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
+    if (!to)
+        return ASKED_REFUSED;
+    if (rl__pool_get(c, to, &conn) != RL_OK)
+        return ASKED_DOWN;
+    for (tries = 0; tries < 2; tries++) {
+        int noscript = 0;
+        redisAppendCommandArgv(conn->ctx, 1, &asking, &asking_len);
+        append_chunk(c, conn->ctx, s, i, m, argv, lens);
+        how = ASKED_DOWN;
+        for (k = 0; k < 2; k++) {
+            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
+                break;
+            if (k == 1) {
+                how = ASKED_REFUSED;
+                if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0)
+                    noscript = 1;
+                else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "TRYAGAIN", 8) == 0)
+                    how = ASKED_SPLIT;
+                else if (rl__reply_flags(r, m, &f) == RL_OK) {
+                    memcpy(flags + i, f, m);
+                    how = ASKED_OK;
+                }
+            }
+            freeReplyObject(r);
+        }
+        /* Scripts are loaded on a connection's first use and after NOSCRIPT
+         * on the paths that go to a slot's master; the importing node may
+         * never have had them (added for this move, restarted, flushed). */
+        if (!noscript || rl__conn_load_scripts(c, conn) != RL_OK)
             break;
-        if (k == 1 && rl__reply_flags(r, m, &f) == RL_OK)
-            memcpy(flags + i, f, m);
-        freeReplyObject(r);
     }
     rl__pool_put(c, conn);
+    return how;
 }
 
 /* Read the replies to what send_chunks(.., which) queued, into flags: one
- * '1' or '0' per hold; chunks refused stay `which`, or 'N' for NOSCRIPT. */
+ * '1' or '0' per hold; chunks refused stay `which`, or 'N' ('s' for one
+ * key) for NOSCRIPT, or 'S' when their keys straddle a slot migration. */
 static void read_chunks(rl_client *c, group *g, const snap *s, char *flags, char which,
                         const char **argv, size_t *lens)
 {
     size_t i, m, end = g->first + g->n;
     int mixed = rl__router_mixed_ok(c);
+    rl__server *down = NULL;    /* an importing node that could not be reached */
     rl__redirect red;
 
     g->noscript = 0;
     for (i = g->first; i < end; i += m) {
         const char *f;
         redisReply *r = NULL;
-        m = chunk_len(s, end, i, mixed);
+        m = call_len(s, end, i, mixed, which);
         if (flags[i] != which)
             continue;
         if (redisGetReply(g->conn->ctx, (void **)&r) != REDIS_OK) {
@@ -208,19 +254,36 @@ static void read_chunks(rl_client *c, group *g, const snap *s, char *flags, char
             return;
         }
         if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0) {
-            memset(flags + i, 'N', m);
+            memset(flags + i, one_key(which) ? 's' : 'N', m);
             g->noscript = 1;
         } else if (r->type == REDIS_REPLY_ERROR &&
                    rl__redirect_parse(r->str, r->len, &red) == 1 &&
                    red.kind == RL__REDIR_ASK) {
             rl__server *to;
+            int how = ASKED_DOWN;
             pthread_mutex_lock(&c->mu);
             to = rl__router_redirect(c, &red, g->srv);
             pthread_mutex_unlock(&c->mu);
-            renew_asked(c, to, s, i, m, flags, argv, lens);
-            if (flags[i] == which && g->rc == RL_OK)
+            /* One connect timeout per round for a dead node, not one per
+             * key of a split chunk. */
+            if (!to || to != down)
+                how = renew_asked(c, to, s, i, m, flags, argv, lens);
+            if (how == ASKED_DOWN)
+                down = to;
+            if (how == ASKED_SPLIT && m > 1) {
+                memset(flags + i, 'S', m);
+                g->split = 1;
+            } else if (how != ASKED_OK && g->rc == RL_OK) {
                 g->rc = rl__err(RL_ECONN, "renewal on %s: %.200s (not followed)",
                                 g->srv->name, r->str);
+            }
+        } else if (r->type == REDIS_REPLY_ERROR && m > 1 &&
+                   strncmp(r->str, "TRYAGAIN", 8) == 0) {
+            /* A multi-key call while its slot migrates, with some of its
+             * keys here and some not: no single node serves it whole
+             * until the migration ends. Ask again one key per call. */
+            memset(flags + i, 'S', m);
+            g->split = 1;
         } else if (r->type == REDIS_REPLY_ERROR) {
             /* MOVED, TRYAGAIN, CLUSTERDOWN: the slot is on the move.
              * Learn what the reply says (no waiting: deadline now); those
@@ -244,6 +307,30 @@ static void read_chunks(rl_client *c, group *g, const snap *s, char *flags, char
         }
         freeReplyObject(r);
     }
+}
+
+/* After a pass of g's calls: if some were answered NOSCRIPT (a restart,
+ * SCRIPT FLUSH; a split chunk meets it only now, as TRYAGAIN is answered
+ * before a script is looked up), load the scripts and ask those once more,
+ * flagged `again` ('N' or 's'). */
+static void reload_and_resend(rl_client *c, group *g, const snap *s, char *flags, char again,
+                              const char **argv, size_t *lens)
+{
+    int rc;
+
+    if (!g->noscript || rl__conn_broken(g->conn))
+        return;
+    if ((rc = rl__conn_load_scripts(c, g->conn)) != RL_OK) {
+        /* A connection that broke must be known as such: it is closed
+         * after the round. */
+        if (g->rc == RL_OK || rl__conn_broken(g->conn))
+            g->rc = rc;
+        return;
+    }
+    send_chunks(c, g, s, flags, again, argv, lens);
+    read_chunks(c, g, s, flags, again, argv, lens);
+    if (g->rc == RL_OK && g->noscript)
+        g->rc = rl__err(RL_EREDIS, "renewal on %s: NOSCRIPT twice in a row", g->srv->name);
 }
 
 static int flush(group *g)
@@ -304,15 +391,15 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
             wait = c->command_ms;
         rl__conn_set_timeout(g[k].conn, wait < 20 ? 20 : wait);
         read_chunks(c, &g[k], s, flags, '?', argv, lens);
-        /* NOSCRIPT (a restart, SCRIPT FLUSH): load them again, ask again. */
-        if (g[k].rc == RL_OK && g[k].noscript) {
-            if ((g[k].rc = rl__conn_load_scripts(c, g[k].conn)) != RL_OK)
-                continue;
-            send_chunks(c, &g[k], s, flags, 'N', argv, lens);
-            read_chunks(c, &g[k], s, flags, 'N', argv, lens);
-            if (g[k].rc == RL_OK && g[k].noscript)
-                g[k].rc = rl__err(RL_EREDIS, "renewal on %s: NOSCRIPT twice in a row",
-                                  g[k].srv->name);
+        reload_and_resend(c, &g[k], s, flags, 'N', argv, lens);
+        /* Chunks whose keys straddle a migration: one call per hold now,
+         * each answered here or followed after ASK, in this round. Their
+         * confirmation counts from g[k].sent, before these calls went out,
+         * so it is never later than the renewal it confirms. */
+        if (g[k].split && !rl__conn_broken(g[k].conn)) {
+            send_chunks(c, &g[k], s, flags, 'S', argv, lens);
+            read_chunks(c, &g[k], s, flags, 'S', argv, lens);
+            reload_and_resend(c, &g[k], s, flags, 's', argv, lens);
         }
     }
     free(argv);

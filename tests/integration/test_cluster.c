@@ -9,47 +9,13 @@
  * One cluster serves the whole group (starting one takes seconds); every
  * test uses names of its own.
  */
-#include "it_common.h"
+#include "it_cluster.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include "rt_cluster.h"
 
 #define LEASE_MS 900
 #define WOKEN_WITHIN_MS 1000
-
-typedef struct cl_env {
-    rt_cluster *cl;
-} cl_env;
-
-static int group_setup(void **state)
-{
-    cl_env *e = calloc(1, sizeof *e);
-
-    if (!e)
-        return -1;
-    e->cl = rt_cluster_start(3, 0, 1000, NULL);
-    if (!e->cl) {
-        fprintf(stderr, "test_cluster: cannot start a Redis Cluster: these tests FAIL\n");
-        free(e);
-        return -1;
-    }
-    *state = e;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    cl_env *e = *state;
-
-    if (e) {
-        rt_cluster_stop(e->cl);
-        free(e);
-    }
-    return 0;
-}
 
 /* Let leases run: time the scenario itself calls for, never a stand-in
  * for a condition. */
@@ -104,7 +70,7 @@ static int node_has(rt_cluster *cl, int i, const char *key, size_t kl)
  * and nowhere else, and released. */
 static void test_names_on_every_master(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *c = cl_client(e->cl->url, LEASE_MS);
     static const struct { const char *name; size_t len; } fixed[] = {
         { "}", 1 }, { "}x", 2 }, { "{", 1 }, { "{}", 2 }, { "a{b}c", 5 }, { "{a}", 3 },
@@ -156,7 +122,7 @@ static void test_names_on_every_master(void **state)
 /* A seed list whose first seed is dead: the client starts from the next. */
 static void test_seed_list_with_dead_seed(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     char url[600];
     rl_client *c;
     rl_lock *l;
@@ -180,7 +146,7 @@ static void test_seed_list_with_dead_seed(void **state)
  * that master (sharded), wakes when the holder lets go. */
 static void test_wait_and_wake_on_each_master(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *holder = cl_client(e->cl->url, LEASE_MS);
     rl_client *waiter = cl_client(e->cl->seeds, LEASE_MS);
     int found[3] = { 0 }, m, slot, done = 0, i;
@@ -233,7 +199,7 @@ static void test_wait_and_wake_on_each_master(void **state)
  * master per tick keeps them all. */
 static void test_watchdog_over_several_leases(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *c = cl_client(e->cl->url, LEASE_MS);
     rl_lock *l[30];
     char name[32];
@@ -267,7 +233,7 @@ static void test_watchdog_over_several_leases(void **state)
  * the new master, nothing is flagged. */
 static void test_slot_migration_under_a_hold(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *holder = cl_client(e->cl->url, LEASE_MS);
     rl_client *waiter = cl_client(e->cl->url, LEASE_MS);
     rl_lock *lh = it_lock(holder, "migrant"), *lw = it_lock(waiter, "migrant");
@@ -343,7 +309,7 @@ static int node_has_migrating(rt_cluster *cl, int i, const char *key, size_t kl)
  * there, and on the importing node (ASK) once it is not. */
 static void test_changes_while_the_slot_migrates(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *c = cl_client(e->cl->url, LEASE_MS);
     rl_lock *l = it_lock(c, "moving");
     char key[2200];
@@ -429,7 +395,7 @@ static void on_node(rt_cluster *cl, int i, const char *fmt, int arg)
  * and made whole again afterwards. */
 static void test_cluster_down_within_the_callers_deadline(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_options o;
     rl_client *c;
     rl_lock *l;
@@ -482,7 +448,7 @@ static void test_cluster_down_within_the_callers_deadline(void **state)
  * watchdog hold was lost. Such a client is refused now, and told why. */
 static void test_cluster_slots_refused_is_an_error(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_options o;
     rl_client *c = NULL;
     char url[128];
@@ -520,5 +486,5 @@ int main(int argc, char **argv)
 
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, it_cluster_setup, it_cluster_teardown);
 }

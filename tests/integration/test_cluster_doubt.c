@@ -5,30 +5,24 @@
  * (test_badinput), held by a client that routes each name to the master
  * owning its slot.
  *
- * Three masters on loopback (tests/common/rt_cluster.h). One of them, P (not
+ * Three masters on loopback (it_pcluster, it_cluster.h). One of them, P (not
  * node 0, the seed every client is given), is reached only through the fault
- * proxy (tests/common/proxy.h): P announces the proxy's port (CONFIG SET
- * cluster-announce-port; its bus port stays as it is), so every node's
- * CLUSTER SLOTS names P at the proxy and a client seeded with node 0 learns
+ * proxy: P announces the proxy's port, so a client seeded with node 0 learns
  * that address by itself. Faults on P's names then hit the connections
  * between the client and P only, and the read-back has to find P again.
  *
  * Key state is read directly on the owning master, at its real port, never
- * through the library. rt_cluster's surveys know masters by port, so while P
- * announces the proxy this program keeps its own slot table, by node id.
+ * through the library; the slot table is the fixture's, by node id.
  *
  * One cluster and one proxy serve the whole group; every test uses names of
  * its own and leaves no key behind, and the proxy is reset around each test.
  */
-#include "it_common.h"
+#include "it_cluster.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "proxy.h"
-#include "rt_cluster.h"
 
 /* fork() tests cannot run under ThreadSanitizer (see test_fork.c). */
 #if defined(__SANITIZE_THREAD__)
@@ -39,212 +33,16 @@
 #endif
 #endif
 
-#define CD_ANNOUNCE_MS 10000   /* gossip spreads P's new port in well under a second */
-
-typedef struct cd_env {
-    rt_cluster *cl;
-    rt_proxy *proxy;
-    int seed, p, q;            /* masters: node 0 (the seed), the proxied one, the third */
-    int owner[RT_CLUSTER_SLOTS];               /* node index per slot, by node id */
-    redisContext *rc[RT_CLUSTER_MAX_NODES];    /* main thread only; real ports */
-} cd_env;
-
-/* ---- the cluster and the proxy ------------------------------------------ */
-
-static int index_of_id(const rt_cluster *cl, const char *id, size_t len)
-{
-    int i;
-
-    for (i = 0; i < cl->n; i++)
-        if (strlen(cl->id[i]) == len && memcmp(cl->id[i], id, len) == 0)
-            return i;
-    return -1;
-}
-
-/* The node id and port CLUSTER SLOTS gives for the master of one range. */
-static int slots_entry(const redisReply *r, long long *lo, long long *hi, const char **id,
-                       size_t *idlen, long long *port)
-{
-    const redisReply *m;
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
-        return -1;
-    m = r->element[2];
-    if (m->type != REDIS_REPLY_ARRAY || m->elements < 3 ||
-        m->element[1]->type != REDIS_REPLY_INTEGER || m->element[2]->type != REDIS_REPLY_STRING)
-        return -1;
-    *lo = r->element[0]->integer;
-    *hi = r->element[1]->integer;
-    *id = m->element[2]->str;
-    *idlen = m->element[2]->len;
-    *port = m->element[1]->integer;
-    return 0;
-}
-
-/* owner[] from node 0's CLUSTER SLOTS, masters known by id. 0 or -1. */
-static int read_owner_table(cd_env *e)
-{
-    redisReply *r = redisCommand(e->rc[0], "CLUSTER SLOTS");
-    int covered = 0, s;
-    size_t i;
-
-    for (s = 0; s < RT_CLUSTER_SLOTS; s++)
-        e->owner[s] = -1;
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return -1;
-    }
-    for (i = 0; i < r->elements; i++) {
-        long long lo, hi, port;
-        const char *id;
-        size_t idlen;
-        int who;
-        if (slots_entry(r->element[i], &lo, &hi, &id, &idlen, &port) != 0 ||
-            (who = index_of_id(e->cl, id, idlen)) < 0)
-            continue;
-        for (s = (int)lo; s <= hi && s < RT_CLUSTER_SLOTS; s++, covered++)
-            e->owner[s] = who;
-    }
-    freeReplyObject(r);
-    return covered == RT_CLUSTER_SLOTS ? 0 : -1;
-}
-
-/* Node 0 and two other masters, each owning slots. 0 or -1. */
-static int pick_masters(cd_env *e)
-{
-    int has[RT_CLUSTER_MAX_NODES] = { 0 }, s, i;
-
-    for (s = 0; s < RT_CLUSTER_SLOTS; s++)
-        has[e->owner[s]] = 1;
-    e->seed = 0;
-    e->p = e->q = -1;
-    for (i = 1; i < e->cl->n; i++) {
-        if (!has[i])
-            continue;
-        if (e->p < 0)
-            e->p = i;
-        else if (e->q < 0)
-            e->q = i;
-    }
-    return has[0] && e->p > 0 && e->q > 0 ? 0 : -1;
-}
-
-/* Whether every node's CLUSTER SLOTS names P at the proxy's port. */
-static int announced_everywhere(cd_env *e)
-{
-    int i, want = rt_proxy_port(e->proxy);
-
-    for (i = 0; i < e->cl->n; i++) {
-        redisReply *r = redisCommand(e->rc[i], "CLUSTER SLOTS");
-        int seen = 0, stale = 0;
-        size_t k;
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            return 0;
-        }
-        for (k = 0; k < r->elements; k++) {
-            long long lo, hi, port;
-            const char *id;
-            size_t idlen;
-            if (slots_entry(r->element[k], &lo, &hi, &id, &idlen, &port) != 0 ||
-                index_of_id(e->cl, id, idlen) != e->p)
-                continue;
-            seen = 1;
-            stale |= port != want;
-        }
-        freeReplyObject(r);
-        if (!seen || stale)
-            return 0;
-    }
-    return 1;
-}
-
-/* Start the proxy in front of P and have P announce it. 0 or -1. */
-static int put_proxy_in_front(cd_env *e)
-{
-    redisReply *r;
-    int64_t t0;
-    int ok;
-
-    e->proxy = rt_proxy_start(e->cl->node[e->p]->port);
-    if (e->proxy == NULL)
-        return -1;
-    r = redisCommand(e->rc[e->p], "CONFIG SET cluster-announce-port %d",
-                     rt_proxy_port(e->proxy));
-    ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (!ok)
-        fprintf(stderr, "test_cluster_doubt: CONFIG SET cluster-announce-port: %s\n",
-                r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
-    freeReplyObject(r);
-    if (!ok)
-        return -1;
-    t0 = rt_now_ms();
-    if (!RT_WAIT_UNTIL(announced_everywhere(e), CD_ANNOUNCE_MS)) {
-        fprintf(stderr, "test_cluster_doubt: after %d ms not every node names node %d at the "
-                "proxy's port %d\n", CD_ANNOUNCE_MS, e->p, rt_proxy_port(e->proxy));
-        return -1;
-    }
-    fprintf(stderr, "test_cluster_doubt: masters %d (seed), %d (behind proxy :%d, known "
-            "everywhere after %lld ms), %d\n", e->seed, e->p, rt_proxy_port(e->proxy),
-            (long long)(rt_now_ms() - t0), e->q);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    cd_env *e = *state;
-    int i;
-
-    if (e == NULL)
-        return 0;
-    for (i = 0; i < RT_CLUSTER_MAX_NODES; i++)
-        if (e->rc[i] != NULL)
-            redisFree(e->rc[i]);
-    rt_cluster_stop(e->cl);
-    rt_proxy_stop(e->proxy);
-    free(e);
-    *state = NULL;
-    return 0;
-}
-
-static int group_setup(void **state)
-{
-    cd_env *e = calloc(1, sizeof *e);
-    int i, ok = 1;
-
-    if (e == NULL)
-        return -1;
-    e->cl = rt_cluster_start(3, 0, 1000, NULL);
-    if (e->cl == NULL) {
-        fprintf(stderr, "test_cluster_doubt: cannot start a Redis Cluster: these tests FAIL\n");
-        free(e);
-        return -1;
-    }
-    for (i = 0; i < e->cl->n; i++)
-        ok &= (e->rc[i] = rt_cluster_connect(e->cl, i)) != NULL;
-    if (!ok || read_owner_table(e) != 0 || pick_masters(e) != 0 || put_proxy_in_front(e) != 0) {
-        fprintf(stderr, "test_cluster_doubt: cannot set the cluster up: these tests FAIL\n");
-        group_teardown((void **)&e);
-        return -1;
-    }
-    *state = e;
-    return 0;
-}
-
 /* Around every test: the proxy forwards everything, drops nothing. */
 static int proxy_reset(void **state)
 {
-    cd_env *e = *state;
-
-    rt_proxy_drop_cancel(e->proxy);
-    return rt_proxy_stall(e->proxy, 0) == 0 && rt_proxy_refuse(e->proxy, 0) == 0 ? 0 : -1;
+    return it_pcluster_reset_proxy(*state);
 }
 
 /* ---- names, keys, clients ----------------------------------------------- */
 
 /* A name "<stem>-<i>" whose lock key lives on node m, and that key. */
-static void name_on(cd_env *e, int m, const char *stem, char *name, size_t cap, char *key,
+static void name_on(it_pcluster *e, int m, const char *stem, char *name, size_t cap, char *key,
                     size_t keycap, size_t *kl)
 {
     int i, slot;
@@ -262,7 +60,7 @@ static void name_on(cd_env *e, int m, const char *stem, char *name, size_t cap, 
 }
 
 /* The count of the one owner of the hash at key on node m; 0: no key. */
-static long count_on(cd_env *e, int m, const char *key, size_t kl)
+static long count_on(it_pcluster *e, int m, const char *key, size_t kl)
 {
     it_hash h;
 
@@ -275,22 +73,13 @@ static long count_on(cd_env *e, int m, const char *key, size_t kl)
     return strtol(h.value, NULL, 10);
 }
 
-static int exists_on(cd_env *e, int m, const char *key, size_t kl)
+static int exists_on(it_pcluster *e, int m, const char *key, size_t kl)
 {
     return rt_redis_exists(e->rc[m], key, kl);
 }
 
-static long long calls_on(cd_env *e, int m, const char *command)
-{
-    long long n = rt_redis_cmdstat_calls(e->rc[m], command);
-
-    if (n < 0)
-        fail_msg("INFO commandstats on node %d failed", m);
-    return n;
-}
-
 /* Nothing of any test is left on any node. */
-static void assert_no_keys(cd_env *e)
+static void assert_no_keys(it_pcluster *e)
 {
     int i;
 
@@ -303,7 +92,7 @@ static void assert_no_keys(cd_env *e)
     }
 }
 
-static rl_client *cd_client(cd_env *e, long lease_ms, long timeout_ms,
+static rl_client *cd_client(it_pcluster *e, long lease_ms, long timeout_ms,
                             void (*on_lost)(const char *, size_t, void *), void *payload)
 {
     rl_options o;
@@ -317,7 +106,7 @@ static rl_client *cd_client(cd_env *e, long lease_ms, long timeout_ms,
 
 /* Take and give back a name of P through c: P then has rlock's scripts (a
  * NOSCRIPT would be the reply a drop swallows otherwise) and c knows P. */
-static void warm_up(cd_env *e, rl_client *c)
+static void warm_up(it_pcluster *e, rl_client *c)
 {
     char name[64], key[128];
     size_t kl;
@@ -336,7 +125,7 @@ static void warm_up(cd_env *e, rl_client *c)
 
 static void test_lost_reply_first_acquire_is_read_back(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     long accepted = rt_proxy_accepted(e->proxy), dropped;
     rl_client *c = cd_client(e, 0, 1000, NULL, NULL);
     char name[64], key[128];
@@ -354,14 +143,14 @@ static void test_lost_reply_first_acquire_is_read_back(void **state)
     IT_RANGE(rt_proxy_accepted(e->proxy) - accepted, 1, 100);
 
     dropped = rt_proxy_dropped(e->proxy);
-    ev = calls_on(e, e->p, "evalsha");
-    hg = calls_on(e, e->p, "hget");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
+    hg = it_pcluster_calls(e, e->p, "hget");
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(rt_proxy_dropped(e->proxy) - dropped, 1);
     /* Applied once and never sent again; the count was read on P. */
-    IT_EQ(calls_on(e, e->p, "evalsha") - ev, 1);
-    IT_RANGE(calls_on(e, e->p, "hget") - hg, 1, 3);
+    IT_EQ(it_pcluster_calls(e, e->p, "evalsha") - ev, 1);
+    IT_RANGE(it_pcluster_calls(e, e->p, "hget") - hg, 1, 3);
     IT_EQ(rl_lock_hold_count(l), 1);
     IT_EQ(count_on(e, e->p, key, kl), 1);
     IT_EQ(rl_lock_interrupted(l), 0);
@@ -374,7 +163,7 @@ static void test_lost_reply_first_acquire_is_read_back(void **state)
 
 static void test_lost_reply_reentrant_acquire_is_read_back(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 0, 1000, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -389,11 +178,11 @@ static void test_lost_reply_reentrant_acquire_is_read_back(void **state)
     IT_EQ(count_on(e, e->p, key, kl), 1);
 
     dropped = rt_proxy_dropped(e->proxy);
-    ev = calls_on(e, e->p, "evalsha");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(rt_proxy_dropped(e->proxy) - dropped, 1);
-    IT_EQ(calls_on(e, e->p, "evalsha") - ev, 1);
+    IT_EQ(it_pcluster_calls(e, e->p, "evalsha") - ev, 1);
     IT_EQ(rl_lock_hold_count(l), 2);
     IT_EQ(count_on(e, e->p, key, kl), 2);
     /* Once more without a fault: no drift either way. */
@@ -415,7 +204,7 @@ static void test_lost_reply_reentrant_acquire_is_read_back(void **state)
 
 static void test_lost_reply_inner_and_final_release(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 0, 1000, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -432,20 +221,20 @@ static void test_lost_reply_inner_and_final_release(void **state)
 
     /* 2 -> 1 */
     dropped = rt_proxy_dropped(e->proxy);
-    ev = calls_on(e, e->p, "evalsha");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(rt_proxy_dropped(e->proxy) - dropped, 1);
-    IT_EQ(calls_on(e, e->p, "evalsha") - ev, 1);
+    IT_EQ(it_pcluster_calls(e, e->p, "evalsha") - ev, 1);
     IT_EQ(rl_lock_hold_count(l), 1);
     IT_EQ(count_on(e, e->p, key, kl), 1);
 
     /* 1 -> 0, well within the lease: released, and said so. */
-    ev = calls_on(e, e->p, "evalsha");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(rt_proxy_dropped(e->proxy) - dropped, 2);
-    IT_EQ(calls_on(e, e->p, "evalsha") - ev, 1);
+    IT_EQ(it_pcluster_calls(e, e->p, "evalsha") - ev, 1);
     IT_EQ(rl_lock_hold_count(l), 0);
     IT_EQ(exists_on(e, e->p, key, kl), 0);
     IT_EQ(rl_interrupted(), 0);
@@ -499,7 +288,7 @@ static void until_clock(int64_t t_ms)
  * no field: that is a loss, not a release. */
 static void test_lost_final_release_after_the_lease_is_lost(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 0, 3000, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -517,7 +306,7 @@ static void test_lost_final_release_after_the_lease_is_lost(void **state)
     IT_WAIT(atomic_load(&h.stage) == 1, 5000);
     IT_RC(h.acq_rc, RL_OK);
     IT_EQ(count_on(e, e->p, key, kl), 1);
-    ev = calls_on(e, e->p, "evalsha");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
 
     assert_int_equal(rt_proxy_stall(e->proxy, 1), 0);
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
@@ -538,7 +327,7 @@ static void test_lost_final_release_after_the_lease_is_lost(void **state)
     IT_EQ(rt_proxy_dropped(e->proxy) - dropped, 1);
     /* It did reach P, once; the second call, if any, is the drop of a field
      * of ours that might remain (held "0": it can only remove our field). */
-    IT_RANGE(calls_on(e, e->p, "evalsha") - ev, 1, 2);
+    IT_RANGE(it_pcluster_calls(e, e->p, "evalsha") - ev, 1, 2);
     IT_RC(h.rel_rc, RL_ELOST);
     IT_EQ(h.count_after, 0);
     IT_EQ(exists_on(e, e->p, key, kl), 0);
@@ -551,7 +340,7 @@ static void test_lost_final_release_after_the_lease_is_lost(void **state)
 
 /* Lose the reply of the next script call and refuse new connections to P,
  * so that the outcome cannot be read back there. */
-static void lose_and_isolate(cd_env *e)
+static void lose_and_isolate(it_pcluster *e)
 {
     rt_proxy_drop_next_reply_matching(e->proxy, "EVAL");
     assert_int_equal(rt_proxy_refuse(e->proxy, 1), 0);
@@ -559,7 +348,7 @@ static void lose_and_isolate(cd_env *e)
 
 static void test_unresolved_reentry_flags_and_drops(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 30000, 500, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -595,7 +384,7 @@ static void test_unresolved_reentry_flags_and_drops(void **state)
 
 static void test_unresolved_inner_release_gives_up_the_hold(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 30000, 500, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -624,7 +413,7 @@ static void test_unresolved_inner_release_gives_up_the_hold(void **state)
 
 static void test_unresolved_first_acquire_leaves_no_ghost(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 30000, 500, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -662,7 +451,7 @@ static void test_unresolved_first_acquire_leaves_no_ghost(void **state)
  * field, count and lease stay as they were. */
 static void test_leftover_drop_never_touches_another_owner(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *a = cd_client(e, 30000, 500, NULL, NULL);
     rl_client *b = cd_client(e, 30000, 2000, NULL, NULL);
     char name[64], key[128], b_field[128];
@@ -689,12 +478,12 @@ static void test_leftover_drop_never_touches_another_owner(void **state)
     assert_string_equal(h.value, "1");
     snprintf(b_field, sizeof b_field, "%s", h.field);
 
-    ev = calls_on(e, e->p, "evalsha");
+    ev = it_pcluster_calls(e, e->p, "evalsha");
     assert_int_equal(rt_proxy_refuse(e->proxy, 0), 0);
     /* a settles its leftover before it may try the name again: the drop
      * runs (by the watchdog or by this call), then b is found holding it. */
     IT_RC(rl_lock_try_acquire(la, 0, 300), RL_EBUSY);
-    IT_RANGE(calls_on(e, e->p, "evalsha") - ev, 2, 10);
+    IT_RANGE(it_pcluster_calls(e, e->p, "evalsha") - ev, 2, 10);
     assert_int_equal(it_hgetall(e->rc[e->p], key, kl, &h), 0);
     IT_EQ(h.fields, 1);
     assert_string_equal(h.field, b_field);
@@ -721,7 +510,7 @@ static void test_leftover_drop_never_touches_another_owner(void **state)
  * first); nothing is left to wait out its 30 s lease. */
 static void test_shutdown_drops_a_pending_leftover(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 30000, 500, NULL, NULL);
     char name[64], key[128];
     size_t kl;
@@ -871,7 +660,7 @@ static int run_child(struct fork_ctx *x)
 }
 
 /* The child's own names, one per master. */
-static void child_names(cd_env *e, struct fork_ctx *x, const char *stem)
+static void child_names(it_pcluster *e, struct fork_ctx *x, const char *stem)
 {
     int masters[3] = { e->seed, e->p, e->q }, i;
     char s[32];
@@ -886,7 +675,7 @@ static void child_names(cd_env *e, struct fork_ctx *x, const char *stem)
 
 static void test_fork_child_is_a_new_owner_on_every_master(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     int masters[3] = { e->seed, e->p, e->q }, i, code;
     char name[3][64], key[3][128], field[3][128];
     size_t kl[3];
@@ -949,7 +738,7 @@ static void test_fork_child_is_a_new_owner_on_every_master(void **state)
  * the parent's subscription, hold and waiter are untouched. */
 static void test_fork_while_a_thread_waits_on_another_master(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     char name[64], key[128], chan[160], field[128];
     size_t kl;
     struct fork_ctx x;
@@ -1086,7 +875,7 @@ static void *sd_holder_main(void *arg)
     return NULL;
 }
 
-static void shutdown_with_waiter_and_holds(cd_env *e, int use_free)
+static void shutdown_with_waiter_and_holds(it_pcluster *e, int use_free)
 {
     struct lost_log lost;
     struct sd_holder h;
@@ -1217,7 +1006,7 @@ static void test_free_cancels_waiter_and_releases_on_every_master(void **state)
  * the third: every call says WRONGTYPE at once and leaves it as it was. */
 static void test_wrong_type_key_on_two_masters(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *c = cd_client(e, 0, 1000, NULL, NULL);
     int nodes[2] = { e->p, e->q }, i;
 
@@ -1268,7 +1057,7 @@ static void test_wrong_type_key_on_two_masters(void **state)
  * bad seed lists: RL_EINVAL, and nothing changes anywhere. */
 static void test_bad_arguments_change_nothing_on_any_master(void **state)
 {
-    cd_env *e = *state;
+    it_pcluster *e = *state;
 #if LONG_MAX > RL_TIME_MAX_MS
     static const long bad_waits[] = { -2, -1000, RL_TIME_MAX_MS + 1L };
     static const long bad_leases[] = { 0, -2, RL_LEASE_MIN_MS - 1, RL_TIME_MAX_MS + 1L };
@@ -1376,5 +1165,5 @@ int main(int argc, char **argv)
 
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, it_pcluster_setup, it_pcluster_teardown);
 }

@@ -14,20 +14,13 @@
  * One cluster serves both tests; each uses names of its own and finishes
  * its migration before it ends.
  */
-#include "it_common.h"
+#include "it_cluster.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include "rt_cluster.h"
 
 #define LEASE_MS 1500
 #define WATCH_MS (3 * LEASE_MS)     /* three leases, nine renewal ticks */
-
-typedef struct cl_env {
-    rt_cluster *cl;
-} cl_env;
 
 /* The first warning the library logged, for failure messages: the
  * watchdog's reason is the evidence of what went wrong. */
@@ -54,33 +47,6 @@ static const char *warning(void)
     first_warning[0] = '\0';
     pthread_mutex_unlock(&log_mu);
     return copy[0] ? copy : "(none)";
-}
-
-static int group_setup(void **state)
-{
-    cl_env *e = calloc(1, sizeof *e);
-
-    if (!e)
-        return -1;
-    e->cl = rt_cluster_start(3, 0, 1000, NULL);
-    if (!e->cl) {
-        fprintf(stderr, "test_cluster_migrate: cannot start a Redis Cluster: these tests FAIL\n");
-        free(e);
-        return -1;
-    }
-    *state = e;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    cl_env *e = *state;
-
-    if (e) {
-        rt_cluster_stop(e->cl);
-        free(e);
-    }
-    return 0;
 }
 
 static rl_client *cl_client(const char *url)
@@ -164,7 +130,7 @@ static void watch_holds(rl_lock **l, int n, long ms, const char *what)
  * EVALSHA, meets NOSCRIPT, must load the scripts and ask again. */
 static void test_ask_to_a_node_without_scripts(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *c = cl_client(e->cl->url);
     rl_lock *l = it_lock(c, "unscripted");
     const char *flush[2] = { "SCRIPT", "FLUSH" };
@@ -204,7 +170,7 @@ static void test_ask_to_a_node_without_scripts(void **state)
  * importing node after ASK. */
 static void test_chunk_straddling_a_migration(void **state)
 {
-    cl_env *e = *state;
+    it_cluster *e = *state;
     rl_client *c = cl_client(e->cl->url);
     static const char *const names[2] = { "yb}1", "yb}2" };
     const char *flush[2] = { "SCRIPT", "FLUSH" };
@@ -286,5 +252,5 @@ int main(int argc, char **argv)
 
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, it_cluster_setup, it_cluster_teardown);
 }

@@ -11,155 +11,35 @@
  *     release notices off, so waiters in other processes slept until the
  *     PTTL of every lock it released.
  *
- * Three masters on loopback (tests/common/rt_cluster.h): S (node 0, the
+ * Three masters on loopback (it_pcluster, it_cluster.h): S (node 0, the
  * seed every client is given), P and Q. P is reached only through the
- * fault proxy (tests/common/proxy.h): it announces the proxy's port (CONFIG
- * SET cluster-announce-port), so a client learns that address from CLUSTER
- * SLOTS, and the proxy can answer a subscription with an error of the
- * test's choosing. Key state is read on each master at its real port, and
- * since rt_cluster's surveys know masters by port, this program keeps its
- * own slot table, by node id.
+ * fault proxy: it announces the proxy's port, so a client learns that
+ * address from CLUSTER SLOTS, and the proxy can answer a subscription with
+ * an error of the test's choosing. Key state is read on each master at its
+ * real port; the slot table is the fixture's, by node id.
  *
  * One cluster and one proxy serve the group; each test uses names of its
  * own. After every test the cluster is put back as it was (a slot taken off
  * Q, the shard pub/sub setting) and the proxy is reset.
  */
-#include "it_common.h"
+#include "it_cluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy.h"
-#include "rt_cluster.h"
-
-#define CR_ANNOUNCE_MS 10000   /* gossip spreads P's new port in well under a second */
 #define CR_HOLD_MS 12000       /* fixed lease of the holders a waiter must not wait out */
 #define CR_WAKE_MS 3000        /* a waiter woken later than this waited for the PTTL */
 #define CR_POLL_WAKE_MS 1000   /* a polling or notified waiter is woken within this */
 
-typedef struct cr_env {
-    rt_cluster *cl;
-    rt_proxy *proxy;
-    int seed, p, q;            /* masters: node 0, the proxied one, the third */
-    int owner[RT_CLUSTER_SLOTS];               /* node index per slot, by node id */
-    redisContext *rc[RT_CLUSTER_MAX_NODES];    /* main thread only; real ports */
-    int cut_slot;              /* a slot of Q the running test took off Q; -1: none */
-} cr_env;
+/* A slot of Q the running test took off Q, for restore() to give back;
+ * -1: none. Here rather than in the test, which a failure leaves early. */
+static int cut_slot = -1;
 
-/* ---- the cluster and the proxy ------------------------------------------ */
-
-static int node_by_id(const rt_cluster *cl, const char *id, size_t len)
-{
-    int i;
-
-    for (i = 0; i < cl->n; i++)
-        if (strlen(cl->id[i]) == len && memcmp(cl->id[i], id, len) == 0)
-            return i;
-    return -1;
-}
-
-/* One range of CLUSTER SLOTS: its bounds, its master's id and port. */
-static int slot_range(const redisReply *r, long long *lo, long long *hi, const char **id,
-                      size_t *idlen, long long *port)
-{
-    const redisReply *m;
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
-        return -1;
-    m = r->element[2];
-    if (m->type != REDIS_REPLY_ARRAY || m->elements < 3 ||
-        m->element[1]->type != REDIS_REPLY_INTEGER || m->element[2]->type != REDIS_REPLY_STRING)
-        return -1;
-    *lo = r->element[0]->integer;
-    *hi = r->element[1]->integer;
-    *port = m->element[1]->integer;
-    *id = m->element[2]->str;
-    *idlen = m->element[2]->len;
-    return 0;
-}
-
-/* owner[] from node 0's CLUSTER SLOTS. 0, or -1 unless every slot is owned. */
-static int read_owners(cr_env *e)
-{
-    redisReply *r = redisCommand(e->rc[0], "CLUSTER SLOTS");
-    int covered = 0, s;
-    size_t k;
-
-    for (s = 0; s < RT_CLUSTER_SLOTS; s++)
-        e->owner[s] = -1;
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(r);
-        return -1;
-    }
-    for (k = 0; k < r->elements; k++) {
-        long long lo, hi, port;
-        const char *id;
-        size_t idlen;
-        int who;
-        if (slot_range(r->element[k], &lo, &hi, &id, &idlen, &port) != 0 ||
-            (who = node_by_id(e->cl, id, idlen)) < 0)
-            continue;
-        for (s = (int)lo; s <= hi && s < RT_CLUSTER_SLOTS; s++, covered++)
-            e->owner[s] = who;
-    }
-    freeReplyObject(r);
-    return covered == RT_CLUSTER_SLOTS ? 0 : -1;
-}
-
-/* Node 0 and two more masters that own slots. 0 or -1. */
-static int choose_masters(cr_env *e)
-{
-    int owns[RT_CLUSTER_MAX_NODES] = { 0 }, s, i;
-
-    for (s = 0; s < RT_CLUSTER_SLOTS; s++)
-        owns[e->owner[s]] = 1;
-    e->seed = 0;
-    e->p = e->q = -1;
-    for (i = 1; i < e->cl->n; i++) {
-        if (!owns[i])
-            continue;
-        if (e->p < 0)
-            e->p = i;
-        else if (e->q < 0)
-            e->q = i;
-    }
-    return owns[0] && e->p > 0 && e->q > 0 ? 0 : -1;
-}
-
-/* Whether every node's CLUSTER SLOTS gives P's ranges the proxy's port. */
-static int proxy_announced(cr_env *e)
-{
-    int i, want = rt_proxy_port(e->proxy);
-
-    for (i = 0; i < e->cl->n; i++) {
-        redisReply *r = redisCommand(e->rc[i], "CLUSTER SLOTS");
-        int seen = 0, stale = 0;
-        size_t k;
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-            freeReplyObject(r);
-            return 0;
-        }
-        for (k = 0; k < r->elements; k++) {
-            long long lo, hi, port;
-            const char *id;
-            size_t idlen;
-            if (slot_range(r->element[k], &lo, &hi, &id, &idlen, &port) != 0 ||
-                node_by_id(e->cl, id, idlen) != e->p)
-                continue;
-            seen = 1;
-            stale |= port != want;
-        }
-        freeReplyObject(r);
-        if (!seen || stale)
-            return 0;
-    }
-    return 1;
-}
+/* ---- the cluster -------------------------------------------------------- */
 
 /* A command on node i that must answer +OK. 0 or -1 (said on stderr). */
-static int node_ok(cr_env *e, int i, const char *fmt, ...)
+static int node_ok(it_pcluster *e, int i, const char *fmt, ...)
 {
     redisReply *r;
     va_list ap;
@@ -176,70 +56,8 @@ static int node_ok(cr_env *e, int i, const char *fmt, ...)
     return ok ? 0 : -1;
 }
 
-static int proxy_in_front_of_p(cr_env *e)
-{
-    int64_t t0;
-
-    e->proxy = rt_proxy_start(e->cl->node[e->p]->port);
-    if (e->proxy == NULL ||
-        node_ok(e, e->p, "CONFIG SET cluster-announce-port %d", rt_proxy_port(e->proxy)) != 0)
-        return -1;
-    t0 = rt_now_ms();
-    if (!RT_WAIT_UNTIL(proxy_announced(e), CR_ANNOUNCE_MS)) {
-        fprintf(stderr, "test_cluster_review: after %d ms not every node names node %d at "
-                "the proxy's port %d\n", CR_ANNOUNCE_MS, e->p, rt_proxy_port(e->proxy));
-        return -1;
-    }
-    fprintf(stderr, "test_cluster_review: masters %d (seed), %d (behind the proxy :%d, known "
-            "everywhere after %lld ms), %d\n", e->seed, e->p, rt_proxy_port(e->proxy),
-            (long long)(rt_now_ms() - t0), e->q);
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    cr_env *e = *state;
-    int i;
-
-    if (e == NULL)
-        return 0;
-    for (i = 0; i < RT_CLUSTER_MAX_NODES; i++)
-        if (e->rc[i] != NULL)
-            redisFree(e->rc[i]);
-    rt_cluster_stop(e->cl);
-    rt_proxy_stop(e->proxy);
-    free(e);
-    *state = NULL;
-    return 0;
-}
-
-static int group_setup(void **state)
-{
-    cr_env *e = calloc(1, sizeof *e);
-    int i, ok = 1;
-
-    if (e == NULL)
-        return -1;
-    e->cut_slot = -1;
-    e->cl = rt_cluster_start(3, 0, 1000, NULL);
-    if (e->cl == NULL) {
-        fprintf(stderr, "test_cluster_review: cannot start a Redis Cluster: these tests FAIL\n");
-        free(e);
-        return -1;
-    }
-    for (i = 0; i < e->cl->n; i++)
-        ok &= (e->rc[i] = rt_cluster_connect(e->cl, i)) != NULL;
-    if (!ok || read_owners(e) != 0 || choose_masters(e) != 0 || proxy_in_front_of_p(e) != 0) {
-        fprintf(stderr, "test_cluster_review: cannot set the cluster up: these tests FAIL\n");
-        group_teardown((void **)&e);
-        return -1;
-    }
-    *state = e;
-    return 0;
-}
-
 /* 1 when node i says cluster_state:ok, 0 when it says otherwise, -1 on error. */
-static int cluster_state_ok(cr_env *e, int i)
+static int cluster_state_ok(it_pcluster *e, int i)
 {
     redisReply *r = redisCommand(e->rc[i], "CLUSTER INFO");
     int ok = -1;
@@ -255,16 +73,15 @@ static int cluster_state_ok(cr_env *e, int i)
  * shard pub/sub is allowed on a cluster that is down (the default). */
 static int restore(void **state)
 {
-    cr_env *e = *state;
+    it_pcluster *e = *state;
     int i, rc = 0;
 
-    rt_proxy_drop_cancel(e->proxy);
-    if (rt_proxy_stall(e->proxy, 0) != 0 || rt_proxy_refuse(e->proxy, 0) != 0)
+    if (it_pcluster_reset_proxy(e) != 0)
         rc = -1;
-    if (e->cut_slot >= 0) {
-        if (node_ok(e, e->q, "CLUSTER ADDSLOTS %d", e->cut_slot) != 0)
+    if (cut_slot >= 0) {
+        if (node_ok(e, e->q, "CLUSTER ADDSLOTS %d", cut_slot) != 0)
             rc = -1;
-        e->cut_slot = -1;
+        cut_slot = -1;
     }
     for (i = 0; i < e->cl->n; i++)
         if (node_ok(e, i, "CONFIG SET cluster-allow-pubsubshard-when-down yes") != 0)
@@ -289,7 +106,7 @@ typedef struct cr_name {
     size_t cl;
 } cr_name;
 
-static void name_on(cr_env *e, int m, const char *stem, cr_name *n)
+static void name_on(it_pcluster *e, int m, const char *stem, cr_name *n)
 {
     int i;
 
@@ -307,25 +124,14 @@ static void name_on(cr_env *e, int m, const char *stem, cr_name *n)
     fail_msg("no name \"%s-<i>\" found on node %d", stem, m);
 }
 
-static long long shardnumsub_on(cr_env *e, int m, const cr_name *n)
+static long long shardnumsub_on(it_pcluster *e, int m, const cr_name *n)
 {
     return rt_redis_shardnumsub(e->rc[m], n->chan, n->cl);
 }
 
-/* Executed calls of a command on node m (a call refused before it ran,
- * by CLUSTERDOWN say, is not counted). */
-static long long calls_on(cr_env *e, int m, const char *command)
-{
-    long long n = rt_redis_cmdstat_calls(e->rc[m], command);
-
-    if (n < 0)
-        fail_msg("INFO commandstats on node %d failed", m);
-    return n;
-}
-
 /* Calls of a command that node m refused before running it (a redirect,
  * CLUSTERDOWN), from INFO commandstats' rejected_calls. -1 on error. */
-static long long rejected_on(cr_env *e, int m, const char *command)
+static long long rejected_on(it_pcluster *e, int m, const char *command)
 {
     redisReply *r = redisCommand(e->rc[m], "INFO commandstats");
     char head[64];
@@ -350,7 +156,7 @@ static long long rejected_on(cr_env *e, int m, const char *command)
     return n;
 }
 
-static long long pttl_on(cr_env *e, int m, const cr_name *n)
+static long long pttl_on(it_pcluster *e, int m, const cr_name *n)
 {
     return rt_redis_pttl(e->rc[m], n->key, n->kl);
 }
@@ -403,7 +209,7 @@ static rl_client *cr_client(const char *url, cr_log *g)
  * that had lost the scripts (SCRIPT FLUSH, a restart) answered NOSCRIPT to
  * each, and its locks stayed taken for their whole lease. The client's home
  * is node 0; the holds are on P and Q, whose scripts are flushed. */
-static void shutdown_after_script_flush(cr_env *e, int use_free)
+static void shutdown_after_script_flush(it_pcluster *e, int use_free)
 {
     rl_client *c = cr_client(e->cl->url, NULL);
     int node[3] = { e->p, e->q, e->seed }, i;
@@ -506,7 +312,7 @@ static void test_non_noperm_refusal_keeps_our_notices(void **state)
 {
     static const char refusal[] =
         "-ERR unknown command 'SSUBSCRIBE', with args beginning with: \r\n";
-    cr_env *e = *state;
+    it_pcluster *e = *state;
     cr_log g;
     rl_client *x, *h;
     rl_lock *xl, *hl;
@@ -624,7 +430,7 @@ static void test_non_noperm_refusal_keeps_our_notices(void **state)
  * once the waiter has found the name still held, the holder releases. */
 static void test_clusterdown_subscription_is_made_again(void **state)
 {
-    cr_env *e = *state;
+    it_pcluster *e = *state;
     rl_client *holder, *waiter;
     rl_lock *hl;
     cr_name n;
@@ -658,7 +464,7 @@ static void test_clusterdown_subscription_is_made_again(void **state)
     refused = rejected_on(e, e->q, "ssubscribe");
     assert_true(refused >= 0);
     IT_EQ(node_ok(e, e->q, "CLUSTER DELSLOTS %d", cut), 0);
-    e->cut_slot = cut;
+    cut_slot = cut;
     IT_WAIT(cluster_state_ok(e, e->q) == 0, 5000);
     r = redisCommand(e->rc[e->q], "CLIENT KILL TYPE pubsub");
     assert_non_null(r);
@@ -673,11 +479,11 @@ static void test_clusterdown_subscription_is_made_again(void **state)
     /* Q is whole again. The holder releases once the waiter has asked Q
      * again and found the name held: a script that ran (while Q was down,
      * each was refused before it ran, and is not counted). */
-    scripts = calls_on(e, e->q, "evalsha");
+    scripts = it_pcluster_calls(e, e->q, "evalsha");
     IT_EQ(node_ok(e, e->q, "CLUSTER ADDSLOTS %d", cut), 0);
-    e->cut_slot = -1;
+    cut_slot = -1;
     IT_WAIT(cluster_state_ok(e, e->q) == 1, 5000);
-    IT_WAIT(calls_on(e, e->q, "evalsha") > scripts, 5000);
+    IT_WAIT(it_pcluster_calls(e, e->q, "evalsha") > scripts, 5000);
     IT_EQ(atomic_load(&w.state), 1);
     pttl = pttl_on(e, e->q, &n);
     IT_RANGE(pttl, 2 * CR_WAKE_MS, CR_HOLD_MS);
@@ -716,5 +522,5 @@ int main(int argc, char **argv)
         return child_wait(argv[3], argv[4]);
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, it_pcluster_setup, it_pcluster_teardown);
 }

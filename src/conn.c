@@ -145,6 +145,9 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
             rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
                          "handshake with %s: %s", s->name,
                          describe(ctx, c->command_ms, conn->errbuf, sizeof conn->errbuf));
+            /* Accepted but silent (stopped, overloaded): as good as down
+             * for whoever orders its work by the servers that answer. */
+            atomic_store(&s->down_until, rl__now_ms() + 2000);
             break;
         }
         if (probe < 0) {

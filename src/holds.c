@@ -386,6 +386,21 @@ void rl__hold_confirm(rl__hold *h, int64_t sent_ms)
         ;
 }
 
+int rl__hold_renewed(rl__hold *h, int64_t sent_ms)
+{
+    long long expiry = sent_ms + h->lease_ms - h->drift_ms;
+    long long cur = atomic_load(&h->expiry_ms);
+    int64_t now = rl__now_ms();
+
+    /* Forward, as above; and never back to life: once the confirmed
+     * expiry has passed, rl_interrupted() may have told the holder so. */
+    while (expiry > cur && cur > now) {
+        if (atomic_compare_exchange_weak(&h->expiry_ms, &cur, expiry))
+            return 1;
+    }
+    return expiry <= cur;
+}
+
 /* Flag the hold lost, saying why (a static string); the watchdog reports
  * it to on_lost and the log. Returns 1 the first time. */
 int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why)

@@ -293,6 +293,9 @@ void rl__pool_adopt(rl_client *c, rl__conn *conn);
 int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out);
 void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
 rl__conn *rl__pool_take_idle(rl_client *c);        /* every server's; mutex held; caller closes */
+/* One idle connection of s, no longer the pool's (NULL: none): the
+ * watchdog's, without a connect and handshake. Mutex NOT held. */
+rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s);
 void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
 
 /* ---- router.c: which server arbitrates a name -------------------------- */
@@ -437,6 +440,10 @@ void rl__hold_discard(rl_client *c, rl__hold *h);   /* never inserted, or done; 
 void rl__hold_free_spares(rl_client *c);
 int rl__hold_is_lost(const rl__hold *h, int64_t now);
 void rl__hold_confirm(rl__hold *h, int64_t sent_ms);   /* owner thread or watchdog */
+/* A renewal sent at sent_ms succeeded: confirm it, unless the confirmed
+ * expiry has already passed (the hold is then lost for good, whatever a
+ * late reply says). 1 when the hold stands confirmed. */
+int rl__hold_renewed(rl__hold *h, int64_t sent_ms);
 int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why);  /* mutex held */
 void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
 void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */

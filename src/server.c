@@ -116,6 +116,24 @@ void rl__pool_adopt(rl_client *c, rl__conn *conn)
     pthread_mutex_unlock(&c->mu);
 }
 
+rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s)
+{
+    rl__conn *conn;
+
+    pthread_mutex_lock(&c->mu);
+    conn = s->idle;
+    if (conn) {
+        s->idle = conn->next;
+        untrack(s, conn);
+        s->conns--;
+        conn->next = NULL;
+        if (c->pool_waiters)
+            pthread_cond_broadcast(&c->pool_cond);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return conn;
+}
+
 /* Take every idle connection of s off its pool (mutex held): returned as
  * a list through ->next, for the caller to close without the mutex. */
 static rl__conn *take_idle(rl__server *s, rl__conn *list)

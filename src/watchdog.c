@@ -15,6 +15,8 @@
  * are never renewed: their flag rises when the lease runs out. With
  * nothing held the thread sleeps without a timeout.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +29,10 @@ typedef struct snap {
 } snap;
 
 /* The holds of one server in a round: s[first, first + n). */
+/* How long the connected servers' answers are awaited before connections
+ * to the others are opened (a healthy server answers in a millisecond). */
+#define RL__WD_QUICK_MS 100
+
 typedef struct group {
     rl__server *srv;
     rl__conn *conn;
@@ -35,6 +41,8 @@ typedef struct group {
     int rc;
     int noscript;           /* chunks answered NOSCRIPT */
     int split;              /* chunks to ask again one key per call ('S') */
+    int read;               /* its replies were read (or it failed) */
+    int64_t deadline;       /* read by then at the latest */
 } group;
 
 /* How a call sent on after ASK fared (renew_asked). */
@@ -343,65 +351,161 @@ static int flush(group *g)
     return RL_OK;
 }
 
-/* One round for every server at once: each server's calls are written
- * before any reply is read, so a slow or dead server delays nobody
- * else's renewal (each hold's confirmation counts from when its own
- * server's calls went out). Servers with a connection go first: opening
- * one to a dead server can take the whole connect timeout. */
+/* Confirm at once the holds g's server renewed: a master that answers
+ * late must not leave the others' holds unconfirmed meanwhile. */
+static void confirm_group(rl_client *c, const group *g, const snap *s, const char *flags)
+{
+    size_t i;
+
+    pthread_mutex_lock(&c->mu);
+    for (i = g->first; i < g->first + g->n; i++) {
+        rl__hold *h = s[i].h;
+        if (flags[i] == '1' && h->in_table && !h->releasing && !atomic_load(&h->lost))
+            rl__hold_renewed(h, g->sent);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Read every reply of g, by `deadline` at the latest. */
+static void read_group(rl_client *c, group *g, snap *s, char *flags, int64_t deadline,
+                       const char **argv, size_t *lens)
+{
+    long wait = (long)(deadline - rl__now_ms());
+
+    rl__conn_set_timeout(g->conn, wait < 20 ? 20 : wait);
+    read_chunks(c, g, s, flags, '?', argv, lens);
+    reload_and_resend(c, g, s, flags, 'N', argv, lens);
+    /* Chunks whose keys straddle a migration: one call per hold now,
+     * each answered here or followed after ASK, in this round. Their
+     * confirmation counts from g->sent, before these calls went out,
+     * so it is never later than the renewal it confirms. */
+    if (g->split && !rl__conn_broken(g->conn)) {
+        send_chunks(c, g, s, flags, 'S', argv, lens);
+        read_chunks(c, g, s, flags, 'S', argv, lens);
+        reload_and_resend(c, g, s, flags, 's', argv, lens);
+    }
+    confirm_group(c, g, s, flags);
+}
+
+/* When g's replies must have been read: its holds' first expiry (the
+ * thread must be free to flag and report that hold when its time comes),
+ * or the command timeout from now. */
+static int64_t read_deadline(rl_client *c, const group *g, const snap *s)
+{
+    int64_t deadline = rl__now_ms() + c->command_ms;
+    size_t i;
+
+    for (i = g->first; i < g->first + g->n; i++)
+        if (atomic_load(&s[i].h->expiry_ms) < deadline)
+            deadline = atomic_load(&s[i].h->expiry_ms);
+    return deadline;
+}
+
+/* Read the sent groups' replies in the order they come, until every one
+ * is read or `stop_at` (-1: no such limit): a server that accepted the
+ * calls but does not answer (stopped, overloaded) is read last, and only
+ * until its deadline; every other server is read, and its holds
+ * confirmed, as soon as it answers. */
+static void read_ready_first(rl_client *c, group *g, size_t ng, snap *s, char *flags,
+                             int64_t stop_at, const char **argv, size_t *lens)
+{
+    for (;;) {
+        struct pollfd pfd[RL__SERVERS_MAX];
+        size_t at[RL__SERVERS_MAX], np = 0, j, k;
+        int64_t first = -1, now = rl__now_ms();
+        int ready, failed;
+
+        for (k = 0; k < ng; k++) {
+            if (g[k].read || g[k].rc != RL_OK || !g[k].sent)
+                continue;
+            pfd[np].fd = g[k].conn->ctx->fd;
+            pfd[np].events = POLLIN;
+            pfd[np].revents = 0;
+            at[np++] = k;
+            if (first < 0 || g[k].deadline < first)
+                first = g[k].deadline;
+        }
+        if (np == 0 || (stop_at >= 0 && now >= stop_at))
+            return;
+        if (stop_at >= 0 && stop_at < first)
+            first = stop_at;
+        ready = poll(pfd, (nfds_t)np, first > now ? (int)(first - now) : 0);
+        failed = ready < 0 && errno != EINTR;
+        now = rl__now_ms();
+        for (j = 0; j < np; j++) {
+            k = at[j];
+            /* Answered, or out of time; or poll itself failed, and then
+             * each is read in turn, still bounded by its deadline. */
+            if (!pfd[j].revents && g[k].deadline > now && !failed)
+                continue;
+            read_group(c, &g[k], s, flags, g[k].deadline, argv, lens);
+            g[k].read = 1;
+        }
+    }
+}
+
+/* One round for every server at once: the calls on every connection are
+ * written before any reply is read, and replies are read as they come,
+ * so a slow, stopped or dead server delays nobody else's renewal (each
+ * hold's confirmation counts from when its own server's calls went out).
+ * Servers without a connection come after: opening one to a dead server
+ * can take the whole connect timeout. */
 static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flags)
 {
     const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
     size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
-    size_t k;
+    size_t k, fresh = 0;
     int pass;
 
-    for (k = 0; k < ng; k++)
+    for (k = 0; k < ng; k++) {
         g[k].rc = !argv || !lens ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
-    for (pass = 0; pass < 2; pass++) {
+        /* The application threads may have a connection there already:
+         * taking it spares a connect and a handshake, which a server that
+         * accepts but does not answer would make everyone wait for. */
+        if (!g[k].conn && (g[k].conn = rl__pool_detach_idle(c, g[k].srv))) {
+            pthread_mutex_lock(&c->mu);
+            g[k].srv->wd_conn = g[k].conn;
+            pthread_mutex_unlock(&c->mu);
+        }
+        fresh += g[k].conn == NULL;
+    }
+    /* Servers with a connection: all written at once. */
+    for (k = 0; k < ng; k++) {
+        if (g[k].rc != RL_OK || !g[k].conn)
+            continue;
+        g[k].sent = rl__now_ms();
+        g[k].deadline = read_deadline(c, &g[k], s);
+        send_chunks(c, &g[k], s, flags, '?', argv, lens);
+        g[k].rc = flush(&g[k]);
+    }
+    /* Opening a connection can take the connect timeout, and the handshake
+     * the command timeout: first read what the others answer at once.
+     * Then the servers that answered lately, then those marked down; each
+     * new connection's replies are read before the next is opened. */
+    if (fresh)
+        read_ready_first(c, g, ng, s, flags, rl__now_ms() + RL__WD_QUICK_MS, argv, lens);
+    for (pass = 0; pass < 2 && fresh; pass++) {
         for (k = 0; k < ng; k++) {
             rl__conn *conn;
-            if (g[k].rc != RL_OK || (pass == 0) != (g[k].conn != NULL))
+            int down = atomic_load(&g[k].srv->down_until) > rl__now_ms();
+            if (g[k].rc != RL_OK || g[k].conn || (pass == 0) == down)
                 continue;
-            if (!g[k].conn) {
-                if ((g[k].rc = rl__conn_open(c, g[k].srv, &conn)) != RL_OK)
-                    continue;
-                g[k].conn = conn;
-                pthread_mutex_lock(&c->mu);
-                g[k].srv->wd_conn = conn;
-                pthread_mutex_unlock(&c->mu);
-            }
+            if ((g[k].rc = rl__conn_open(c, g[k].srv, &conn)) != RL_OK)
+                continue;
+            g[k].conn = conn;
+            pthread_mutex_lock(&c->mu);
+            g[k].srv->wd_conn = conn;
+            pthread_mutex_unlock(&c->mu);
             g[k].sent = rl__now_ms();
+            g[k].deadline = read_deadline(c, &g[k], s);
             send_chunks(c, &g[k], s, flags, '?', argv, lens);
-            g[k].rc = flush(&g[k]);
+            if ((g[k].rc = flush(&g[k])) == RL_OK) {
+                read_group(c, &g[k], s, flags, g[k].deadline, argv, lens);
+                g[k].read = 1;
+            }
         }
     }
-    for (k = 0; k < ng; k++) {
-        /* Do not stay blocked past the first expiry: the thread must be
-         * free to flag and report that hold when its time comes. */
-        int64_t earliest = -1;
-        size_t i;
-        long wait;
-        if (g[k].rc != RL_OK)
-            continue;
-        for (i = g[k].first; i < g[k].first + g[k].n; i++)
-            if (earliest < 0 || atomic_load(&s[i].h->expiry_ms) < earliest)
-                earliest = atomic_load(&s[i].h->expiry_ms);
-        wait = (long)(earliest - rl__now_ms());
-        if (wait > c->command_ms)
-            wait = c->command_ms;
-        rl__conn_set_timeout(g[k].conn, wait < 20 ? 20 : wait);
-        read_chunks(c, &g[k], s, flags, '?', argv, lens);
-        reload_and_resend(c, &g[k], s, flags, 'N', argv, lens);
-        /* Chunks whose keys straddle a migration: one call per hold now,
-         * each answered here or followed after ASK, in this round. Their
-         * confirmation counts from g[k].sent, before these calls went out,
-         * so it is never later than the renewal it confirms. */
-        if (g[k].split && !rl__conn_broken(g[k].conn)) {
-            send_chunks(c, &g[k], s, flags, 'S', argv, lens);
-            read_chunks(c, &g[k], s, flags, 'S', argv, lens);
-            reload_and_resend(c, &g[k], s, flags, 's', argv, lens);
-        }
-    }
+    read_ready_first(c, g, ng, s, flags, -1, argv, lens);
     free(argv);
     free(lens);
 }
@@ -504,7 +608,7 @@ static void renew(rl_client *c)
             if (!h->in_table || h->releasing || atomic_load(&h->lost))
                 continue;
             if (flags[i] == '1')
-                rl__hold_confirm(h, g[k].sent);
+                rl__hold_renewed(h, g[k].sent);
             else if (flags[i] == '0')
                 rl__hold_mark_lost(c, h, "the renewal found its field gone "
                                          "(expired, deleted or taken)");

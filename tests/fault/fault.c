@@ -50,12 +50,33 @@ int fx_env_start(fx_env *env, const char *lock_args)
     return 0;
 }
 
+int fx_env_start_cluster(fx_env *env, int nmasters, int replicas, long node_timeout_ms,
+                         const char *node_args)
+{
+    memset(env, 0, sizeof *env);
+    env->ref = rt_redis_start(NULL);
+    if (!env->ref) {
+        fx_note("cannot start redis-server for the referee");
+        return -1;
+    }
+    env->rc = fx_connect(env->ref->port, 5000);
+    env->cl = rt_cluster_start(nmasters, replicas, node_timeout_ms, node_args);
+    if (!env->rc || !env->cl) {
+        fx_note("cannot start a Redis Cluster of %d masters with %d replicas each",
+                nmasters, replicas);
+        fx_env_stop(env);
+        return -1;
+    }
+    return 0;
+}
+
 void fx_env_stop(fx_env *env)
 {
     if (env->lc)
         redisFree(env->lc);
     if (env->rc)
         redisFree(env->rc);
+    rt_cluster_stop(env->cl);
     rt_redis_stop(env->lock);
     rt_redis_stop(env->ref);
     memset(env, 0, sizeof *env);

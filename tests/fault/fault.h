@@ -30,6 +30,7 @@
 
 #include "rlock.h"
 #include "redis_server.h"
+#include "rt_cluster.h"
 
 /* ---- the two servers of a driver --------------------------------------- */
 
@@ -38,10 +39,18 @@ typedef struct fx_env {
     rt_redis *ref;       /* the referee's server: never faulted */
     redisContext *lc;    /* driver's inspection connection to the lock server */
     redisContext *rc;    /* driver's connection to the referee server */
+    rt_cluster *cl;      /* fx_env_start_cluster(): the Redis Cluster rlock uses instead of
+                            `lock` (then lock and lc are NULL); workers get url=<cl->seeds> */
 } fx_env;
 
 /* Start both servers (extra args for the lock server may be NULL). 0 or -1. */
 int fx_env_start(fx_env *env, const char *lock_args);
+/* The referee's server and, for the locks, a Redis Cluster (rt_cluster_start()
+ * with these arguments). 0, or -1 after printing why (redis-server or
+ * redis-cli missing, or no cluster formed): the scenario must then FAIL. */
+int fx_env_start_cluster(fx_env *env, int nmasters, int replicas, long node_timeout_ms,
+                         const char *node_args);
+/* Stops every server of the env (each node of a cluster too). */
 void fx_env_stop(fx_env *env);
 
 /* ---- scale --------------------------------------------------------------- */

@@ -5,7 +5,8 @@
  *   rlfault list                       the scenario names
  *   rlfault worker <role> key=value... (spawned by the scenarios themselves)
  *
- * RL_TORTURE=1 selects the long forms; RL_SOAK_SECONDS sets the soak's length.
+ * RL_TORTURE=1 selects the long forms; RL_SOAK_SECONDS sets the soak's length;
+ * RL_CLUSTER_STRICT=1 makes cluster_failover meet a known bug (see sc_cluster.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,9 @@ static const struct {
     { "force_race", sc_force_race },
     { "shutdown", sc_shutdown },
     { "renew_race", sc_renew_race },
+    { "cluster_failover", sc_cluster_failover },
+    { "cluster_migrate", sc_cluster_migrate },
+    { "cluster_restart", sc_cluster_restart },
 };
 
 static const struct {

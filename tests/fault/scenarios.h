@@ -24,6 +24,9 @@ int sc_acl_nochannel(void);
 int sc_force_race(void);
 int sc_shutdown(void);
 int sc_renew_race(void);
+int sc_cluster_failover(void);
+int sc_cluster_migrate(void);
+int sc_cluster_restart(void);
 
 /* worker roles */
 int role_loop(void);
@@ -40,7 +43,8 @@ int role_renew_race(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say
- * (url= or lock_port=; lease=, renew=, cmd_to=, conn_to=, pool=).
+ * (url= or lock_port=; lease=, renew=, cmd_to=, conn_to=, pool=; log=<level>: the
+ * library's diagnostics on stderr).
  * Exits the worker with status 90 when it cannot be made.
  */
 rl_client *fx_worker_client(void);

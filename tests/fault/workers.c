@@ -25,10 +25,13 @@
  *   work_us [0]       work inside a section (see rf_section)
  *   think_us [0]      pause between holds
  *   flaglog [0]       push the timing of each flag seen to rf:flaglog
+ *   log [-1]          the library's diagnostics up to this RL_LOG_* level on
+ *                     stderr (1: errors and warnings)
  *   tag [loop]        name in the report
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,14 @@
 #include "fault.h"
 #include "referee.h"
 #include "scenarios.h"
+
+/* log=<level>: the library's diagnostics up to that RL_LOG_* level on
+ * stderr (1: errors and warnings), next to the worker's own notes. */
+static void worker_log(int level, const char *message, void *payload)
+{
+    if (level <= (int)(intptr_t)payload)
+        fx_note("rlock: %s", message);
+}
 
 rl_client *fx_worker_client(void)
 {
@@ -56,6 +67,10 @@ rl_client *fx_worker_client(void)
     o.command_timeout_ms = fx_argl("cmd_to", 0);
     o.connect_timeout_ms = fx_argl("conn_to", 0);
     o.pool_size = (int)fx_argl("pool", 0);
+    if (fx_argl("log", -1) >= 0) {
+        o.log = worker_log;
+        o.payload = (void *)(intptr_t)fx_argl("log", -1);
+    }
     rc = rl_client_new(&c, &o);
     if (rc != RL_OK) {
         fx_note("rl_client_new(%s): %s (%s)", url, rl_strerror(rc), rl_last_error());

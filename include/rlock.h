@@ -109,6 +109,11 @@ typedef struct rl_options {
      * "unix:///path/to/socket[?db=N]". NULL: "redis://127.0.0.1:6379".
      * IPv6 hosts go in brackets: "redis://[::1]:6379". User and password
      * are percent-decoded. Copied by rl_client_new().
+     *
+     * Redis Cluster: the URL of any node, or up to 16 seeds separated by
+     * commas ("redis://h1:p1,h2:p2"; the first that answers is asked for
+     * the slot map). Cluster mode is detected by itself; the user needs
+     * +cluster|slots.
      */
     const char *url;
 

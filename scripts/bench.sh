@@ -2,7 +2,7 @@
 # rlock's benchmark: builds rlbench (Release), starts a throwaway
 # redis-server, measures Redis itself (PING round trip, redis-benchmark
 # EVALSHA rate at each client count), starts a throwaway Redis Cluster of 3
-# masters, then runs the workloads of tests/bench/rlbench.c (spread and
+# masters, then runs the workloads of rlbench (tests/bench/wl_*.c; spread and
 # watchdog on the cluster too, each right after its single-server run, with
 # ratios). Prints one key=value line per workload, writes a CSV and, when
 # gnuplot is installed, a PNG of the contention curve.

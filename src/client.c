@@ -283,17 +283,6 @@ int rl__client_enter(rl_client *c)
     return RL_OK;
 }
 
-/* Queue the release script in its "drop our field" form. */
-static void append_drop(rl__conn *conn, rl_client *c, const rl__entry *e,
-                        const char *owner, size_t owner_len)
-{
-    /* held 0 (the whole field), lease untouched, no notice */
-    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0", "0" };
-    size_t lens[8] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1 };
-
-    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
-}
-
 /* A connection to the server that arbitrates e now, from conn[] (one per
  * server, borrowed on first use); NULL when it cannot be had. */
 static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
@@ -336,7 +325,7 @@ static void release_all(rl_client *c)
     for (h = c->holds; h; h = h->c_next) {
         if (!(to = conn_for(c, conn, h->entry)))
             continue;
-        append_drop(to, c, h->entry, h->owner, h->owner_len);
+        rl__append_drop(to, c, h->entry, h->owner, h->owner_len);
         sent[to->server->index]++;
     }
     for (lo = c->leftovers; lo; lo = lo->next) {
@@ -344,7 +333,7 @@ static void release_all(rl_client *c)
             continue;
         /* The change that left it may still be on its way: fence it first. */
         sent[to->server->index] += rl__conn_append_kill(to, &lo->fence);
-        append_drop(to, c, lo->entry, lo->owner, lo->owner_len);
+        rl__append_drop(to, c, lo->entry, lo->owner, lo->owner_len);
         sent[to->server->index]++;
     }
     for (i = 0; i < RL__SERVERS_MAX; i++) {

@@ -257,12 +257,20 @@ void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owne
     rl__watchdog_poke(c);
 }
 
+void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
+                     size_t owner_len)
+{
+    /* held 0 (the whole field), lease untouched, no notice */
+    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0", "0" };
+    size_t lens[8] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1 };
+
+    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+}
+
 /* Fence off the connection that carried the unknown change, then remove
  * our field whatever its count. Never touches another owner's field. */
 int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
 {
-    const char *argv[8];
-    size_t lens[8];
     rl__route rt;
     rl__conn *conn;
     redisReply *r = NULL;
@@ -272,21 +280,13 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     late->id = -1;
     late->addr[0] = '\0';
     late->server = NULL;
-    argv[0] = "EVALSHA";              lens[0] = 7;
-    argv[1] = c->sha[RL__S_RELEASE];  lens[1] = 40;
-    argv[2] = "1";                    lens[2] = 1;
-    argv[3] = lo->entry->key;         lens[3] = lo->entry->key_len;
-    argv[4] = lo->owner;              lens[4] = lo->owner_len;
-    argv[5] = "0";                    lens[5] = 1;   /* held 0: the whole field */
-    argv[6] = "0";                    lens[6] = 1;   /* lease untouched */
-    argv[7] = "0";                    lens[7] = 1;   /* no notice */
     rl__route_init(&rt, c, lo->entry->slot);
     for (;;) {
         if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
             return rc;
         n = fenced ? 0 : fence(c, conn, &lo->fence);
         fenced = 1;
-        redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+        rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
         n++;
         for (i = 0; i < n; i++) {
             if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {

@@ -487,6 +487,10 @@ void rl__leftovers_free(rl_client *c);       /* fork child, teardown: forget the
 
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence);    /* mutex held */
+/* Queue the release script in its "drop our field" form (whatever its
+ * count, no notice) on conn: the leftovers' drop and the shutdown's. */
+void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
+                     size_t owner_len);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late
  * names the connection that carried it (late->id < 0: nothing sent). */
 int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */

@@ -366,11 +366,12 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Read every reply of g, by `deadline` at the latest. */
-static void read_group(rl_client *c, group *g, snap *s, char *flags, int64_t deadline,
-                       const char **argv, size_t *lens)
+/* Read every reply of g, by its deadline at the latest, and confirm what
+ * its server renewed. */
+static void read_group(rl_client *c, group *g, snap *s, char *flags, const char **argv,
+                       size_t *lens)
 {
-    long wait = (long)(deadline - rl__now_ms());
+    long wait = (long)(g->deadline - rl__now_ms());
 
     rl__conn_set_timeout(g->conn, wait < 20 ? 20 : wait);
     read_chunks(c, g, s, flags, '?', argv, lens);
@@ -385,6 +386,7 @@ static void read_group(rl_client *c, group *g, snap *s, char *flags, int64_t dea
         reload_and_resend(c, g, s, flags, 's', argv, lens);
     }
     confirm_group(c, g, s, flags);
+    g->read = 1;
 }
 
 /* When g's replies must have been read: its holds' first expiry (the
@@ -438,10 +440,29 @@ static void read_ready_first(rl_client *c, group *g, size_t ng, snap *s, char *f
              * each is read in turn, still bounded by its deadline. */
             if (!pfd[j].revents && g[k].deadline > now && !failed)
                 continue;
-            read_group(c, &g[k], s, flags, g[k].deadline, argv, lens);
-            g[k].read = 1;
+            read_group(c, &g[k], s, flags, argv, lens);
         }
     }
+}
+
+/* g's connection is the watchdog's now: set it where a fork child and the
+ * teardown find it. */
+static void use_conn(rl_client *c, group *g, rl__conn *conn)
+{
+    g->conn = conn;
+    pthread_mutex_lock(&c->mu);
+    g->srv->wd_conn = conn;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Write g's calls; its holds' confirmation counts from now. */
+static void send_group(rl_client *c, group *g, const snap *s, const char *flags,
+                       const char **argv, size_t *lens)
+{
+    g->sent = rl__now_ms();
+    g->deadline = read_deadline(c, g, s);
+    send_chunks(c, g, s, flags, '?', argv, lens);
+    g->rc = flush(g);
 }
 
 /* One round for every server at once: the calls on every connection are
@@ -455,6 +476,7 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
     const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
     size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
     size_t k, fresh = 0;
+    rl__conn *conn;
     int pass;
 
     for (k = 0; k < ng; k++) {
@@ -462,22 +484,14 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
         /* The application threads may have a connection there already:
          * taking it spares a connect and a handshake, which a server that
          * accepts but does not answer would make everyone wait for. */
-        if (!g[k].conn && (g[k].conn = rl__pool_detach_idle(c, g[k].srv))) {
-            pthread_mutex_lock(&c->mu);
-            g[k].srv->wd_conn = g[k].conn;
-            pthread_mutex_unlock(&c->mu);
-        }
+        if (!g[k].conn && (conn = rl__pool_detach_idle(c, g[k].srv)))
+            use_conn(c, &g[k], conn);
         fresh += g[k].conn == NULL;
     }
     /* Servers with a connection: all written at once. */
-    for (k = 0; k < ng; k++) {
-        if (g[k].rc != RL_OK || !g[k].conn)
-            continue;
-        g[k].sent = rl__now_ms();
-        g[k].deadline = read_deadline(c, &g[k], s);
-        send_chunks(c, &g[k], s, flags, '?', argv, lens);
-        g[k].rc = flush(&g[k]);
-    }
+    for (k = 0; k < ng; k++)
+        if (g[k].rc == RL_OK && g[k].conn)
+            send_group(c, &g[k], s, flags, argv, lens);
     /* Opening a connection can take the connect timeout, and the handshake
      * the command timeout: first read what the others answer at once.
      * Then the servers that answered lately, then those marked down; each
@@ -486,23 +500,15 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
         read_ready_first(c, g, ng, s, flags, rl__now_ms() + RL__WD_QUICK_MS, argv, lens);
     for (pass = 0; pass < 2 && fresh; pass++) {
         for (k = 0; k < ng; k++) {
-            rl__conn *conn;
             int down = atomic_load(&g[k].srv->down_until) > rl__now_ms();
             if (g[k].rc != RL_OK || g[k].conn || (pass == 0) == down)
                 continue;
             if ((g[k].rc = rl__conn_open(c, g[k].srv, &conn)) != RL_OK)
                 continue;
-            g[k].conn = conn;
-            pthread_mutex_lock(&c->mu);
-            g[k].srv->wd_conn = conn;
-            pthread_mutex_unlock(&c->mu);
-            g[k].sent = rl__now_ms();
-            g[k].deadline = read_deadline(c, &g[k], s);
-            send_chunks(c, &g[k], s, flags, '?', argv, lens);
-            if ((g[k].rc = flush(&g[k])) == RL_OK) {
-                read_group(c, &g[k], s, flags, g[k].deadline, argv, lens);
-                g[k].read = 1;
-            }
+            use_conn(c, &g[k], conn);
+            send_group(c, &g[k], s, flags, argv, lens);
+            if (g[k].rc == RL_OK)
+                read_group(c, &g[k], s, flags, argv, lens);
         }
     }
     read_ready_first(c, g, ng, s, flags, -1, argv, lens);
@@ -605,11 +611,8 @@ static void renew(rl_client *c)
     for (k = 0; k < ng; k++) {
         for (i = g[k].first; i < g[k].first + g[k].n; i++) {
             h = s[i].h;
-            if (!h->in_table || h->releasing || atomic_load(&h->lost))
-                continue;
-            if (flags[i] == '1')
-                rl__hold_renewed(h, g[k].sent);
-            else if (flags[i] == '0')
+            /* Those renewed were confirmed as their server answered. */
+            if (flags[i] == '0' && h->in_table && !h->releasing && !atomic_load(&h->lost))
                 rl__hold_mark_lost(c, h, "the renewal found its field gone "
                                          "(expired, deleted or taken)");
         }

@@ -250,8 +250,13 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     rl__cond_init(&c->calls_cond);
 
     /* Connect now, so a bad address or password is reported here. */
-    rc = connect_first(c, &conn);
-    if (rc == RL_OK) {
+    if (c->url.redlock) {
+        rc = rl__redlock_init(c);
+        if (rc == RL_OK && (rc = rl__pool_get(c, c->home, &conn)) == RL_OK) {
+            rc = probe_notices(c, conn);
+            rl__pool_put(c, conn);
+        }
+    } else if ((rc = connect_first(c, &conn)) == RL_OK) {
         rc = rl__conn_load_scripts(c, conn);
         if (rc == RL_OK)
             rc = rl__router_init(c, conn);
@@ -283,18 +288,18 @@ int rl__client_enter(rl_client *c)
     return RL_OK;
 }
 
-/* A connection to the server that arbitrates e now, from conn[] (one per
- * server, borrowed on first use); NULL when it cannot be had. */
-static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
+/* A connection to server s, from conn[] (one per server, borrowed on
+ * first use, scripts loaded); NULL when it cannot be had. */
+static rl__conn *conn_on(rl_client *c, rl__conn **conn, rl__server *s)
 {
-    rl__server *s;
+    int rc;
 
-    pthread_mutex_lock(&c->mu);
-    s = rl__route_server(c, e->slot);
-    pthread_mutex_unlock(&c->mu);
     if (conn[s->index])
         return conn[s->index];
-    if (rl__pool_get(c, s, &conn[s->index]) != RL_OK)
+    /* Redlock: a node found down is not waited for; the others are. */
+    rc = c->mode == RL__MODE_REDLOCK ? rl__pool_get_quick(c, s, &conn[s->index])
+                                     : rl__pool_get(c, s, &conn[s->index]);
+    if (rc != RL_OK)
         return conn[s->index] = NULL;
     /* The drops are pipelined and their replies not read one by one: a
      * master that never ran our scripts (a Cluster node this client only
@@ -305,6 +310,17 @@ static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
         conn[s->index] = NULL;
     }
     return conn[s->index];
+}
+
+/* The same, to the server that arbitrates e now. */
+static rl__conn *conn_for(rl_client *c, rl__conn **conn, const rl__entry *e)
+{
+    rl__server *s;
+
+    pthread_mutex_lock(&c->mu);
+    s = rl__route_server(c, e->slot);
+    pthread_mutex_unlock(&c->mu);
+    return conn_on(c, conn, s);
 }
 
 /* Release, in one pipelined round per server, every hold and leftover
@@ -323,13 +339,17 @@ static void release_all(rl_client *c)
     memset(conn, 0, sizeof conn);
     memset(sent, 0, sizeof sent);
     for (h = c->holds; h; h = h->c_next) {
-        if (!(to = conn_for(c, conn, h->entry)))
-            continue;
-        rl__append_drop(to, c, h->entry, h->owner, h->owner_len);
-        sent[to->server->index]++;
+        /* Redlock: from every node; else from the name's server. */
+        for (i = 0; i < (c->nnodes ? c->nnodes : 1); i++) {
+            to = c->nnodes ? conn_on(c, conn, c->servers[i]) : conn_for(c, conn, h->entry);
+            if (!to)
+                continue;
+            rl__append_drop(to, c, h->entry, h->owner, h->owner_len);
+            sent[to->server->index]++;
+        }
     }
     for (lo = c->leftovers; lo; lo = lo->next) {
-        if (!(to = conn_for(c, conn, lo->entry)))
+        if (!(to = lo->server ? conn_on(c, conn, lo->server) : conn_for(c, conn, lo->entry)))
             continue;
         /* The change that left it may still be on its way: fence it first. */
         sent[to->server->index] += rl__conn_append_kill(to, &lo->fence);

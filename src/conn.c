@@ -291,22 +291,33 @@ static int closed_before_use(rl__conn *conn)
     return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *lens,
-                     rl__resp *out)
+/* Encode argv into conn's write buffer after its first `at` bytes; the
+ * new length in *len. */
+static int encode_at(rl__conn *conn, size_t at, int argc, const char **argv,
+                     const size_t *lens, size_t *len)
 {
-    size_t len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens), off = 0, have = 0;
-    int fd = conn->ctx->fd;
-    char what[48];
+    size_t n = rl__resp_encode(conn->wbuf ? conn->wbuf + at : NULL,
+                               conn->wbuf ? conn->wcap - at : 0, argc, argv, lens);
 
-    if (len > conn->wcap) {
-        size_t cap = len < 512 ? 512 : len;
+    if (!conn->wbuf || n > conn->wcap - at) {
+        size_t cap = at + n < 512 ? 512 : at + n;
         char *b = realloc(conn->wbuf, cap);
         if (!b)
             return rl__err(RL_ENOMEM, "out of memory");
         conn->wbuf = b;
         conn->wcap = cap;
-        len = rl__resp_encode(conn->wbuf, conn->wcap, argc, argv, lens);
+        n = rl__resp_encode(conn->wbuf + at, conn->wcap - at, argc, argv, lens);
     }
+    *len = at + n;
+    return RL_OK;
+}
+
+/* Write conn's first len bytes of its write buffer. */
+static int write_all(rl__conn *conn, size_t len)
+{
+    size_t off = 0;
+    int fd = conn->ctx->fd;
+
     if (closed_before_use(conn)) {
         broken(conn, RL_ECONN, "connection closed by the server before use");
         return RL__UNSENT;
@@ -324,41 +335,79 @@ static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *
                                               ? "timed out sending" : strerror(errno));
         off += (size_t)n;
     }
+    return RL_OK;
+}
+
+/* One step of reading a reply into conn->rbuf: 1 a whole reply in *out,
+ * 0 more must come (only when `flags` has MSG_DONTWAIT), or a status. */
+static int read_step(rl__conn *conn, rl__resp *out, int flags)
+{
+    char what[48];
+
     for (;;) {
         size_t used;
-        int st = rl__resp_read(conn->rbuf, have, out, &used);
+        int st = rl__resp_read(conn->rbuf, conn->rhave, out, &used);
         ssize_t n;
 
         if (st == 1) {
-            if (used != have)
+            if (conn->rskip > 0 && used < conn->rhave) {
+                /* A reply passed over (CLIENT KILL's): the next is ours. */
+                memmove(conn->rbuf, conn->rbuf + used, conn->rhave - used);
+                conn->rhave -= used;
+                conn->rskip--;
+                continue;
+            }
+            if (conn->rskip > 0) {
+                conn->rhave = 0;
+                conn->rskip--;
+                continue;
+            }
+            if (used != conn->rhave)
                 return broken(conn, RL_EPROTO, "unexpected bytes after a reply");
-            return RL_OK;
+            conn->rhave = 0;
+            return 1;
         }
-        if (st < 0 || have == sizeof conn->rbuf)
+        if (st < 0 || conn->rhave == sizeof conn->rbuf)
             return broken(conn, RL_EPROTO, st < 0 ? "reply not understood (is the peer Redis?)"
                                                   : "reply too long to be one of rlock's");
-        n = read(fd, conn->rbuf + have, sizeof conn->rbuf - have);
+        n = recv(conn->ctx->fd, conn->rbuf + conn->rhave, sizeof conn->rbuf - conn->rhave,
+                 flags);
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0)
             return broken(conn, RL_ECONN, "connection closed by the server");
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (flags & MSG_DONTWAIT)
+                return 0;
             snprintf(what, sizeof what, "no reply within %ld ms", conn->timeout_ms);
             return broken(conn, RL_ECONN, what);
         }
         if (n < 0)
             return broken(conn, RL_ECONN, strerror(errno));
-        have += (size_t)n;
+        conn->rhave += (size_t)n;
     }
 }
 
-int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
-                         int nkeys, int nargs, const char **args, const size_t *lens)
+static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *lens,
+                     rl__resp *out)
 {
-    const char *argv[3 + RL__MAX_ARGS];
-    size_t alens[3 + RL__MAX_ARGS];
-    char nk[12];
-    int rc, i, attempt;
+    size_t len;
+    int rc;
+
+    if ((rc = encode_at(conn, 0, argc, argv, lens, &len)) != RL_OK)
+        return rc;
+    if ((rc = write_all(conn, len)) != RL_OK)
+        return rc;
+    conn->rhave = 0;
+    conn->rskip = 0;
+    return read_step(conn, out, 0) == 1 ? RL_OK : rl__err(RL_ECONN, "%s", rl__conn_error(conn));
+}
+
+/* argv for EVALSHA of script: argv must have room for 3 + nargs. */
+static int script_argv(rl_client *c, int script, int nkeys, int nargs, const char **args,
+                       const size_t *lens, const char **argv, size_t *alens, char *nk)
+{
+    int i;
 
     if (nargs > RL__MAX_ARGS || nkeys > 9)
         return rl__err(RL_EINVAL, "too many script arguments");
@@ -373,6 +422,19 @@ int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out
         argv[3 + i] = args[i];
         alens[3 + i] = lens[i];
     }
+    return RL_OK;
+}
+
+int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
+                         int nkeys, int nargs, const char **args, const size_t *lens)
+{
+    const char *argv[3 + RL__MAX_ARGS];
+    size_t alens[3 + RL__MAX_ARGS];
+    char nk[2];
+    int rc, attempt;
+
+    if ((rc = script_argv(c, script, nkeys, nargs, args, lens, argv, alens, nk)) != RL_OK)
+        return rc;
     for (attempt = 0;; attempt++) {
         if ((rc = fast_call(conn, 3 + nargs, argv, alens, out)) != RL_OK)
             return rc;
@@ -385,4 +447,42 @@ int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out
         }
         return RL_OK;
     }
+}
+
+int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, int script,
+                         int nkeys, int nargs, const char **args, const size_t *lens)
+{
+    const char *argv[3 + RL__MAX_ARGS];
+    size_t alens[3 + RL__MAX_ARGS], len = 0;
+    char nk[2], idbuf[24];
+    int rc;
+
+    if ((rc = script_argv(c, script, nkeys, nargs, args, lens, argv, alens, nk)) != RL_OK)
+        return rc;
+    conn->rhave = 0;
+    conn->rskip = 0;
+    /* An id names a connection of one server only. */
+    if (kill && kill->id > 0 && kill->server == conn->server) {
+        const char *kargv[6] = { "CLIENT", "KILL", "ID", idbuf, "ADDR", kill->addr };
+        size_t klens[6] = { 6, 4, 2, 0, 4, strlen(kill->addr) };
+        klens[3] = rl__fmt_ll(idbuf, kill->id);
+        if ((rc = encode_at(conn, 0, kill->addr[0] ? 6 : 4, kargv, klens, &len)) != RL_OK)
+            return rc;
+        conn->rskip = 1;
+    }
+    if ((rc = encode_at(conn, len, 3 + nargs, argv, alens, &len)) != RL_OK)
+        return rc;
+    return write_all(conn, len);
+}
+
+int rl__conn_script_recv(rl__conn *conn, rl__resp *out)
+{
+    if (conn->ctx->err)
+        return rl__err(RL_ECONN, "%s", rl__conn_error(conn));
+    return read_step(conn, out, MSG_DONTWAIT);
+}
+
+void rl__conn_abandon(rl__conn *conn, const char *why)
+{
+    broken(conn, RL_ECONN, why);
 }

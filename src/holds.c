@@ -253,15 +253,19 @@ void rl__queue_wake_everyone(rl_client *c)
 rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog)
 {
     rl__hold *h = c->spare_holds;
+    size_t size = sizeof *h + (size_t)c->nnodes * sizeof h->nodes[0];
+    int i;
 
     /* Reuse a freed hold: no allocation on the steady acquire path. */
     if (h) {
         c->spare_holds = h->c_next;
         c->nspare--;
-        memset(h, 0, sizeof *h);
-    } else if (!(h = calloc(1, sizeof *h))) {
+        memset(h, 0, size);
+    } else if (!(h = calloc(1, size))) {
         return NULL;
     }
+    for (i = 0; i < c->nnodes; i++)
+        h->nodes[i].doubt.id = -1;
     h->client = c;
     h->entry = e;
     h->tid = tid;

@@ -101,10 +101,19 @@ static void flag_lost(rl_client *c, rl__hold *h, const char *why)
  * may still be in Redis, leave it to be dropped. */
 static void hold_done(rl_client *c, rl__thread *t, rl__hold *h, int leave_field)
 {
+    int i;
+
     rl__thread_unlink(t, h);
     pthread_mutex_lock(&c->mu);
-    if (leave_field)
+    if (leave_field && c->mode == RL__MODE_REDLOCK) {
+        /* On every node, fenced where a change there was left unknown. */
+        for (i = 0; i < c->nnodes; i++)
+            rl__leftover_add_on(c, h->entry, h->tid, h->owner, h->owner_len,
+                                h->nodes[i].doubt.id >= 0 ? &h->nodes[i].doubt : &h->doubt,
+                                c->servers[i]);
+    } else if (leave_field) {
         rl__leftover_add(c, h->entry, h->tid, h->owner, h->owner_len, &h->doubt);
+    }
     rl__hold_remove(c, h);
     pthread_mutex_unlock(&c->mu);
 }
@@ -146,6 +155,8 @@ static int reenter(rl__op *o, rl__hold *h)
         flag_lost(o->c, h, "its lease ran out before it was renewed");
         return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
     }
+    if (o->c->mode == RL__MODE_REDLOCK)
+        return rl__redlock_reenter(o, h);
     rc = rl__change(o, RL__S_ACQUIRE, h->count, h->lease_ms, &sent, &res, &unresolved,
                              &read_back);
     if (rc == RL_ECONN && unresolved.id >= 0)
@@ -200,7 +211,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back;
+    int rc, first = 1, read_back, split = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -265,8 +276,11 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
             if (rc == RL_OK) {
                 pthread_mutex_unlock(&c->mu);
                 o->deadline = deadline;
-                rc = rl__change(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved,
-                                         &read_back);
+                if (c->mode == RL__MODE_REDLOCK)
+                    rc = rl__redlock_acquire(o, h, &sent, &res, &split);
+                else
+                    rc = rl__change(o, RL__S_ACQUIRE, 0, lease, &sent, &res, &unresolved,
+                                    &read_back);
                 pthread_mutex_lock(&c->mu);
             }
             if (rc == RL_ECONN && unresolved.id >= 0) {
@@ -305,7 +319,10 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 /* Sleep until a release notice, the holder's lease, or our deadline. */
                 /* PTTL 0: the lease runs out this very millisecond; -2: already
                  * gone; -1: no expiry at all (not set by rlock). */
-                wake_at = now + (res.value >= 0 ? res.value + 1 : res.value == -2 ? 0 : lease);
+                if (c->mode == RL__MODE_REDLOCK)
+                    wake_at = now + res.value;      /* worked out from every node */
+                else
+                    wake_at = now + (res.value >= 0 ? res.value + 1 : res.value == -2 ? 0 : lease);
                 if (atomic_load(&c->no_notices) || atomic_load(&c->no_subscribe)) {
                     /* No release notices can reach us: ask again, at a
                      * growing interval, never later than the holder's lease. */
@@ -334,9 +351,12 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
         }
         if (deadline >= 0 && wake_at > deadline)
             wake_at = deadline;
-        while (!w.kicked && rl__now_ms() < wake_at && !atomic_load(&c->closing))
+        /* A split vote (Redlock): the other contenders' give-backs send
+         * notices; woken by them, all would meet again. Wait it out. */
+        while ((split || !w.kicked) && rl__now_ms() < wake_at && !atomic_load(&c->closing))
             rl__cond_wait_until(&w.cond, &c->mu, wake_at);
         w.kicked = 0;
+        split = 0;
     }
 
 dequeue:
@@ -416,6 +436,8 @@ static int release(rl_lock *lock)
     rl__op_init(&o, c, lock->entry, t);
     if (rl__hold_is_lost(h, rl__now_ms()))
         return release_lost(&o, t, h, "its lease ran out before it was renewed");
+    if (c->mode == RL__MODE_REDLOCK)
+        return rl__redlock_release(&o, t, h);
 
     if (h->count == 1)
         set_releasing(c, h, 1);
@@ -497,6 +519,8 @@ static int force_release(rl_lock *lock)
     rl__route rt;
     int rc, redirected, flag = 0;   /* flag 1: the tids listed; -1: every hold of the name */
 
+    if (c->mode == RL__MODE_REDLOCK)
+        return rl__redlock_force(c, lock->entry);
     /* Our fields are "<uuid>:<tid>": the script lists the tids it deleted. */
     memcpy(prefix, c->uuid, RL__UUID_LEN);
     prefix[RL__UUID_LEN] = ':';
@@ -601,6 +625,11 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
 
     if ((rc = begin(lock)) != RL_OK)
         return rc;
+    if (lock->client->mode == RL__MODE_REDLOCK) {
+        rc = rl__redlock_query(lock->client, lock->entry, cmd, out);
+        rl__call_end(lock->client);
+        return rc;
+    }
     argv[0] = cmd;
     lens[0] = strlen(cmd);
     argv[1] = lock->entry->key;

@@ -241,10 +241,25 @@ int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *se
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence)
 {
+    int i;
+
+    if (c->mode != RL__MODE_REDLOCK) {
+        rl__leftover_add_on(c, e, tid, owner, owner_len, fence, NULL);
+        return;
+    }
+    /* Redlock: the field may be on any node. */
+    for (i = 0; i < c->nnodes; i++)
+        rl__leftover_add_on(c, e, tid, owner, owner_len, fence, c->servers[i]);
+}
+
+void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                         size_t owner_len, const rl__fence *fence, rl__server *node)
+{
     rl__leftover *lo = calloc(1, sizeof *lo);
 
     if (!lo)
         return;    /* the field then simply runs out with its lease */
+    lo->server = node;
     lo->entry = e;
     lo->tid = tid;
     memcpy(lo->owner, owner, owner_len + 1);
@@ -281,6 +296,7 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     late->addr[0] = '\0';
     late->server = NULL;
     rl__route_init(&rt, c, lo->entry->slot);
+    rt.pin = lo->server;
     for (;;) {
         if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
             return rc;
@@ -324,7 +340,8 @@ void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *
     if (rc != RL_OK) {
         /* Keep it; and a drop lost on the way is one more to fence. */
         if (late->id >= 0)
-            rl__leftover_add(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late);
+            rl__leftover_add_on(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late,
+                                lo->server);
         return;
     }
     for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {
@@ -349,6 +366,25 @@ int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadl
     int64_t until = -1;
     int rc;
 
+    if (c->mode == RL__MODE_REDLOCK) {
+        /* One try each: a node that keeps a leftover is left out of the
+         * next acquisition (rl__redlock_acquire), so one node down does
+         * not stop the name from being taken on the others. */
+        int tries;
+        for (tries = 0; tries < c->nnodes; tries++) {
+            rl__leftover *pick = NULL;
+            for (lo = c->leftovers; lo; lo = lo->next)
+                if (lo->entry == e && lo->tid == tid && !lo->claimed &&
+                    atomic_load(&lo->server->down_until) <= rl__now_ms())
+                    pick = lo;      /* the oldest */
+            if (!pick)
+                break;
+            if (rl__leftover_try(c, pick) != RL_OK)
+                break;
+        }
+        return atomic_load(&c->closing) ? rl__err(RL_ECANCELED, "the client is shutting down")
+                                        : RL_OK;
+    }
     while ((lo = rl__leftover_find(c, e, tid))) {
         if (lo->claimed) {
             /* The watchdog is dropping it right now: one round trip, which

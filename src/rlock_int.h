@@ -84,6 +84,7 @@ typedef struct rl__url {
     char *host;     /* TCP host, brackets stripped */
     int port;
     int nseeds;     /* TCP: host:port pairs given, 1..RL__SEEDS_MAX; unix: 0 */
+    int redlock;    /* redlock://: the seeds are independent masters (Redlock) */
     rl__endpoint seeds[RL__SEEDS_MAX];
     char *path;     /* unix socket path */
     char *user;     /* NULL: none */
@@ -229,6 +230,8 @@ typedef struct rl__conn {
     char *wbuf;             /* hot path: encoded command */
     size_t wcap;
     char rbuf[1024];        /* hot path: one reply */
+    size_t rhave;           /* fan-out: bytes of rbuf read so far */
+    int rskip;              /* fan-out: replies to pass over before the script's */
     struct rl__conn *next;  /* idle list */
     struct rl__conn *all_next, *all_prev; /* every connection of the client */
 } rl__conn;
@@ -258,6 +261,18 @@ int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
 int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,
                          int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
+/* The two halves of rl__conn_script_fast, for a call sent to several
+ * servers at once (Redlock): write it (after CLIENT KILL of `kill`, when
+ * its id is > 0), then read its reply as it comes, without blocking.
+ * send: RL_OK, RL__UNSENT (found closed: nothing ran), or a status (the
+ * connection is broken). recv: 1 and *out (valid until the next call on
+ * conn) when the script's reply is in; 0 when more must come; or a status
+ * (broken). A NOSCRIPT reply is returned as it is. */
+int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, int script,
+                         int nkeys, int nargs, const char **args, const size_t *lens);
+int rl__conn_script_recv(rl__conn *conn, rl__resp *out);
+/* Mark conn broken: a reply it owes will never be read. */
+void rl__conn_abandon(rl__conn *conn, const char *why);
 
 /* ---- server.c: one Redis endpoint and its pool ------------------------- */
 
@@ -296,11 +311,15 @@ rl__conn *rl__pool_take_idle(rl_client *c);        /* every server's; mutex held
 /* One idle connection of s, no longer the pool's (NULL: none): the
  * watchdog's, without a connect and handshake. Mutex NOT held. */
 rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s);
+/* A connection to s for a call that must not wait for a connect to a
+ * server lately found down: an idle one, else a new one unless s is down
+ * (RL_ECONN at once). Mutex NOT held. */
+int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out);
 void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
 
 /* ---- router.c: which server arbitrates a name -------------------------- */
 
-enum { RL__MODE_SINGLE, RL__MODE_CLUSTER };
+enum { RL__MODE_SINGLE, RL__MODE_CLUSTER, RL__MODE_REDLOCK };
 #define RL__NO_SERVER 0xFFFF
 
 /* One routed command: the slot it is for, and what redirects said so far. */
@@ -308,6 +327,7 @@ typedef struct rl__route {
     uint16_t slot;
     rl__server *ask;            /* ASK: the next try goes there, after ASKING */
     rl__server *last;           /* the server of the last connection handed out */
+    rl__server *pin;            /* go there, whatever the slot (Redlock: one node) */
     int redirects;
     int64_t deadline;           /* TRYAGAIN / CLUSTERDOWN retried until then */
     long backoff;
@@ -374,6 +394,16 @@ typedef struct rl__entry {
     uint64_t forced;                /* force-releases of it done by this client */
 } rl__entry;
 
+/* What one Redlock node holds of a hold. */
+#define RL__NODES_MAX 9
+typedef struct rl__node_hold {
+    int count;              /* owner thread only: our count there; 0 none; -1 unknown */
+    int64_t expiry;         /* under mutex: confirmed expiry there (local clock, less
+                             * drift); 0: not confirmed */
+    rl__fence doubt;        /* owner thread only: a change there whose outcome is
+                             * unknown: fence it before the next (id < 0: none) */
+} rl__node_hold;
+
 struct rl__hold {
     rl__hold *t_next, *t_prev;      /* owner thread's list; owner thread only */
     rl__hold *c_next, *c_prev;      /* client's list; under client mutex */
@@ -397,6 +427,9 @@ struct rl__hold {
     long drift_ms;                  /* margin taken off each confirmed expiry */
     rl__fence doubt;                /* a change whose outcome is unknown (id < 0: none) */
     atomic_int orphan;              /* RL__HOLD_*: who frees it */
+    /* Redlock: each node's part, nodes[i] for c->servers[i] (c->nnodes of
+     * them; none in the other modes). */
+    rl__node_hold nodes[];
 };
 
 enum {
@@ -418,6 +451,7 @@ typedef struct rl__leftover {
     size_t owner_len;
     char owner[RL__OWNER_MAX];
     rl__fence fence;
+    rl__server *server;             /* Redlock: the node it is on; NULL: the name's server */
     int claimed;                    /* being dropped right now */
 } rl__leftover;
 
@@ -487,6 +521,9 @@ void rl__leftovers_free(rl_client *c);       /* fork child, teardown: forget the
 
 void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                       size_t owner_len, const rl__fence *fence);    /* mutex held */
+/* The same, for one Redlock node. */
+void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                         size_t owner_len, const rl__fence *fence, rl__server *node);
 /* Queue the release script in its "drop our field" form (whatever its
  * count, no notice) on conn: the leftovers' drop and the shutdown's. */
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
@@ -535,6 +572,7 @@ struct rl_client {
     int nservers;
     rl__server *home;               /* the first that answered: single mode's server */
     int mode;                       /* RL__MODE_*: learned at creation */
+    int nnodes, quorum;             /* Redlock: servers[0..nnodes) are the masters */
     uint16_t *slot_map;             /* Cluster: server index per slot, RL__NO_SERVER unknown */
     int64_t map_refresh_at;         /* refresh the slot map then (0: now) */
     int map_refreshing;             /* a thread is asking the cluster */
@@ -588,6 +626,28 @@ static inline void rl__watchdog_poke(rl_client *c)
     if (c->wd_started)
         pthread_cond_signal(&c->wd_cond);
 }
+
+/* ---- redlock.c: a lock granted by a majority of independent masters ---- */
+
+/* Connect to the masters of a redlock:// URL (a majority must answer), at
+ * creation. Mutex NOT held. */
+int rl__redlock_init(rl_client *c);
+/* Take a new hold h (not in the table yet) on a majority: RL_OK with
+ * res DONE, or BUSY with res->value the wait the holders' leases ask for
+ * and *split set when the vote was split (wait a random while, not for a
+ * notice). What it got of a failed try is undone. Mutex NOT held. */
+int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *res,
+                        int *split);
+/* Reentry and release of a hold the calling thread has (count > 0); the
+ * hold's count and flags are updated. Mutex NOT held. */
+int rl__redlock_reenter(rl__op *o, rl__hold *h);
+int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h);
+int rl__redlock_force(rl_client *c, rl__entry *e);
+/* EXISTS or PTTL on every node, judged by the majority. */
+int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out);
+/* Node i confirmed h (a renewal sent at sent_ms), or found it gone there
+ * (sent_ms < 0). Returns 1 when a majority still vouches for h. Mutex held. */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms);
 
 /* ---- fork.c ---------------------------------------------------------- */
 

@@ -24,7 +24,7 @@
 
 int rl__router_mixed_ok(const rl_client *c)
 {
-    return c->mode == RL__MODE_SINGLE;
+    return c->mode != RL__MODE_CLUSTER;   /* Redlock's nodes are single servers */
 }
 
 const char *rl__notice_arg(rl_client *c)
@@ -40,6 +40,19 @@ rl__server *rl__route_server(rl_client *c, uint16_t slot)
 
     if (c->mode == RL__MODE_SINGLE)
         return c->home;
+    if (c->mode == RL__MODE_REDLOCK) {
+        /* Every node arbitrates; one is asked for notices and queries:
+         * the slot spreads names over the nodes, and one found down
+         * lately passes its turn to the next. */
+        int64_t now = rl__now_ms();
+        int k;
+        for (k = 0; k < c->nnodes; k++) {
+            rl__server *s = c->servers[(slot + k) % c->nnodes];
+            if (atomic_load(&s->down_until) <= now)
+                return s;
+        }
+        return c->servers[slot % c->nnodes];
+    }
     i = c->slot_map[slot];
     /* A slot nobody serves (yet): any node redirects us. */
     return i == RL__NO_SERVER ? c->home : c->servers[i];
@@ -66,7 +79,9 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
     redisReply *r = NULL;
     int rc;
 
-    if (c->mode == RL__MODE_SINGLE && !rt->ask) {
+    if (rt->pin) {
+        s = rt->pin;
+    } else if (c->mode == RL__MODE_SINGLE && !rt->ask) {
         s = c->home;            /* the hot path: no lookup */
     } else {
         rl__router_refresh(c, 0);
@@ -75,7 +90,9 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
         pthread_mutex_unlock(&c->mu);
     }
     rt->last = s;
-    if ((rc = rl__pool_get(c, s, out)) != RL_OK)
+    /* Pinned (a Redlock node): one found down lately is not waited for. */
+    rc = rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
+    if (rc != RL_OK)
         return rc;
     if (!rt->ask)
         return RL_OK;

@@ -62,12 +62,21 @@ static const char acquire_src[] =
 
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
- * RL__NOTICE; both may be left out for no notice). Only our own field is ever removed: the lock is
- * deleted only when no other field is left. */
+ * RL__NOTICE; both may be left out for no notice). Only our own field is
+ * ever removed: the lock is deleted only when no other field is left. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
-    "if not n then return {-1, 0} end\n"
+    "if not n then\n"
+    /* Redlock's last release, on a node that never granted us the lock:
+     * if the name is free here, say so, for the waiters that listen to
+     * this node. */
+    "  if ARGV[2] == '0' and ARGV[4] and ARGV[4] ~= '0' and\n"
+    "     redis.call('exists', KEYS[1]) == 0 then\n"
+    RL__NOTICE("ARGV[4]", "ARGV[5]")
+    "  end\n"
+    "  return {-1, 0}\n"
+    "end\n"
     "n = tonumber(n)\n"
     "local held = tonumber(ARGV[2])\n"
     "if held > 0 and n ~= held then return {-2, n} end\n"

@@ -106,6 +106,20 @@ int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out)
     return rc;
 }
 
+int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out)
+{
+    int idle;
+
+    pthread_mutex_lock(&c->mu);
+    idle = s->idle != NULL;
+    pthread_mutex_unlock(&c->mu);
+    /* Checked without the mutex held through the connect: at worst a
+     * connection opened a moment after the server came back, or not. */
+    if (!idle && atomic_load(&s->down_until) > rl__now_ms())
+        return rl__err(RL_ECONN, "%s was found down a moment ago", s->name);
+    return rl__pool_get(c, s, out);
+}
+
 void rl__pool_adopt(rl_client *c, rl__conn *conn)
 {
     pthread_mutex_lock(&c->mu);

@@ -233,11 +233,31 @@ int rl__url_parse(rl__url *out, const char *url)
         return fail(out, RL_EINVAL, "longer than 4096 bytes");
     if (strncmp(url, "redis://", 8) == 0)
         return parse_tcp(out, url + 8);
+    if (strncmp(url, "redlock://", 10) == 0) {
+        int rc = parse_tcp(out, url + 10);
+        if (rc != RL_OK)
+            return rc;
+        out->redlock = 1;
+        if (out->nseeds < 3 || out->nseeds > RL__NODES_MAX || out->nseeds % 2 == 0) {
+            rl__url_clear(out);
+            return rl__err(RL_EINVAL, "bad URL: redlock:// needs an odd number of masters, "
+                           "3 to %d", RL__NODES_MAX);
+        }
+        for (int i = 0; i < out->nseeds; i++)
+            for (int j = 0; j < i; j++)
+                if (out->seeds[i].port == out->seeds[j].port &&
+                    strcmp(out->seeds[i].host, out->seeds[j].host) == 0) {
+                    rl__url_clear(out);
+                    return rl__err(RL_EINVAL, "bad URL: redlock:// names master %d twice "
+                                   "(as %d and %d)", j + 1, j + 1, i + 1);
+                }
+        return RL_OK;
+    }
     if (strncmp(url, "unix://", 7) == 0)
         return parse_unix(out, url + 7);
     if (strncmp(url, "rediss://", 9) == 0)
         return fail(out, RL_EINVAL, "TLS (rediss://) is not supported");
-    return fail(out, RL_EINVAL, "scheme must be redis:// or unix://");
+    return fail(out, RL_EINVAL, "scheme must be redis://, redlock:// or unix://");
 }
 
 void rl__url_clear(rl__url *u)

@@ -360,7 +360,11 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
     pthread_mutex_lock(&c->mu);
     for (i = g->first; i < g->first + g->n; i++) {
         rl__hold *h = s[i].h;
-        if (flags[i] == '1' && h->in_table && !h->releasing && !atomic_load(&h->lost))
+        if (flags[i] != '1' || !h->in_table || h->releasing || atomic_load(&h->lost))
+            continue;
+        if (c->mode == RL__MODE_REDLOCK)
+            rl__redlock_node_renewed(c, h, g->srv->index, g->sent);
+        else
             rl__hold_renewed(h, g->sent);
     }
     pthread_mutex_unlock(&c->mu);
@@ -516,6 +520,50 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
     free(lens);
 }
 
+/* Redlock: one snap of h per node. Mutex held. */
+static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t *cap)
+{
+    int i;
+
+    if (*n + (size_t)c->nnodes > *cap) {
+        size_t ncap = *cap ? *cap * 2 : 64;
+        snap *ns;
+        while (ncap < *n + (size_t)c->nnodes)
+            ncap *= 2;
+        if (!(ns = realloc(*s, sizeof **s * ncap)))
+            return RL_ENOMEM;
+        *s = ns;
+        *cap = ncap;
+    }
+    for (i = 0; i < c->nnodes; i++) {
+        (*s)[*n].h = h;
+        (*s)[*n].srv = c->servers[i];
+        h->refs++;
+        h->entry->renewing++;
+        (*n)++;
+    }
+    return RL_OK;
+}
+
+/* Whether the round worked: every server answered, or (Redlock) a
+ * majority of the nodes: one node down must not make every round a
+ * failed one, retried four times as often. */
+static int round_status(rl_client *c, const group *g, size_t ng)
+{
+    size_t k, ok = 0;
+    int rc = RL_OK;
+
+    for (k = 0; k < ng; k++) {
+        if (g[k].rc == RL_OK)
+            ok++;
+        else if (rc == RL_OK)
+            rc = g[k].rc;
+    }
+    if (c->mode == RL__MODE_REDLOCK && ok >= (size_t)c->quorum)
+        return RL_OK;
+    return rc;
+}
+
 /* The round that renews every watchdog hold. Mutex held on entry and exit;
  * dropped while Redis is asked. */
 static void renew(rl_client *c)
@@ -543,6 +591,13 @@ static void renew(rl_client *c)
             if (!ns)
                 break;
             s = ns;
+        }
+        if (c->mode == RL__MODE_REDLOCK) {
+            /* Redlock: renewed on every node, even one that did not grant
+             * it: a field found there is ours and counts. */
+            if (add_node_snaps(c, h, &s, &n, &cap) != RL_OK)
+                break;
+            continue;
         }
         s[n].h = h;
         s[n].srv = rl__route_server(c, h->entry->slot);
@@ -578,9 +633,8 @@ static void renew(rl_client *c)
         rc = rl__err(RL_ENOMEM, "out of memory");
     else if (n)
         renew_servers(c, g, ng, s, flags);
-    for (k = 0; k < ng && rc == RL_OK; k++)
-        if (g[k].rc != RL_OK)
-            rc = g[k].rc;
+    if (rc == RL_OK)
+        rc = round_status(c, g, ng);
     if (rc != RL_OK)
         RL__HOOK("watchdog.renew_failed");
 
@@ -612,9 +666,14 @@ static void renew(rl_client *c)
         for (i = g[k].first; i < g[k].first + g[k].n; i++) {
             h = s[i].h;
             /* Those renewed were confirmed as their server answered. */
-            if (flags[i] == '0' && h->in_table && !h->releasing && !atomic_load(&h->lost))
+            if (flags[i] != '0' || !h->in_table || h->releasing || atomic_load(&h->lost))
+                continue;
+            if (c->mode != RL__MODE_REDLOCK)
                 rl__hold_mark_lost(c, h, "the renewal found its field gone "
                                          "(expired, deleted or taken)");
+            else if (!rl__redlock_node_renewed(c, h, g[k].srv->index, -1))
+                rl__hold_mark_lost(c, h, "the renewal found its field gone on so many "
+                                         "nodes that no majority vouches for it");
         }
     }
     for (i = 0; i < n; i++) {
@@ -669,6 +728,12 @@ static void drop_leftovers(rl_client *c)
                 pick = lo;
         if (!pick || c->stopping)
             break;
+        if (pick->server && atomic_load(&pick->server->down_until) > rl__now_ms()) {
+            /* Redlock: a node found down lately; the others go on. */
+            failed = 1;
+            tried = pick;
+            continue;
+        }
         pick->claimed = 1;
         pthread_mutex_unlock(&c->mu);
         RL__HOOK("watchdog.before_drop");
@@ -677,7 +742,7 @@ static void drop_leftovers(rl_client *c)
         rl__leftover_done(c, pick, rc, &late);
         if (rc != RL_OK) {
             failed = 1;
-            if (rc == RL_ECONN)
+            if (rc == RL_ECONN && !pick->server)
                 break;
             tried = pick;     /* still listed: only look at newer ones now */
         }

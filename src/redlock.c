@@ -1,0 +1,772 @@
+/*
+ * Redlock: a lock granted by a majority of N independent masters (N odd,
+ * 3..9), with what single mode has: reentry, the watchdog, flags, notices,
+ * lost replies.
+ *
+ * A change (acquire, release) goes to the nodes at once and their replies
+ * are read as they come, each within a per-node timeout; once the majority
+ * has decided, the stragglers get a short grace and no more, so a node that
+ * is down or stopped delays nobody. Each hold keeps, per node, the count it
+ * has there and the expiry that node confirmed; the hold's confirmed expiry
+ * is the one a majority confirmed (the quorum-th latest), so its flag rises
+ * before a majority could have let the lease run out.
+ *
+ * A node whose reply is lost counts as not granting. The connection that
+ * carried the change is killed (CLIENT KILL, sent ahead of the next change
+ * there), and our field there, if the change was applied after all, is
+ * dropped by the last release, or as a leftover when even that fails.
+ * Reentry sends each node the count it has there, so the nodes' counts may
+ * differ (one that missed the first acquisition starts at 1 on a later
+ * one); the last release drops the field whatever its count.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock_int.h"
+
+#define RL__GRACE_MIN_MS 5      /* stragglers after the majority decided: at least */
+#define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */
+#define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */
+
+/* How one node took part in a change. */
+enum { V_SKIP, V_WAIT, V_DONE, V_FAIL, V_LOST };
+
+typedef struct vote {
+    int state;              /* V_*: DONE: resp holds its answer */
+    int rc;                 /* V_FAIL: why */
+    rl__conn *conn;
+    rl__resp resp;          /* V_DONE: the script's reply (ints only) */
+    rl__fence lost;         /* V_LOST: the connection that carried it */
+    int reloaded;           /* NOSCRIPT met and the scripts loaded again */
+    int nargs;
+    const char *args[6];
+    size_t lens[6];
+    char held[24], lease[24];
+} vote;
+
+int rl__redlock_init(rl_client *c)
+{
+    rl__conn *conn;
+    int i, ok = 0, rc = RL_OK, first_rc = RL_OK;
+
+    c->mode = RL__MODE_REDLOCK;
+    c->nnodes = c->url.nseeds;
+    c->quorum = c->nnodes / 2 + 1;
+    for (i = 0; i < c->nnodes; i++) {
+        rl__server *s;
+        pthread_mutex_lock(&c->mu);
+        s = rl__server_get(c, c->url.seeds[i].host, c->url.seeds[i].port);
+        pthread_mutex_unlock(&c->mu);
+        if (!s)
+            return rl__err(RL_ENOMEM, "out of memory");
+    }
+    /* The URL names each master once (url.c): servers[i] is seed i. */
+    for (i = 0; i < c->nnodes; i++) {
+        rc = rl__conn_open(c, c->servers[i], &conn);
+        if (rc == RL_OK) {
+            rc = rl__conn_load_scripts(c, conn);
+            rl__pool_adopt(c, conn);
+        }
+        if (rc == RL_OK) {
+            if (!ok++)
+                c->home = c->servers[i];
+            continue;
+        }
+        /* A refusal (password, ACL, not Redis) is the user's to fix now. */
+        if (rc != RL_ECONN)
+            return rc;
+        if (first_rc == RL_OK)
+            first_rc = rc;
+        rl__log(c, RL_LOG_WARN, "rlock: Redlock master %s cannot be reached: %s",
+                c->servers[i]->name, rl_last_error());
+    }
+    if (ok < c->quorum)
+        return rl__err(RL_ECONN, "only %d of %d Redlock masters answered; %d are needed",
+                       ok, c->nnodes, c->quorum);
+    rl__log(c, RL_LOG_INFO, "rlock: Redlock over %d masters (%d answered), majority %d",
+            c->nnodes, ok, c->quorum);
+    return RL_OK;
+}
+
+/* ---- one change on many nodes at once ---------------------------------- */
+
+/* How long a node may take to answer a change for a lease: short against
+ * the lease (its time is taken off the lock's validity), at most the
+ * command timeout. */
+static long node_timeout(const rl_client *c, long lease_ms)
+{
+    long t = lease_ms / 10;
+
+    if (t < RL__GRACE_MIN_MS)
+        t = RL__GRACE_MIN_MS;
+    return t < c->command_ms ? t : c->command_ms;
+}
+
+static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl__fence *kill)
+{
+    int rc, tries;
+
+    for (tries = 0; tries < 2; tries++) {
+        if ((rc = rl__pool_get_quick(c, s, &v->conn)) != RL_OK) {
+            v->conn = NULL;
+            return rc;
+        }
+        rc = rl__conn_script_send(c, v->conn, kill, script, 1, v->nargs, v->args, v->lens);
+        if (rc != RL__UNSENT)
+            return rc;
+        /* Closed by the server before use (a restart): nothing ran. */
+        rl__pool_put(c, v->conn);
+        v->conn = NULL;
+    }
+    return rl__err(RL_ECONN, "%s closed the connection before the command was sent", s->name);
+}
+
+/* The node's reply is in v->resp: judge it. */
+static void vote_answered(rl_client *c, vote *v, int script)
+{
+    rl__resp *r = &v->resp;
+
+    if (r->type == RL__RESP_ERROR && r->str_len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0 &&
+        !v->reloaded) {
+        /* Restarted or flushed: the script did not run. Load, send again. */
+        v->reloaded = 1;
+        if (rl__conn_load_scripts(c, v->conn) == RL_OK &&
+            rl__conn_script_send(c, v->conn, NULL, script, 1, v->nargs, v->args,
+                                 v->lens) == RL_OK)
+            return;     /* still waiting */
+        v->state = V_LOST;
+        v->lost = v->conn->fence;
+        return;
+    }
+    if (r->type == RL__RESP_ERROR) {
+        /* Our scripts check before they write: an error changed nothing. */
+        v->state = V_FAIL;
+        v->rc = rl__error_status(r->str, r->str_len);
+        return;
+    }
+    if (r->type != RL__RESP_ARRAY || r->nints < 2) {
+        v->state = V_LOST;      /* a shape no script of ours gives: it may have run */
+        v->lost.id = 0;
+        return;
+    }
+    r->str = NULL;
+    v->state = V_DONE;
+}
+
+/* Whether the votes in so far decide the change: `done` of them said yes
+ * by `ok` (a majority, or a majority can no longer say yes). */
+static int decided(const rl_client *c, const vote *v, int (*ok)(const vote *))
+{
+    int i, yes = 0, no = 0;
+
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_WAIT)
+            continue;
+        if (v[i].state == V_DONE && ok(&v[i]))
+            yes++;
+        else
+            no++;
+    }
+    return yes >= c->quorum || no > c->nnodes - c->quorum;
+}
+
+static int granted(const vote *v)
+{
+    return v->resp.ints[0] == RL__R_DONE;
+}
+
+/*
+ * Send `script` with each node's args (v[i].args, state V_WAIT; V_SKIP
+ * nodes are left out) to every node at once, after CLIENT KILL of kill[i]
+ * where given, and read the replies as they come: each node by the
+ * per-node timeout, and once `ok` votes decide, the rest for a short grace
+ * only. *sent_ms: when the first went out. Nodes not answered end V_LOST.
+ */
+static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *const *kill,
+                int (*ok)(const vote *), int64_t *sent_ms)
+{
+    int64_t deadline, settle_by = -1, now;
+    int i, n = c->nnodes;
+
+    *sent_ms = rl__now_ms();
+    for (i = 0; i < n; i++) {
+        int rc;
+        if (v[i].state != V_WAIT)
+            continue;
+        rc = vote_send(c, &v[i], c->servers[i], script, kill ? kill[i] : NULL);
+        if (rc == RL_OK)
+            continue;
+        if (v[i].conn && rc != RL_ENOMEM && rc != RL_EINVAL) {
+            v[i].state = V_LOST;      /* broken part-way through the write */
+            v[i].lost = v[i].conn->fence;
+        } else {
+            v[i].state = V_FAIL;
+            v[i].rc = rc;
+        }
+    }
+    deadline = *sent_ms + node_timeout(c, lease_ms);
+    for (;;) {
+        struct pollfd pfd[RL__NODES_MAX];
+        int at[RL__NODES_MAX], np = 0, j, until;
+
+        now = rl__now_ms();
+        if (settle_by < 0 && decided(c, v, ok)) {
+            long grace = 2 * (long)(now - *sent_ms);
+            settle_by = now + (grace < RL__GRACE_MIN_MS ? RL__GRACE_MIN_MS : grace);
+        }
+        for (i = 0; i < n; i++) {
+            if (v[i].state != V_WAIT)
+                continue;
+            pfd[np].fd = v[i].conn->ctx->fd;
+            pfd[np].events = POLLIN;
+            pfd[np].revents = 0;
+            at[np++] = i;
+        }
+        if (np == 0)
+            break;
+        until = (int)((settle_by >= 0 && settle_by < deadline ? settle_by : deadline) - now);
+        if (until <= 0)
+            break;
+        if (poll(pfd, (nfds_t)np, until) < 0 && errno != EINTR)
+            break;
+        for (j = 0; j < np; j++) {
+            vote *w = &v[at[j]];
+            int st;
+            if (!pfd[j].revents)
+                continue;
+            st = rl__conn_script_recv(w->conn, &w->resp);
+            if (st == 1) {
+                vote_answered(c, w, script);
+            } else if (st < 0) {
+                w->state = V_LOST;
+                w->lost = w->conn->fence;
+            }
+        }
+    }
+    for (i = 0; i < n; i++) {
+        if (v[i].state == V_WAIT) {
+            /* No answer in time: as good as down for a while, and its
+             * reply must never be read as another's. */
+            rl__conn_abandon(v[i].conn, "no reply in time from a Redlock master");
+            atomic_store(&c->servers[i]->down_until, rl__now_ms() + 2000);
+            v[i].state = V_LOST;
+            v[i].lost = v[i].conn->fence;
+        }
+        if (v[i].state == V_LOST && v[i].lost.id < 0)
+            v[i].lost.id = 0;        /* unknown id: nothing to kill, still unknown */
+        if (v[i].conn)
+            rl__pool_put(c, v[i].conn);
+        v[i].conn = NULL;
+    }
+}
+
+/* Fill v[i]'s args for the acquire script with count held. */
+static void acquire_args(vote *v, const rl__op *o, long long held, long lease_ms)
+{
+    v->args[0] = o->e->key;
+    v->lens[0] = o->e->key_len;
+    v->lens[1] = rl__fmt_ll(v->lease, lease_ms);
+    v->args[1] = v->lease;
+    v->args[2] = o->owner;
+    v->lens[2] = o->owner_len;
+    v->lens[3] = rl__fmt_ll(v->held, held);
+    v->args[3] = v->held;
+    v->nargs = 4;
+}
+
+/* ... and for the release script (held 0: drop the field; lease 0: leave
+ * the expiry alone; notice "0": none). */
+static void release_args(vote *v, const rl__op *o, long long held, long lease_ms,
+                         const char *notice)
+{
+    v->args[0] = o->e->key;
+    v->lens[0] = o->e->key_len;
+    v->args[1] = o->owner;
+    v->lens[1] = o->owner_len;
+    v->lens[2] = rl__fmt_ll(v->held, held);
+    v->args[2] = v->held;
+    v->lens[3] = rl__fmt_ll(v->lease, lease_ms);
+    v->args[3] = v->lease;
+    v->args[4] = notice;
+    v->lens[4] = 1;
+    v->args[5] = o->e->channel;
+    v->lens[5] = o->e->channel_len;
+    v->nargs = 6;
+}
+
+static int released(const vote *v)
+{
+    return v->resp.ints[0] == RL__R_DONE;
+}
+
+/* ---- a hold's expiry, as the majority confirmed it ---------------------- */
+
+/* The quorum-th latest of the nodes' confirmed expiries. Mutex held. */
+static int64_t majority_expiry(const rl_client *c, const rl__hold *h)
+{
+    int64_t e[RL__NODES_MAX], t;
+    int i, j;
+
+    for (i = 0; i < c->nnodes; i++) {
+        e[i] = h->nodes[i].expiry;
+        for (j = i; j > 0 && e[j - 1] < e[j]; j--) {
+            t = e[j - 1];
+            e[j - 1] = e[j];
+            e[j] = t;
+        }
+    }
+    return e[c->quorum - 1];
+}
+
+/* Set h's confirmed expiry to the majority's: it may move back (a node
+ * found our field gone), but never back to life once it has passed, as
+ * rl_interrupted() may have said so. 1 when it stands. Mutex held. */
+static int settle(rl_client *c, rl__hold *h)
+{
+    int64_t now = rl__now_ms(), m = majority_expiry(c, h);
+    int64_t cur = atomic_load(&h->expiry_ms);
+
+    if (cur <= now)
+        return 0;
+    atomic_store(&h->expiry_ms, m);
+    return m > now;
+}
+
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms)
+{
+    int64_t exp = sent_ms + h->lease_ms - h->drift_ms;
+
+    if (sent_ms < 0)
+        h->nodes[i].expiry = 0;
+    else if (exp > h->nodes[i].expiry)
+        h->nodes[i].expiry = exp;
+    return settle(c, h);
+}
+
+/* ---- acquire ----------------------------------------------------------- */
+
+/* A random pause for a split vote, so that contenders do not meet again. */
+static long split_pause(uint64_t tid)
+{
+    static _Thread_local uint64_t x;
+
+    if (!x)
+        x = rl__hash(&tid, sizeof tid) ^ (uint64_t)rl__now_ms() ^ 0x9e3779b97f4a7c15ULL;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return RL__SPLIT_MIN_MS + (long)(x % RL__SPLIT_SPAN_MS);
+}
+
+/* Take back, on the nodes in `which`, what a failed acquisition may have
+ * got: our whole field, with a notice where the name comes free. A node
+ * where even that cannot be done keeps a leftover, dropped later. */
+static void undo(rl__op *o, const rl__hold *h, unsigned which, const vote *got)
+{
+    rl_client *c = o->c;
+    rl__fence *kill[RL__NODES_MAX] = { NULL };
+    vote v[RL__NODES_MAX];
+    int64_t sent;
+    int i;
+
+    memset(v, 0, sizeof v);
+    for (i = 0; i < c->nnodes; i++) {
+        kill[i] = got[i].state == V_LOST ? (rl__fence *)&got[i].lost : NULL;
+        v[i].state = which & (1u << i) ? V_WAIT : V_SKIP;
+        release_args(&v[i], o, 0, 0, rl__notice_arg(c));
+    }
+    run(c, RL__S_RELEASE, h->lease_ms, v, kill, released, &sent);
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_FAIL || v[i].state == V_LOST)
+            rl__leftover_add_on(c, o->e, h->tid, o->owner, o->owner_len,
+                                v[i].state == V_LOST ? &v[i].lost : &got[i].lost,
+                                c->servers[i]);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *res, int *split)
+{
+    rl_client *c = o->c;
+    vote v[RL__NODES_MAX];
+    long long pttl[RL__NODES_MAX], t;
+    unsigned back = 0;
+    int i, j, yes = 0, busy = 0, answered = 0, need;
+    int64_t now, expiry;
+    rl__leftover *lo;
+
+    *split = 0;
+    memset(v, 0, sizeof v);
+    for (i = 0; i < c->nnodes; i++) {
+        v[i].state = V_WAIT;
+        v[i].lost.id = -1;
+        acquire_args(&v[i], o, 0, h->lease_ms);
+    }
+    /* A node that may still carry a field of an earlier change of ours
+     * is left out until that is dropped: a late command there could act
+     * on the new hold. */
+    pthread_mutex_lock(&c->mu);
+    for (lo = c->leftovers; lo; lo = lo->next)
+        if (lo->entry == o->e && lo->tid == h->tid && lo->server)
+            v[lo->server->index].state = V_SKIP;
+    pthread_mutex_unlock(&c->mu);
+
+    run(c, RL__S_ACQUIRE, h->lease_ms, v, NULL, granted, sent_ms);
+    now = rl__now_ms();
+    expiry = *sent_ms + h->lease_ms - h->drift_ms;
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_DONE) {
+            answered++;
+            if (v[i].resp.ints[0] == RL__R_DONE)
+                yes++;
+            else if (v[i].resp.ints[0] == RL__R_BUSY) {
+                /* PTTL: -2 gone already, -1 no expiry (not rlock's) */
+                t = v[i].resp.ints[1];
+                pttl[busy++] = t >= 0 ? t + 1 : t == -2 ? 0 : h->lease_ms;
+            }
+        }
+    }
+    if (yes >= c->quorum && now < expiry) {
+        for (i = 0; i < c->nnodes; i++) {
+            h->nodes[i].count = 0;
+            h->nodes[i].expiry = 0;
+            h->nodes[i].doubt.id = -1;
+            if (v[i].state == V_DONE && v[i].resp.ints[0] == RL__R_DONE) {
+                h->nodes[i].count = (int)v[i].resp.ints[1];
+                h->nodes[i].expiry = expiry;
+            } else if (v[i].state == V_LOST) {
+                h->nodes[i].count = -1;
+                h->nodes[i].doubt = v[i].lost;
+            }
+        }
+        res->code = RL__R_DONE;
+        res->value = 1;
+        return RL_OK;
+    }
+    /* Not ours: give back whatever we got, or may have got. */
+    for (i = 0; i < c->nnodes; i++)
+        if ((v[i].state == V_DONE && v[i].resp.ints[0] != RL__R_BUSY) || v[i].state == V_LOST)
+            back |= 1u << i;
+    if (back)
+        undo(o, h, back, v);
+    if (yes >= c->quorum)
+        return rl__err(RL_ECONN, "a majority granted the lock, but too late: %lld ms of "
+                       "the %ld ms lease were gone", (long long)(now - *sent_ms), h->lease_ms);
+    if (answered < c->quorum)
+        return rl__err(RL_ECONN, "only %d of %d Redlock masters answered (%d needed): %s",
+                       answered, c->nnodes, c->quorum, rl_last_error());
+    /* Held elsewhere: wait until enough of the holders' leases have run out
+     * for a majority to be free (a notice comes sooner, as a rule). */
+    for (i = 1; i < busy; i++)
+        for (j = i; j > 0 && pttl[j - 1] > pttl[j]; j--) {
+            t = pttl[j - 1];
+            pttl[j - 1] = pttl[j];
+            pttl[j] = t;
+        }
+    need = c->quorum - (c->nnodes - busy);
+    res->code = RL__R_BUSY;
+    if (need <= 0) {
+        /* No one holds a majority: a split vote. */
+        *split = 1;
+        res->value = split_pause(h->tid);
+    } else {
+        res->value = pttl[need - 1];
+    }
+    return RL_OK;
+}
+
+/* ---- reentry and release ----------------------------------------------- */
+
+static void flag(rl_client *c, rl__hold *h, const char *why)
+{
+    pthread_mutex_lock(&c->mu);
+    rl__hold_mark_lost(c, h, why);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Learn what each node said of a change of h sent at `sent`; `lease` > 0:
+ * the nodes that applied it have confirmed that lease. Mutex NOT held. */
+static void learn(rl_client *c, rl__hold *h, const vote *v, int64_t sent, long lease)
+{
+    int i;
+
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < c->nnodes; i++) {
+        rl__node_hold *nh = &h->nodes[i];
+        if (v[i].state == V_SKIP || v[i].state == V_FAIL)
+            continue;           /* nothing ran there */
+        if (v[i].state == V_LOST) {
+            nh->count = -1;
+            nh->doubt = v[i].lost;
+            nh->expiry = 0;
+            continue;
+        }
+        nh->doubt.id = -1;      /* it answered: the kill sent ahead ran */
+        switch (v[i].resp.ints[0]) {
+        case RL__R_DONE:
+            nh->count = (int)v[i].resp.ints[1];
+            if (lease > 0 && sent + lease - h->drift_ms > nh->expiry)
+                nh->expiry = sent + lease - h->drift_ms;
+            if (nh->count == 0)
+                nh->expiry = 0;
+            break;
+        case RL__R_MISMATCH:
+            nh->count = -1;     /* ours, at a count we do not know */
+            nh->expiry = 0;
+            break;
+        default:                /* not ours there (gone, or another's) */
+            nh->count = 0;
+            nh->expiry = 0;
+        }
+    }
+    settle(c, h);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void kill_list(rl_client *c, rl__hold *h, rl__fence **kill)
+{
+    int i;
+
+    for (i = 0; i < c->nnodes; i++)
+        kill[i] = h->nodes[i].doubt.id >= 0 ? &h->nodes[i].doubt : NULL;
+}
+
+static int count_yes(const rl_client *c, const vote *v, int (*ok)(const vote *))
+{
+    int i, yes = 0;
+
+    for (i = 0; i < c->nnodes; i++)
+        yes += v[i].state == V_DONE && ok(&v[i]);
+    return yes;
+}
+
+int rl__redlock_reenter(rl__op *o, rl__hold *h)
+{
+    rl_client *c = o->c;
+    rl__fence *kill[RL__NODES_MAX] = { NULL };
+    vote v[RL__NODES_MAX];
+    int64_t sent;
+    int i, yes;
+
+    memset(v, 0, sizeof v);
+    kill_list(c, h, kill);
+    for (i = 0; i < c->nnodes; i++) {
+        /* A node that never granted it, or whose count is unknown, starts
+         * afresh at 1 (the script restarts a field of ours at held 0). */
+        v[i].state = V_WAIT;
+        acquire_args(&v[i], o, h->nodes[i].count > 0 ? h->nodes[i].count : 0, h->lease_ms);
+    }
+    run(c, RL__S_ACQUIRE, h->lease_ms, v, kill, granted, &sent);
+    learn(c, h, v, sent, h->lease_ms);
+    yes = count_yes(c, v, granted);
+    if (rl__hold_is_lost(h, rl__now_ms())) {
+        flag(c, h, "no majority of the masters vouches for it any more");
+        return rl__err(RL_ELOST, "the lease of this hold was lost on a majority of the masters");
+    }
+    if (yes < c->quorum)
+        return rl__err(RL_ECONN, "reentry confirmed by %d of %d Redlock masters (%d needed); "
+                       "the hold stands as it was", yes, c->nnodes, c->quorum);
+    if (atomic_load(&c->closing)) {
+        flag(c, h, "the client was shut down");
+        return rl__err(RL_ECANCELED, "the client is shutting down");
+    }
+    h->count++;
+    return RL_OK;
+}
+
+/* The thread has given h back for good: out of every list; our field is
+ * left to be dropped on the nodes in `unsure`. */
+static void done_with(rl_client *c, rl__thread *t, rl__hold *h, const rl__op *o,
+                      unsigned unsure, const vote *v)
+{
+    int i;
+
+    rl__thread_unlink(t, h);
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < c->nnodes; i++) {
+        const rl__fence *f = v && v[i].state == V_LOST ? &v[i].lost : &h->nodes[i].doubt;
+        if (unsure & (1u << i))
+            rl__leftover_add_on(c, o->e, h->tid, o->owner, o->owner_len, f, c->servers[i]);
+    }
+    h->releasing = 0;
+    rl__hold_remove(c, h);
+    rl__watchdog_poke(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
+{
+    rl_client *c = o->c;
+    rl__fence *kill[RL__NODES_MAX] = { NULL };
+    vote v[RL__NODES_MAX];
+    int64_t sent;
+    int i, yes, last = h->count == 1, asked = 0;
+    unsigned unsure = 0;
+
+    memset(v, 0, sizeof v);
+    kill_list(c, h, kill);
+    if (last) {
+        pthread_mutex_lock(&c->mu);
+        h->releasing = 1;       /* the watchdog leaves it alone now */
+        pthread_mutex_unlock(&c->mu);
+    }
+    for (i = 0; i < c->nnodes; i++) {
+        int n = h->nodes[i].count;
+        if (last) {
+            /* Every node, those that never granted it included: a count
+             * of 1 is checked, any other is dropped whatever it is. */
+            v[i].state = V_WAIT;
+            release_args(&v[i], o, n == 1 ? 1 : 0, 0, rl__notice_arg(c));
+        } else if (n > 0) {
+            v[i].state = V_WAIT;
+            release_args(&v[i], o, n, h->watchdog ? h->lease_ms : 0, rl__notice_arg(c));
+        } else {
+            v[i].state = V_SKIP;
+        }
+    }
+    run(c, RL__S_RELEASE, h->lease_ms, v, kill, released, &sent);
+    learn(c, h, v, sent, !last && h->watchdog ? h->lease_ms : 0);
+    yes = count_yes(c, v, released);
+    for (i = 0; i < c->nnodes; i++) {
+        asked += v[i].state != V_SKIP && v[i].state != V_FAIL;
+        if (v[i].state == V_FAIL || v[i].state == V_LOST ||
+            (v[i].state == V_DONE && v[i].resp.ints[0] == RL__R_MISMATCH))
+            unsure |= 1u << i;
+    }
+    if (!asked) {
+        /* Nothing was sent: the hold stands, and may be released again. */
+        if (last) {
+            pthread_mutex_lock(&c->mu);
+            h->releasing = 0;
+            rl__watchdog_poke(c);
+            pthread_mutex_unlock(&c->mu);
+        }
+        return rl__err(RL_ECONN, "no Redlock master could be reached (nothing was sent): %s",
+                       rl_last_error());
+    }
+    /* A majority had our field when the release reached it: the hold was
+     * ours to the end (had its lease run out there, the field would be
+     * gone, or another's). */
+    if (yes >= c->quorum) {
+        if (--h->count == 0)
+            done_with(c, t, h, o, unsure, v);
+        return RL_OK;
+    }
+    flag(c, h, "no majority of the masters confirmed its release");
+    if (--h->count == 0)
+        done_with(c, t, h, o, unsure, v);
+    return rl__err(RL_ELOST, "the release was confirmed by %d of %d Redlock masters (%d "
+                   "needed): the hold was lost", yes, c->nnodes, c->quorum);
+}
+
+/* ---- force-release and queries ----------------------------------------- */
+
+static int force_ok(const vote *v)
+{
+    return v->resp.ints[0] == 1;
+}
+
+int rl__redlock_force(rl_client *c, rl__entry *e)
+{
+    char prefix[RL__UUID_LEN + 2];
+    vote v[RL__NODES_MAX];
+    int64_t sent;
+    int i, yes, all = 0;
+    rl__hold *h;
+
+    memcpy(prefix, c->uuid, RL__UUID_LEN);
+    prefix[RL__UUID_LEN] = ':';
+    prefix[RL__UUID_LEN + 1] = '\0';
+    memset(v, 0, sizeof v);
+    for (i = 0; i < c->nnodes; i++) {
+        v[i].state = V_WAIT;
+        v[i].args[0] = e->key;
+        v[i].lens[0] = e->key_len;
+        v[i].args[1] = prefix;
+        v[i].lens[1] = RL__UUID_LEN + 1;
+        v[i].args[2] = rl__notice_arg(c);
+        v[i].lens[2] = 1;
+        v[i].args[3] = e->channel;
+        v[i].lens[3] = e->channel_len;
+        v[i].nargs = 4;
+    }
+    run(c, RL__S_FORCE, c->command_ms * 10L, v, NULL, force_ok, &sent);
+    yes = count_yes(c, v, force_ok);
+    /* Our own holds of the name: those the nodes named, or all of them
+     * when a node could not list them or its reply was lost. */
+    for (i = 0; i < c->nnodes; i++)
+        if (v[i].state == V_LOST || (v[i].state == V_DONE && v[i].resp.ints[1] < 0))
+            all = 1;
+    pthread_mutex_lock(&c->mu);
+    for (h = c->holds; h; h = h->c_next) {
+        int hit = all;
+        if (h->entry != e)
+            continue;
+        for (i = 0; i < c->nnodes && !hit; i++) {
+            long long k;
+            if (v[i].state != V_DONE)
+                continue;
+            for (k = 0; k < v[i].resp.ints[1] && k < RL__FORCE_TIDS; k++)
+                if ((uint64_t)v[i].resp.ints[2 + k] == h->tid)
+                    hit = 1;
+        }
+        if (hit)
+            rl__hold_mark_lost(c, h, "force-released");
+    }
+    e->forced++;
+    pthread_mutex_unlock(&c->mu);
+    if (yes >= c->quorum)
+        return RL_OK;
+    for (i = 0; i < c->nnodes; i++)
+        if (v[i].state == V_FAIL && v[i].rc != RL_ECONN)
+            return rl__err(v[i].rc, "force-release refused by %s", c->servers[i]->name);
+    return rl__err(RL_ECONN, "force-release done on %d of %d Redlock masters (%d needed)", yes,
+                   c->nnodes, c->quorum);
+}
+
+int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out)
+{
+    const char *argv[2] = { cmd, e->key };
+    size_t lens[2] = { strlen(cmd), e->key_len };
+    long long got[RL__NODES_MAX] = { 0 }, t;
+    int i, j, n = 0, rc = RL_ECONN;
+
+    for (i = 0; i < c->nnodes; i++) {
+        rl__conn *conn;
+        redisReply *r = NULL;
+        if (rl__pool_get_quick(c, c->servers[i], &conn) != RL_OK)
+            continue;
+        if (rl__conn_call(conn, &r, 2, argv, lens) == RL_OK) {
+            if (r->type == REDIS_REPLY_INTEGER)
+                got[n++] = r->integer;
+            else if (r->type == REDIS_REPLY_ERROR)
+                rc = rl__reply_error_status(r);
+            freeReplyObject(r);
+        }
+        rl__pool_put(c, conn);
+    }
+    if (n < c->quorum)
+        return rc == RL_ECONN ? rl__err(RL_ECONN, "only %d of %d Redlock masters answered",
+                                        n, c->nnodes)
+                              : rc;
+    /* The quorum-th largest: EXISTS 1 when a majority has the name; PTTL
+     * how long a majority still has it (-2: no majority has it). */
+    for (i = 1; i < n; i++)
+        for (j = i; j > 0 && got[j - 1] < got[j]; j--) {
+            t = got[j - 1];
+            got[j - 1] = got[j];
+            got[j] = t;
+        }
+    *out = got[c->quorum - 1];
+    if (strcmp(cmd, "PTTL") == 0 && *out == -1) {
+        /* -1 (no expiry) sorts below the leases: take the majority of keys
+         * that exist instead, counting no-expiry as the longest. */
+        for (i = 0, j = 0; i < n; i++)
+            j += got[i] != -2;
+        *out = j >= c->quorum ? -1 : -2;
+    }
+    return RL_OK;
+}

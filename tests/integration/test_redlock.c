@@ -1,0 +1,511 @@
+/*
+ * Redlock mode against real, independent redis-servers: a lock granted by
+ * a majority, reentry with per-node counts, release on every node, the
+ * watchdog's majority, a node down, stopped or restarted empty, a majority
+ * lost, notices, force-release, queries, the URL's rules.
+ *
+ * Five servers are started once for the group; a test that uses three
+ * names them in its URL. Every test leaves every server running and empty.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "it_common.h"
+
+#define NODES 5
+
+static rt_redis *node[NODES];
+static redisContext *ctl[NODES];
+
+static int group_setup(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < NODES; i++) {
+        if (rt_redis_open("it_redlock", NULL, &node[i], &ctl[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < NODES; i++) {
+        if (ctl[i])
+            redisFree(ctl[i]);
+        rt_redis_stop(node[i]);
+    }
+    return 0;
+}
+
+/* Every node up and answering, and empty: each test starts so. */
+static int each_setup(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < NODES; i++) {
+        redisReply *r;
+        if (node[i]->paused)
+            rt_redis_resume(node[i]);
+        if (node[i]->pid < 0 && rt_redis_restart(node[i]) != 0)
+            return -1;
+        if (ctl[i])
+            redisFree(ctl[i]);
+        if (!(ctl[i] = rt_redis_connect(node[i])))
+            return -1;
+        r = redisCommand(ctl[i], "FLUSHALL");
+        if (!r)
+            return -1;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+/* "redlock://127.0.0.1:p0,...": the first n nodes. */
+static void url_of(char *buf, size_t cap, int n)
+{
+    size_t at = (size_t)snprintf(buf, cap, "redlock://");
+    int i;
+
+    for (i = 0; i < n; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s127.0.0.1:%d", i ? "," : "",
+                               node[i]->port);
+}
+
+static rl_client *client_n(int n, long lease_ms, long command_ms)
+{
+    char url[256];
+    rl_options o;
+
+    url_of(url, sizeof url, n);
+    it_options(&o, url, lease_ms, command_ms);
+    return it_client_opts(&o);
+}
+
+static char key_buf[256];
+
+static const char *key_of(const char *name)
+{
+    it_key(key_buf, sizeof key_buf, "rl:", name, strlen(name), "");
+    return key_buf;
+}
+
+/* Our count on node i ("" none), as the node has it. */
+static long long count_on(int i, const char *name)
+{
+    it_hash h;
+    const char *k = key_of(name);
+
+    if (it_hgetall(ctl[i], k, strlen(k), &h) != 0)
+        return -100;
+    return h.fields == 0 ? 0 : atoll(h.value);
+}
+
+static void test_url_rules(void **state)
+{
+    char url[256];
+    rl_options o;
+    rl_client *c = NULL;
+
+    (void)state;
+    it_options(&o, NULL, 0, 0);
+    o.url = url;
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d", node[0]->port,
+             node[1]->port);
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "odd number"));
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, node[2]->port, node[3]->port);
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, node[0]->port);
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "twice"));
+    /* Two of three unreachable: no majority, said at once. */
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:1,127.0.0.1:2",
+             node[0]->port);
+    IT_RC(rl_client_new(&c, &o), RL_ECONN);
+    assert_non_null(strstr(rl_last_error(), "1 of 3"));
+    /* One of three unreachable: a majority is enough. */
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:1,127.0.0.1:%d",
+             node[0]->port, node[1]->port);
+    IT_RC(rl_client_new(&c, &o), RL_OK);
+    rl_client_free(c);
+}
+
+static void test_held_on_every_node_reentered_and_released(void **state)
+{
+    rl_client *c = client_n(3, 5000, 0);
+    rl_lock *l = it_lock(c, "rl-every");
+    long ttl = 0;
+    int i;
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    for (i = 0; i < 3; i++) {
+        IT_EQ(count_on(i, "rl-every"), 1);
+        IT_RANGE(rt_redis_pttl(ctl[i], key_of("rl-every"), strlen(key_buf)), 4000, 5000);
+    }
+    IT_EQ(count_on(3, "rl-every"), 0);     /* not one of this client's nodes */
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rl_lock_hold_count(l), 2);
+    for (i = 0; i < 3; i++)
+        IT_EQ(count_on(i, "rl-every"), 2);
+    IT_EQ(rl_lock_is_locked(l), 1);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
+    IT_RANGE(ttl, 4000, 5000);
+    IT_RC(rl_lock_release(l), RL_OK);
+    for (i = 0; i < 3; i++)
+        IT_EQ(count_on(i, "rl-every"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    for (i = 0; i < 3; i++)
+        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-every"), strlen(key_buf)), 0);
+    IT_EQ(rl_lock_is_locked(l), 0);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
+    IT_EQ(ttl, -2);
+    IT_RC(rl_lock_release(l), RL_ENOTOWNER);
+    assert_int_equal(rl_interrupted(), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* Another owner: busy at once, and a waiter woken by the release notice
+ * long before the 30 s lease. */
+static void test_busy_and_woken_by_notice(void **state)
+{
+    rl_client *a = client_n(5, 30000, 0), *b = client_n(5, 30000, 0);
+    rl_lock *la = it_lock(a, "rl-wake"), *lb = it_lock(b, "rl-wake");
+    it_acq w;
+    int64_t released;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(la), RL_OK);
+    IT_RC(rl_lock_try_acquire(lb, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    memset(&w, 0, sizeof w);
+    w.lock = lb;
+    w.wait_ms = 20000;
+    w.lease_ms = RL_LEASE_WATCHDOG;
+    it_acq_start(&w);
+    /* The waiter is subscribed on one of the nodes before the release. */
+    IT_WAIT(rt_redis_numsub(ctl[0], "rl:{rl-wake}:release", 20) +
+            rt_redis_numsub(ctl[1], "rl:{rl-wake}:release", 20) +
+            rt_redis_numsub(ctl[2], "rl:{rl-wake}:release", 20) +
+            rt_redis_numsub(ctl[3], "rl:{rl-wake}:release", 20) +
+            rt_redis_numsub(ctl[4], "rl:{rl-wake}:release", 20) == 1, 5000);
+    released = rt_now_us();
+    IT_RC(rl_lock_release(la), RL_OK);
+    assert_int_equal(it_acq_join(&w, 10000), 0);
+    IT_RC(w.rc, RL_OK);
+    IT_RANGE(w.t_return_us - released, 0, 2000000);
+    IT_RC(w.release_rc, RL_OK);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
+/* One node never granted the first hold (it was down); it takes part from
+ * the reentry on, at its own count, and the last release drops it there. */
+static void test_node_back_midway_gets_its_own_count(void **state)
+{
+    rl_client *c = client_n(3, 5000, 0);
+    rl_lock *l = it_lock(c, "rl-midway");
+
+    (void)state;
+    assert_int_equal(rt_redis_kill(node[2]), 0);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(count_on(0, "rl-midway"), 1);
+    IT_EQ(count_on(1, "rl-midway"), 1);
+    assert_int_equal(rt_redis_restart(node[2]), 0);
+    redisFree(ctl[2]);
+    assert_non_null(ctl[2] = rt_redis_connect(node[2]));
+    /* Reentry reaches the node back (its down mark lasts 2 s at most). */
+    IT_WAIT(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG) == RL_OK &&
+            (count_on(2, "rl-midway") == 1 || rl_lock_release(l) != RL_OK), 5000);
+    IT_EQ(rl_lock_hold_count(l), 2);
+    IT_EQ(count_on(0, "rl-midway"), 2);
+    IT_EQ(count_on(1, "rl-midway"), 2);
+    IT_EQ(count_on(2, "rl-midway"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(rt_redis_exists(ctl[0], key_of("rl-midway"), strlen(key_buf)), 0);
+    IT_EQ(rt_redis_exists(ctl[1], key_of("rl-midway"), strlen(key_buf)), 0);
+    IT_EQ(rt_redis_exists(ctl[2], key_of("rl-midway"), strlen(key_buf)), 0);
+    assert_int_equal(rl_interrupted(), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A minority of 5 down (killed, then stopped): holds are kept over several
+ * leases without a flag, and new names are still taken. */
+static void test_minority_down_or_stopped(void **state)
+{
+    rl_client *c = client_n(5, 900, 300);
+    rl_lock *l = it_lock(c, "rl-minority"), *m;
+    char name[32];
+    int i, k;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    assert_int_equal(rt_redis_kill(node[0]), 0);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    for (k = 0; k < 4; k++) {
+        int64_t until = rt_now_ms() + 900;
+        /* New names all along: each is taken on the three live nodes. */
+        while (rt_now_ms() < until) {
+            snprintf(name, sizeof name, "rl-minority-%d", k);
+            m = it_lock(c, name);
+            IT_RC(rl_lock_try_acquire(m, 0, RL_LEASE_WATCHDOG), RL_OK);
+            IT_RC(rl_lock_release(m), RL_OK);
+            rl_lock_free(m);
+            rt_sleep_ms(50);
+        }
+        assert_int_equal(rl_lock_interrupted(l), 0);
+    }
+    for (i = 2; i < 5; i++)
+        IT_EQ(count_on(i, "rl-minority"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rt_redis_resume(node[1]);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A majority stopped: the flag rises before the lease could have run out
+ * on the stopped nodes (each renewal that could have been confirmed went
+ * out before the stop), and new acquisitions fail with RL_ECONN. */
+static void test_majority_stopped_flags_in_time(void **state)
+{
+    rl_client *c = client_n(3, 1000, 300);
+    rl_lock *l = it_lock(c, "rl-majority"), *m = it_lock(c, "rl-majority-2");
+    int64_t stopped, flagged;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    rt_sleep_ms(500);   /* let a renewal or two happen first */
+    assert_int_equal(rl_lock_interrupted(l), 0);
+    stopped = rt_now_ms();
+    assert_int_equal(rt_redis_pause(node[0]), 0);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    IT_WAIT(rl_lock_interrupted(l) == 1, 3000);
+    flagged = rt_now_ms();
+    /* No renewal sent after the stop can have been confirmed by them. */
+    IT_RANGE(flagged - stopped, 0, 1000);
+    IT_RC(rl_lock_try_acquire(m, 0, RL_LEASE_WATCHDOG), RL_ECONN);
+    assert_non_null(strstr(rl_last_error(), "of 3 Redlock masters"));
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    rt_redis_resume(node[0]);
+    rt_redis_resume(node[1]);
+    rl_lock_free(l);
+    rl_lock_free(m);
+    rl_client_free(c);
+}
+
+/* A node restarted empty while a hold lives: the other two keep the
+ * majority, and the watchdog's renewal does not bring the field back
+ * there (it renews only what exists). */
+static void test_node_restarted_empty(void **state)
+{
+    rl_client *c = client_n(3, 900, 300);
+    rl_lock *l = it_lock(c, "rl-empty");
+    int64_t until;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    assert_int_equal(rt_redis_restart(node[0]), 0);
+    redisFree(ctl[0]);
+    assert_non_null(ctl[0] = rt_redis_connect(node[0]));
+    until = rt_now_ms() + 2000;
+    while (rt_now_ms() < until) {
+        assert_int_equal(rl_lock_interrupted(l), 0);
+        rt_sleep_ms(20);
+    }
+    IT_EQ(count_on(0, "rl-empty"), 0);
+    IT_EQ(count_on(1, "rl-empty"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* A fixed lease is never renewed; its flag rises at its end. */
+static void test_fixed_lease(void **state)
+{
+    rl_client *c = client_n(3, 30000, 0);
+    rl_lock *l = it_lock(c, "rl-fixed");
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, 300), RL_OK);
+    IT_RANGE(rt_redis_pttl(ctl[1], key_of("rl-fixed"), strlen(key_buf)), 1, 300);
+    IT_WAIT(rl_lock_interrupted(l) == 1, 2000);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* Force-release: the name goes from every node, the holder is flagged. */
+static void test_force_release(void **state)
+{
+    rl_client *a = client_n(3, 30000, 0), *b = client_n(3, 30000, 0);
+    rl_lock *la = it_lock(a, "rl-force"), *lb = it_lock(b, "rl-force");
+    int i;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(la), RL_OK);
+    IT_RC(rl_lock_force_release(lb), RL_OK);
+    for (i = 0; i < 3; i++)
+        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-force"), strlen(key_buf)), 0);
+    IT_WAIT(rl_lock_interrupted(la) == 1, 35000);
+    IT_RC(rl_lock_try_acquire(lb, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(la), RL_ELOST);
+    IT_RC(rl_lock_release(lb), RL_OK);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
+/* Another owner holds the name on two of five nodes only (a stale field,
+ * say): still three are free, so it is taken; held on three, it is not. */
+static void test_majority_decides(void **state)
+{
+    rl_client *c = client_n(5, 30000, 0);
+    rl_lock *l = it_lock(c, "rl-decide");
+    redisReply *r;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        r = redisCommand(ctl[i], "HSET %s other:1 1", key_of("rl-decide"));
+        freeReplyObject(r);
+        r = redisCommand(ctl[i], "PEXPIRE %s 60000", key_of("rl-decide"));
+        freeReplyObject(r);
+    }
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    for (i = 2; i < 5; i++)
+        IT_EQ(count_on(i, "rl-decide"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    /* The other owner's fields are untouched by our release. */
+    for (i = 0; i < 2; i++)
+        IT_EQ(count_on(i, "rl-decide"), 1);
+    r = redisCommand(ctl[2], "HSET %s other:1 1", key_of("rl-decide"));
+    freeReplyObject(r);
+    r = redisCommand(ctl[2], "PEXPIRE %s 250", key_of("rl-decide"));
+    freeReplyObject(r);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    /* Nothing of ours was left behind by the failed try. */
+    for (i = 3; i < 5; i++)
+        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-decide"), strlen(key_buf)), 0);
+    /* Busy until the shortest lease that frees a majority: 250 ms. */
+    IT_RC(rl_lock_try_acquire(l, 3000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* Contention: four clients (owners), two threads each, one name; never two
+ * holders at once, and everyone gets through. */
+typedef struct worker {
+    rl_lock *lock;
+    atomic_int *inside, *overlap, *total;
+    int rounds, failed;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    int i;
+
+    for (i = 0; i < w->rounds; i++) {
+        if (rl_lock_try_acquire(w->lock, 20000, RL_LEASE_WATCHDOG) != RL_OK) {
+            w->failed++;
+            continue;
+        }
+        if (atomic_fetch_add(w->inside, 1) != 0)
+            atomic_store(w->overlap, 1);
+        atomic_fetch_add(w->total, 1);
+        atomic_fetch_sub(w->inside, 1);
+        if (rl_lock_release(w->lock) != RL_OK)
+            w->failed++;
+    }
+    return NULL;
+}
+
+static void test_contention_no_overlap(void **state)
+{
+    rl_client *c[4];
+    rl_lock *l[4];
+    worker w[8];
+    pthread_t th[8];
+    atomic_int inside = 0, overlap = 0, total = 0;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 4; i++) {
+        c[i] = client_n(5, 30000, 0);
+        l[i] = it_lock(c[i], "rl-contend");
+    }
+    for (i = 0; i < 8; i++) {
+        w[i].lock = l[i / 2];
+        w[i].inside = &inside;
+        w[i].overlap = &overlap;
+        w[i].total = &total;
+        w[i].rounds = 25;
+        w[i].failed = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        IT_EQ(w[i].failed, 0);
+    }
+    IT_EQ(atomic_load(&overlap), 0);
+    IT_EQ(atomic_load(&total), 200);
+    for (i = 0; i < 4; i++) {
+        rl_lock_free(l[i]);
+        rl_client_free(c[i]);
+    }
+}
+
+/* A shutdown drops our fields from every node. */
+static void test_shutdown_releases_everywhere(void **state)
+{
+    rl_client *c = client_n(3, 30000, 0);
+    rl_lock *l = it_lock(c, "rl-shut");
+    int i;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_RC(rl_client_shutdown(c), RL_OK);
+    for (i = 0; i < 3; i++)
+        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-shut"), strlen(key_buf)), 0);
+    assert_int_equal(rl_interrupted(), 1);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_url_rules, each_setup),
+        cmocka_unit_test_setup(test_held_on_every_node_reentered_and_released, each_setup),
+        cmocka_unit_test_setup(test_busy_and_woken_by_notice, each_setup),
+        cmocka_unit_test_setup(test_node_back_midway_gets_its_own_count, each_setup),
+        cmocka_unit_test_setup(test_minority_down_or_stopped, each_setup),
+        cmocka_unit_test_setup(test_majority_stopped_flags_in_time, each_setup),
+        cmocka_unit_test_setup(test_node_restarted_empty, each_setup),
+        cmocka_unit_test_setup(test_fixed_lease, each_setup),
+        cmocka_unit_test_setup(test_force_release, each_setup),
+        cmocka_unit_test_setup(test_majority_decides, each_setup),
+        cmocka_unit_test_setup(test_contention_no_overlap, each_setup),
+        cmocka_unit_test_setup(test_shutdown_releases_everywhere, each_setup),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

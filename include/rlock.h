@@ -86,6 +86,8 @@ typedef struct rl_lock rl_lock;
 #define RL_EPROTO    (-9) /* Redis state disagrees with what the protocol allows */
 #define RL_EAUTH     (-10) /* Redis refused the credentials */
 #define RL_ECANCELED (-11) /* the client was shut down while the call waited */
+#define RL_EREPLICA  (-12) /* too few replicas acknowledged the acquisition in time:
+                              it was undone (rl_options.wait_replicas) */
 
 /* Log levels passed to rl_options.log. */
 #define RL_LOG_ERROR 0
@@ -94,7 +96,7 @@ typedef struct rl_lock rl_lock;
 #define RL_LOG_DEBUG 3
 
 /** The layout version of rl_options this header describes. */
-#define RL_OPTIONS_VERSION 1
+#define RL_OPTIONS_VERSION 2
 
 /**
  * Settings of a client. Fill it with rl_options_init(), then change what you
@@ -114,6 +116,16 @@ typedef struct rl_options {
      * commas ("redis://h1:p1,h2:p2"; the first that answers is asked for
      * the slot map). Cluster mode is detected by itself; the user needs
      * +cluster|slots.
+     *
+     * Redlock: "redlock://[[user]:pass@]h1:p1,h2:p2,h3:p3[/db]", an odd
+     * number (3..9) of independent masters; a lock is held when a majority
+     * granted it. Credentials and database are the same on every master.
+     *
+     * Sentinel: "sentinel://[[user]:pass@]s1[:port][,s2[:port]...]/name[/db]":
+     * sentinels (port 26379 by default) asked, in turn, for the primary
+     * they know as `name`; the credentials and the database are the
+     * primary's (the sentinels are asked without credentials). A failover
+     * is followed by itself.
      */
     const char *url;
 
@@ -163,6 +175,21 @@ typedef struct rl_options {
 
     /* Passed back to on_lost and log. */
     void *payload;
+
+    /* ---- version 2 ---- */
+
+    /*
+     * Replica acknowledgement (single server, Cluster, Sentinel; not
+     * Redlock). When > 0, each acquisition, reentry and renewal is followed
+     * by WAIT: until this many replicas of the server have it, at most
+     * wait_replicas_ms. An acquisition or reentry not acknowledged in time
+     * is undone and returns RL_EREPLICA (never RL_OK); a renewal not
+     * acknowledged does not count as confirmed, so a hold whose replicas
+     * stay behind is flagged at its confirmed expiry. 0: off.
+     */
+    int wait_replicas;
+    /* ...waiting at most this long, in ms (1..RL_TIME_MAX_MS). 0: 1000. */
+    long wait_replicas_ms;
 } rl_options;
 
 /**

@@ -15,6 +15,8 @@
 #define RL__DEFAULT_LEASE_MS   30000
 #define RL__DEFAULT_TIMEOUT_MS 2000
 #define RL__DEFAULT_POOL       8
+#define RL__DEFAULT_REPLICAS_MS 1000
+#define RL__REPLICAS_MAX 1000
 
 /* Bytes of rl_options that each layout version has: fields are only ever
  * appended, so a version's layout is a prefix of the next one's. */
@@ -23,6 +25,8 @@ static size_t options_size(unsigned int version)
     switch (version) {
     case 1:
         return offsetof(rl_options, payload) + sizeof(void *);
+    case 2:
+        return offsetof(rl_options, wait_replicas_ms) + sizeof(long);
     default:
         return 0;
     }
@@ -46,6 +50,8 @@ int rl_options_init(rl_options *opts, unsigned int version)
     full.connect_timeout_ms = RL__DEFAULT_TIMEOUT_MS;
     full.command_timeout_ms = RL__DEFAULT_TIMEOUT_MS;
     full.pool_size = RL__DEFAULT_POOL;
+    full.wait_replicas = 0;
+    full.wait_replicas_ms = RL__DEFAULT_REPLICAS_MS;
     /* Only the caller's layout: its struct may be shorter than ours. */
     memcpy(opts, &full, size);
     return RL_OK;
@@ -102,6 +108,11 @@ static int check_options(const rl_options *o)
                                                       : (lease - margin) / 2);
     if (o->pool_size < 0 || o->pool_size > 1024)
         return rl__err(RL_EINVAL, "pool_size must be 1..1024 (or 0 for the default)");
+    if (o->wait_replicas < 0 || o->wait_replicas > RL__REPLICAS_MAX)
+        return rl__err(RL_EINVAL, "wait_replicas must be 0..%d", RL__REPLICAS_MAX);
+    if (o->wait_replicas_ms < 0 || o->wait_replicas_ms > RL_TIME_MAX_MS)
+        return rl__err(RL_EINVAL, "wait_replicas_ms must be 1..%ld (or 0 for the default)",
+                       RL_TIME_MAX_MS);
     if (o->key_prefix && (strlen(o->key_prefix) > RL__PREFIX_MAX ||
                           strpbrk(o->key_prefix, "{}")))
         return rl__err(RL_EINVAL, "key_prefix must be at most %d bytes without '{' or '}'",
@@ -229,6 +240,16 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     c->connect_ms = opts->connect_timeout_ms ? opts->connect_timeout_ms : RL__DEFAULT_TIMEOUT_MS;
     c->command_ms = opts->command_timeout_ms ? opts->command_timeout_ms : RL__DEFAULT_TIMEOUT_MS;
     c->pool_size = opts->pool_size ? opts->pool_size : RL__DEFAULT_POOL;
+    c->wait_replicas = opts->wait_replicas;
+    c->wait_replicas_ms = opts->wait_replicas_ms ? opts->wait_replicas_ms
+                                                 : RL__DEFAULT_REPLICAS_MS;
+    if (c->wait_replicas && c->url.redlock) {
+        rl__url_clear(&c->url);
+        free(c->prefix);
+        free(c);
+        return rl__err(RL_EINVAL, "wait_replicas does not apply to redlock:// (the masters "
+                       "are independent; the majority is the safeguard)");
+    }
     c->on_lost = opts->on_lost;
     c->log = opts->log;
     c->payload = opts->payload;
@@ -250,11 +271,17 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     rl__cond_init(&c->calls_cond);
 
     /* Connect now, so a bad address or password is reported here. */
-    if (c->url.redlock) {
-        rc = rl__redlock_init(c);
+    if (c->url.redlock || c->url.sentinel) {
+        rc = c->url.redlock ? rl__redlock_init(c) : rl__sentinel_init(c);
         if (rc == RL_OK && (rc = rl__pool_get(c, c->home, &conn)) == RL_OK) {
             rc = probe_notices(c, conn);
             rl__pool_put(c, conn);
+        }
+        if (rc == RL_OK && c->url.sentinel) {
+            /* The subscriber hears of failovers (+switch-master). */
+            pthread_mutex_lock(&c->mu);
+            rc = rl__sub_ensure(c);
+            pthread_mutex_unlock(&c->mu);
         }
     } else if ((rc = connect_first(c, &conn)) == RL_OK) {
         rc = rl__conn_load_scripts(c, conn);
@@ -267,6 +294,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     if (rc == RL_OK)
         rc = rl__registry_add(c);
     if (rc != RL_OK) {
+        rl__sub_stop(c);
         client_destroy(c);
         return rc;
     }

@@ -486,3 +486,35 @@ void rl__conn_abandon(rl__conn *conn, const char *why)
 {
     broken(conn, RL_ECONN, why);
 }
+
+int rl__conn_wait_replicas(rl__conn *conn, int n, long timeout_ms)
+{
+    char nbuf[24], tbuf[24];
+    const char *argv[3] = { "WAIT", nbuf, tbuf };
+    size_t lens[3] = { 4, 0, 0 };
+    long saved = conn->timeout_ms;
+    redisReply *r = NULL;
+    int rc;
+
+    if (timeout_ms < 1)
+        timeout_ms = 1;
+    lens[1] = rl__fmt_ll(nbuf, n);
+    lens[2] = rl__fmt_ll(tbuf, timeout_ms);
+    /* The reply comes when the replicas did, or at the WAIT's own end. */
+    rl__conn_set_timeout(conn, timeout_ms + saved);
+    rc = rl__conn_call(conn, &r, 3, argv, lens);
+    rl__conn_set_timeout(conn, saved);
+    if (rc != RL_OK)
+        return rc;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer >= n)
+        rc = RL_OK;
+    else if (r->type == REDIS_REPLY_INTEGER)
+        rc = rl__err(RL_EREPLICA, "%lld of %d replicas acknowledged within %ld ms",
+                     r->integer, n, timeout_ms);
+    else if (r->type == REDIS_REPLY_ERROR)
+        rc = rl__reply_error_status(r);
+    else
+        rc = rl__err(RL_EPROTO, "WAIT did not return an integer");
+    freeReplyObject(r);
+    return rc;
+}

@@ -21,6 +21,7 @@ const char *rl_strerror(int status)
     case RL_EPROTO:    return "Redis state contradicts the lock protocol";
     case RL_EAUTH:     return "Redis refused the credentials";
     case RL_ECANCELED: return "cancelled: the client was shut down";
+    case RL_EREPLICA:  return "too few replicas acknowledged in time";
     default:           return "unknown status";
     }
 }

@@ -5,6 +5,7 @@
  * an outcome nobody could read back may have left in Redis, dropped as soon
  * as Redis answers again. The decision itself (rl__outcome) is pure.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +131,54 @@ static int send_script(rl__op *o, int script, int nargs, const char **args, cons
     }
 }
 
+/*
+ * An acquisition applied (our count is now `count`): wait until the
+ * replicas have it. When too few do in time, take it back on the same
+ * connection and say RL_EREPLICA; when that cannot be read back either,
+ * RL_ECONN with *unresolved set (the outcome is then unknown). Gives conn
+ * back to the pool.
+ */
+static int replicas_or_undo(rl__op *o, rl__conn *conn, long long count, long lease_ms,
+                            rl__fence *unresolved)
+{
+    rl_client *c = o->c;
+    char why[256], heldbuf[24], leasebuf[24];
+    const char *args[6];
+    size_t lens[6];
+    rl__resp resp;
+    rl__result res;
+    int rc = rl__conn_wait_replicas(conn, c->wait_replicas, c->wait_replicas_ms);
+
+    if (rc == RL_OK) {
+        rl__pool_put(c, conn);
+        return RL_OK;
+    }
+    snprintf(why, sizeof why, "%s", rl_last_error());
+    if (rc == RL_EREPLICA) {
+        args[0] = o->e->key;     lens[0] = o->e->key_len;
+        args[1] = o->owner;      lens[1] = o->owner_len;
+        args[2] = heldbuf;       lens[2] = rl__fmt_ll(heldbuf, count);
+        args[3] = leasebuf;      lens[3] = rl__fmt_ll(leasebuf, count > 1 ? lease_ms : 0);
+        args[4] = rl__notice_arg(c);
+        lens[4] = 1;
+        args[5] = o->e->channel; lens[5] = o->e->channel_len;
+        rc = rl__conn_script_fast(c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens);
+        if (rc == RL_OK && rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
+            res.value == count - 1) {
+            rl__pool_put(c, conn);
+            return rl__err(RL_EREPLICA, "taken, then given back: %s", why);
+        }
+    }
+    /* The WAIT or the undo broke off: whether our count is `count` or one
+     * less, nobody can say. */
+    *unresolved = conn->fence;
+    if (unresolved->id < 0)
+        unresolved->id = 0;
+    rl__pool_put(c, conn);
+    return rl__err(RL_ECONN, "outcome unknown: the replicas did not acknowledge (%s) and it "
+                   "could not be taken back", why);
+}
+
 int rl__outcome(int script, long long held, long long count, rl__result *res)
 {
     /* The count the change produces when it was applied. */
@@ -196,6 +245,9 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     dead.addr[0] = '\0';
     if (rc == RL_OK) {
         rc = rl__resp_result(&resp, res);
+        if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
+            o->c->wait_replicas)
+            return replicas_or_undo(o, conn, res->value, lease_ms, unresolved);
         rl__pool_put(o->c, conn);
         /* A reply of a shape no script of ours gives: it may have run. The
          * connection is still in step, nothing to fence. */

@@ -85,6 +85,8 @@ typedef struct rl__url {
     int port;
     int nseeds;     /* TCP: host:port pairs given, 1..RL__SEEDS_MAX; unix: 0 */
     int redlock;    /* redlock://: the seeds are independent masters (Redlock) */
+    int sentinel;   /* sentinel://: the seeds are sentinels, asked for `service` */
+    char *service;  /* sentinel://: the name the sentinels know the primary by */
     rl__endpoint seeds[RL__SEEDS_MAX];
     char *path;     /* unix socket path */
     char *user;     /* NULL: none */
@@ -271,6 +273,9 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
 int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, int script,
                          int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_script_recv(rl__conn *conn, rl__resp *out);
+/* WAIT until n replicas have what conn wrote, at most timeout_ms: RL_OK,
+ * RL_EREPLICA (fewer did), or a failure status. */
+int rl__conn_wait_replicas(rl__conn *conn, int n, long timeout_ms);
 /* Mark conn broken: a reply it owes will never be read. */
 void rl__conn_abandon(rl__conn *conn, const char *why);
 
@@ -319,7 +324,7 @@ void rl__pool_after_fork(rl_client *c);            /* fork child: drop the paren
 
 /* ---- router.c: which server arbitrates a name -------------------------- */
 
-enum { RL__MODE_SINGLE, RL__MODE_CLUSTER, RL__MODE_REDLOCK };
+enum { RL__MODE_SINGLE, RL__MODE_CLUSTER, RL__MODE_REDLOCK, RL__MODE_SENTINEL };
 #define RL__NO_SERVER 0xFFFF
 
 /* One routed command: the slot it is for, and what redirects said so far. */
@@ -547,6 +552,8 @@ struct rl_client {
     long lease_ms, renew_ms;
     long connect_ms, command_ms;
     int pool_size;
+    int wait_replicas;              /* WAIT for this many replicas (0: off) */
+    long wait_replicas_ms;
     void (*on_lost)(const char *name, size_t len, void *payload);
     void (*log)(int level, const char *message, void *payload);
     void *payload;
@@ -573,6 +580,7 @@ struct rl_client {
     rl__server *home;               /* the first that answered: single mode's server */
     int mode;                       /* RL__MODE_*: learned at creation */
     int nnodes, quorum;             /* Redlock: servers[0..nnodes) are the masters */
+    int sentinel_last;              /* Sentinel: the seed that answered last */
     uint16_t *slot_map;             /* Cluster: server index per slot, RL__NO_SERVER unknown */
     int64_t map_refresh_at;         /* refresh the slot map then (0: now) */
     int map_refreshing;             /* a thread is asking the cluster */
@@ -648,6 +656,17 @@ int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *ou
 /* Node i confirmed h (a renewal sent at sent_ms), or found it gone there
  * (sent_ms < 0). Returns 1 when a majority still vouches for h. Mutex held. */
 int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms);
+
+/* ---- sentinel.c: the primary that the sentinels name ------------------- */
+
+/* Ask the sentinels for the primary and connect to it, at creation. */
+int rl__sentinel_init(rl_client *c);
+/* Ask again; a new address becomes c->home. Mutex NOT held. */
+int rl__sentinel_refresh(rl_client *c);
+/* A connection to sentinel i of the URL (no credentials); NULL on failure. */
+redisContext *rl__sentinel_connect(rl_client *c, int i);
+/* Whether a +switch-master message's text is about the client's master. */
+int rl__sentinel_switch_parse(const char *msg, size_t len, const char *service);
 
 /* ---- fork.c ---------------------------------------------------------- */
 

@@ -38,7 +38,7 @@ rl__server *rl__route_server(rl_client *c, uint16_t slot)
 {
     uint16_t i;
 
-    if (c->mode == RL__MODE_SINGLE)
+    if (c->mode == RL__MODE_SINGLE || c->mode == RL__MODE_SENTINEL)
         return c->home;
     if (c->mode == RL__MODE_REDLOCK) {
         /* Every node arbitrates; one is asked for notices and queries:
@@ -238,7 +238,7 @@ void rl__router_after_fork(rl_client *c)
 
 int rl__router_map_due(rl_client *c)
 {
-    return c->mode == RL__MODE_CLUSTER &&
+    return (c->mode == RL__MODE_CLUSTER || c->mode == RL__MODE_SENTINEL) &&
            (c->map_refresh_at <= rl__now_ms() || atomic_load(&c->map_suspect));
 }
 
@@ -269,7 +269,7 @@ void rl__router_refresh(rl_client *c, int force)
     int n = 0, i, rc = RL_ECONN;
     int64_t now = rl__now_ms();
 
-    if (c->mode != RL__MODE_CLUSTER)
+    if (c->mode != RL__MODE_CLUSTER && c->mode != RL__MODE_SENTINEL)
         return;
     pthread_mutex_lock(&c->mu);
     if (c->map_refreshing || (!force && !rl__router_map_due(c))) {
@@ -277,6 +277,20 @@ void rl__router_refresh(rl_client *c, int force)
         return;
     }
     c->map_refreshing = 1;
+    if (c->mode == RL__MODE_SENTINEL) {
+        /* The "map" is the primary's address, which the sentinels know. */
+        pthread_mutex_unlock(&c->mu);
+        rc = rl__sentinel_refresh(c);
+        pthread_mutex_lock(&c->mu);
+        c->map_refreshing = 0;
+        atomic_store(&c->map_suspect, 0);
+        c->map_refresh_at = rl__now_ms() + (rc == RL_OK ? RL__MAP_MAX_AGE_MS : 100);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != RL_OK)
+            rl__log(c, RL_LOG_WARN, "rlock: cannot ask the sentinels for the primary: %s",
+                    rl_last_error());
+        return;
+    }
     /* Servers that were reachable lately first; one that just refused a
      * connection last (each try may cost the connect timeout). */
     for (i = 0; i < c->nservers; i++)
@@ -337,7 +351,13 @@ int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
             rt->ask = s;     /* single mode has no map: go there for this command */
         return RL__RETRY;
     }
-    if (rl__cluster_retryable(msg, len)) {
+    if (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8)) {
+        /* Written to a replica: the primary moved (a failover, or this
+         * one was demoted). Nothing ran; ask the sentinels again. */
+        atomic_store(&c->map_suspect, 1);
+    }
+    if (rl__cluster_retryable(msg, len) ||
+        (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8))) {
         int64_t now = rl__now_ms();
         rt->backoff = rl__backoff_ms(rt->backoff, RL__BUSY_FIRST_MS, RL__BUSY_MAX_MS);
         if (now + rt->backoff > rt->deadline)

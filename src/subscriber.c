@@ -414,17 +414,100 @@ static void read_link(sub_state *st)
     }
 }
 
+/* Sentinel mode: a connection to one sentinel, subscribed to
+ * +switch-master, so that a failover is heard of at once. */
+typedef struct switch_link {
+    redisContext *ctx;
+    int next;                   /* the sentinel to try next */
+    int64_t retry_at;
+    long backoff;
+} switch_link;
+
+static void switch_failed(rl_client *c, switch_link *sl)
+{
+    if (sl->ctx) {
+        pthread_mutex_unlock(&c->mu);
+        redisFree(sl->ctx);
+        pthread_mutex_lock(&c->mu);
+    }
+    sl->ctx = NULL;
+    sl->next = (sl->next + 1) % c->url.nseeds;
+    sl->backoff = rl__backoff_ms(sl->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
+    sl->retry_at = rl__now_ms() + sl->backoff;
+}
+
+/* Connect and subscribe when due. Mutex held, dropped while connecting. */
+static void switch_connect(rl_client *c, switch_link *sl, int64_t now)
+{
+    redisContext *ctx;
+    int done = 0;
+
+    if (c->mode != RL__MODE_SENTINEL || sl->ctx || now < sl->retry_at)
+        return;
+    pthread_mutex_unlock(&c->mu);
+    ctx = rl__sentinel_connect(c, sl->next);
+    if (ctx) {
+        redisAppendCommand(ctx, "SUBSCRIBE +switch-master");
+        while (!done && redisBufferWrite(ctx, &done) == REDIS_OK)
+            ;
+    }
+    pthread_mutex_lock(&c->mu);
+    sl->ctx = ctx;
+    if (!ctx || !done)
+        switch_failed(c, sl);
+}
+
+/* What the sentinel said. Mutex held. */
+static void switch_read(rl_client *c, switch_link *sl)
+{
+    redisReply *r = NULL;
+
+    if (redisBufferRead(sl->ctx) != REDIS_OK) {
+        switch_failed(c, sl);
+        return;
+    }
+    while (redisGetReplyFromReader(sl->ctx, (void **)&r) == REDIS_OK && r) {
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[0]->str, "message") == 0 &&
+            r->element[2]->type == REDIS_REPLY_STRING &&
+            rl__sentinel_switch_parse(r->element[2]->str, r->element[2]->len,
+                                      c->url.service)) {
+            /* The next call or renewal asks the sentinels; the waiters ask
+             * the new primary now rather than at their holders' leases. */
+            rl__log(c, RL_LOG_INFO, "rlock: the sentinels say: +switch-master %.200s",
+                    r->element[2]->str);
+            atomic_store(&c->map_suspect, 1);
+            c->map_refresh_at = 0;
+            FOR_EACH_ENTRY(c, e)
+                rl__queue_kick_head(e);
+            rl__watchdog_poke(c);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            rl__log(c, RL_LOG_WARN, "rlock: a sentinel refused SUBSCRIBE +switch-master "
+                    "(%.200s); failovers are noticed by lost connections only", r->str);
+        } else {
+            sl->backoff = 0;
+        }
+        freeReplyObject(r);
+        r = NULL;
+    }
+    if (sl->ctx->err)
+        switch_failed(c, sl);
+}
+
 static void *sub_main(void *arg)
 {
     sub_state st[RL__SERVERS_MAX];
+    switch_link sl;
     rl_client *c = arg;
     int i;
 
     memset(st, 0, sizeof st);
+    memset(&sl, 0, sizeof sl);
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
-        struct pollfd pfd[1 + RL__SERVERS_MAX];
-        int link[1 + RL__SERVERS_MAX];
+        struct pollfd pfd[2 + RL__SERVERS_MAX];
+        int link[2 + RL__SERVERS_MAX], sfd = -1;
         int64_t now = rl__now_ms(), timeout = -1, t;
         int nfds = 1, n = c->nservers, changed = 0, rc;
         uint64_t junk;
@@ -457,6 +540,20 @@ static void *sub_main(void *arg)
         }
         if (changed)
             continue;
+        switch_connect(c, &sl, now);
+        if (c->stopping)
+            break;
+        if (sl.ctx) {
+            sfd = nfds;
+            pfd[nfds].fd = sl.ctx->fd;
+            pfd[nfds].events = POLLIN;
+            link[nfds++] = -1;
+        } else if (c->mode == RL__MODE_SENTINEL) {
+            t = sl.retry_at - rl__now_ms();
+            t = t < 0 ? 0 : t;
+            if (timeout < 0 || t < timeout)
+                timeout = t;
+        }
         pfd[0].fd = c->sub_efd;
         pfd[0].events = POLLIN;
         pthread_mutex_unlock(&c->mu);
@@ -467,9 +564,19 @@ static void *sub_main(void *arg)
             }
         }
         pthread_mutex_lock(&c->mu);
-        for (i = 1; rc > 0 && i < nfds; i++)
-            if (st[link[i]].ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP)))
+        for (i = 1; rc > 0 && i < nfds; i++) {
+            if (i == sfd) {
+                if (sl.ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP)))
+                    switch_read(c, &sl);
+            } else if (st[link[i]].ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
                 read_link(&st[link[i]]);
+            }
+        }
+    }
+    if (sl.ctx) {
+        pthread_mutex_unlock(&c->mu);
+        redisFree(sl.ctx);
+        pthread_mutex_lock(&c->mu);
     }
     for (i = 0; i < RL__SERVERS_MAX; i++)
         c->sub_ctx[i] = NULL;

@@ -150,7 +150,7 @@ static int parse_seed(rl__url *u, int i, int nseeds, const char *s, const char *
         return fail(u, RL_ENOMEM, "");
     ep->host[host_end - host] = '\0';
 
-    ep->port = 6379;
+    ep->port = u->sentinel ? 26379 : 6379;
     if (port) {
         if (parse_num(port, (size_t)(end - port), 1, 65535, &num) != 0)
             return fail_seed(u, i, nseeds, "port must be a number from 1 to 65535");
@@ -224,6 +224,43 @@ static int parse_tcp(rl__url *u, const char *rest)
     return RL_OK;
 }
 
+/* sentinel://[[user]:pass@]host[:port][,host[:port]...]/<master name>[/db]:
+ * the sentinels (port 26379 by default) and the name they know the
+ * primary by; the credentials and the database are the primary's. */
+static int parse_sentinel(rl__url *u, const char *rest)
+{
+    const char *slash = strchr(rest, '/'), *name, *name_end;
+    char *tcp;
+    size_t head;
+    int rc, nomem = 0;
+
+    if (!slash || slash[1] == '\0' || slash[1] == '/')
+        return fail(u, RL_EINVAL, "sentinel:// needs the master's name after the '/'");
+    name = slash + 1;
+    name_end = strchr(name, '/');
+    if (!name_end)
+        name_end = name + strlen(name);
+    /* What is left is a redis:// URL without the name: parse it as one. */
+    head = (size_t)(slash - rest);
+    tcp = malloc(head + strlen(name_end) + 1);
+    if (!tcp)
+        return fail(u, RL_ENOMEM, "");
+    memcpy(tcp, rest, head);
+    strcpy(tcp + head, name_end);
+    u->sentinel = 1;
+    rc = parse_tcp(u, tcp);
+    free(tcp);
+    if (rc != RL_OK)
+        return rc;
+    u->sentinel = 1;
+    u->service = decode(name, (size_t)(name_end - name), &nomem);
+    if (!u->service)
+        return fail(u, nomem ? RL_ENOMEM : RL_EINVAL, "bad percent-escape in the master's name");
+    if (!u->service[0] || strpbrk(u->service, " \r\n"))
+        return fail(u, RL_EINVAL, "the master's name must not be empty or hold blanks");
+    return RL_OK;
+}
+
 int rl__url_parse(rl__url *out, const char *url)
 {
     memset(out, 0, sizeof *out);
@@ -253,11 +290,13 @@ int rl__url_parse(rl__url *out, const char *url)
                 }
         return RL_OK;
     }
+    if (strncmp(url, "sentinel://", 11) == 0)
+        return parse_sentinel(out, url + 11);
     if (strncmp(url, "unix://", 7) == 0)
         return parse_unix(out, url + 7);
     if (strncmp(url, "rediss://", 9) == 0)
         return fail(out, RL_EINVAL, "TLS (rediss://) is not supported");
-    return fail(out, RL_EINVAL, "scheme must be redis://, redlock:// or unix://");
+    return fail(out, RL_EINVAL, "scheme must be redis://, redlock://, sentinel:// or unix://");
 }
 
 void rl__url_clear(rl__url *u)
@@ -269,6 +308,7 @@ void rl__url_clear(rl__url *u)
     for (int i = 0; i < RL__SEEDS_MAX; i++)
         free(u->seeds[i].host);
     free(u->path);
+    free(u->service);
     free(u->user);
     if (u->pass) {
         /* Do not leave the password in freed memory. */

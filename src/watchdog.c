@@ -370,6 +370,28 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Replica acknowledgement: a renewal counts as confirmed only once the
+ * replicas have it. When too few do by g's deadline, g's renewed holds
+ * stay unconfirmed (their last confirmed expiry stands; a round is tried
+ * again soon); a field found gone is gone all the same. */
+static void await_replicas(rl_client *c, group *g, const snap *s, char *flags)
+{
+    long left = (long)(g->deadline - rl__now_ms());
+    int rc;
+    size_t i;
+
+    (void)s;
+    rc = rl__conn_wait_replicas(g->conn, c->wait_replicas,
+                                left < c->wait_replicas_ms ? left : c->wait_replicas_ms);
+    if (rc == RL_OK)
+        return;
+    for (i = g->first; i < g->first + g->n; i++)
+        if (flags[i] == '1')
+            flags[i] = '?';
+    if (g->rc == RL_OK)
+        g->rc = rc;
+}
+
 /* Read every reply of g, by its deadline at the latest, and confirm what
  * its server renewed. */
 static void read_group(rl_client *c, group *g, snap *s, char *flags, const char **argv,
@@ -389,6 +411,8 @@ static void read_group(rl_client *c, group *g, snap *s, char *flags, const char 
         read_chunks(c, g, s, flags, 'S', argv, lens);
         reload_and_resend(c, g, s, flags, 's', argv, lens);
     }
+    if (c->wait_replicas && !rl__conn_broken(g->conn))
+        await_replicas(c, g, s, flags);
     confirm_group(c, g, s, flags);
     g->read = 1;
 }

@@ -98,7 +98,21 @@ static const char *key_of(const char *name)
     return key_buf;
 }
 
-/* Our count on node i ("" none), as the node has it. */
+static int exists_on(int i, const char *name)
+{
+    const char *k = key_of(name);
+
+    return rt_redis_exists(ctl[i], k, strlen(k));
+}
+
+static long long pttl_on(int i, const char *name)
+{
+    const char *k = key_of(name);
+
+    return rt_redis_pttl(ctl[i], k, strlen(k));
+}
+
+/* Our count on node i (0: none), as the node has it. */
 static long long count_on(int i, const char *name)
 {
     it_hash h;
@@ -152,7 +166,7 @@ static void test_held_on_every_node_reentered_and_released(void **state)
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     for (i = 0; i < 3; i++) {
         IT_EQ(count_on(i, "rl-every"), 1);
-        IT_RANGE(rt_redis_pttl(ctl[i], key_of("rl-every"), strlen(key_buf)), 4000, 5000);
+        IT_RANGE(pttl_on(i, "rl-every"), 4000, 5000);
     }
     IT_EQ(count_on(3, "rl-every"), 0);     /* not one of this client's nodes */
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
@@ -167,7 +181,7 @@ static void test_held_on_every_node_reentered_and_released(void **state)
         IT_EQ(count_on(i, "rl-every"), 1);
     IT_RC(rl_lock_release(l), RL_OK);
     for (i = 0; i < 3; i++)
-        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-every"), strlen(key_buf)), 0);
+        IT_EQ(exists_on(i, "rl-every"), 0);
     IT_EQ(rl_lock_is_locked(l), 0);
     IT_RC(rl_lock_ttl(&ttl, l), RL_OK);
     IT_EQ(ttl, -2);
@@ -236,9 +250,9 @@ static void test_node_back_midway_gets_its_own_count(void **state)
     IT_EQ(count_on(2, "rl-midway"), 1);
     IT_RC(rl_lock_release(l), RL_OK);
     IT_RC(rl_lock_release(l), RL_OK);
-    IT_EQ(rt_redis_exists(ctl[0], key_of("rl-midway"), strlen(key_buf)), 0);
-    IT_EQ(rt_redis_exists(ctl[1], key_of("rl-midway"), strlen(key_buf)), 0);
-    IT_EQ(rt_redis_exists(ctl[2], key_of("rl-midway"), strlen(key_buf)), 0);
+    IT_EQ(exists_on(0, "rl-midway"), 0);
+    IT_EQ(exists_on(1, "rl-midway"), 0);
+    IT_EQ(exists_on(2, "rl-midway"), 0);
     assert_int_equal(rl_interrupted(), 0);
     rl_lock_free(l);
     rl_client_free(c);
@@ -342,7 +356,7 @@ static void test_fixed_lease(void **state)
 
     (void)state;
     IT_RC(rl_lock_try_acquire(l, 0, 300), RL_OK);
-    IT_RANGE(rt_redis_pttl(ctl[1], key_of("rl-fixed"), strlen(key_buf)), 1, 300);
+    IT_RANGE(pttl_on(1, "rl-fixed"), 1, 300);
     IT_WAIT(rl_lock_interrupted(l) == 1, 2000);
     IT_RC(rl_lock_release(l), RL_ELOST);
     rl_lock_free(l);
@@ -360,7 +374,7 @@ static void test_force_release(void **state)
     IT_RC(rl_lock_acquire(la), RL_OK);
     IT_RC(rl_lock_force_release(lb), RL_OK);
     for (i = 0; i < 3; i++)
-        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-force"), strlen(key_buf)), 0);
+        IT_EQ(exists_on(i, "rl-force"), 0);
     IT_WAIT(rl_lock_interrupted(la) == 1, 35000);
     IT_RC(rl_lock_try_acquire(lb, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_release(la), RL_ELOST);
@@ -401,7 +415,7 @@ static void test_majority_decides(void **state)
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     /* Nothing of ours was left behind by the failed try. */
     for (i = 3; i < 5; i++)
-        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-decide"), strlen(key_buf)), 0);
+        IT_EQ(exists_on(i, "rl-decide"), 0);
     /* Busy until the shortest lease that frees a majority: 250 ms. */
     IT_RC(rl_lock_try_acquire(l, 3000, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_release(l), RL_OK);
@@ -483,7 +497,7 @@ static void test_shutdown_releases_everywhere(void **state)
     IT_RC(rl_lock_acquire(l), RL_OK);
     IT_RC(rl_client_shutdown(c), RL_OK);
     for (i = 0; i < 3; i++)
-        IT_EQ(rt_redis_exists(ctl[i], key_of("rl-shut"), strlen(key_buf)), 0);
+        IT_EQ(exists_on(i, "rl-shut"), 0);
     assert_int_equal(rl_interrupted(), 1);
     rl_lock_free(l);
     rl_client_free(c);

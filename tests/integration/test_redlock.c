@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "it_common.h"
+#include "proxy.h"
 
 #define NODES 5
 
@@ -486,6 +487,108 @@ static void test_contention_no_overlap(void **state)
     }
 }
 
+/* Three nodes, the third behind a proxy that loses replies or stalls. */
+static rl_client *client_proxied(rt_proxy **p, long lease_ms)
+{
+    char url[256];
+    rl_options o;
+
+    assert_non_null(*p = rt_proxy_start(node[2]->port));
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, rt_proxy_port(*p));
+    it_options(&o, url, lease_ms, 0);
+    return it_client_opts(&o);
+}
+
+/* A node's reply to the acquisition is lost after it applied it: the lock
+ * is held on the majority that answered, reentry starts that node afresh,
+ * and the last release drops our field there too. */
+static void test_lost_acquire_reply_on_one_node(void **state)
+{
+    rt_proxy *p;
+    rl_client *c = client_proxied(&p, 30000);
+    rl_lock *l = it_lock(c, "rl-lost-acq");
+
+    (void)state;
+    rt_proxy_drop_next_reply_matching(p, "EVALSHA");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_proxy_dropped(p), 1);
+    IT_EQ(count_on(2, "rl-lost-acq"), 1);       /* applied there all the same */
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(count_on(0, "rl-lost-acq"), 2);
+    IT_EQ(count_on(2, "rl-lost-acq"), 1);       /* afresh, not counted twice */
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(exists_on(0, "rl-lost-acq"), 0);
+    IT_EQ(exists_on(1, "rl-lost-acq"), 0);
+    IT_EQ(exists_on(2, "rl-lost-acq"), 0);
+    assert_int_equal(rl_interrupted(), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p);
+}
+
+/* A node's reply to the last release is lost: the majority confirmed it,
+ * so it is RL_OK, and the name is free everywhere. */
+static void test_lost_release_reply_on_one_node(void **state)
+{
+    rt_proxy *p;
+    rl_client *c = client_proxied(&p, 30000), *other = client_n(3, 30000, 0);
+    rl_lock *l = it_lock(c, "rl-lost-rel"), *lo = it_lock(other, "rl-lost-rel");
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_drop_next_reply_matching(p, "EVALSHA");
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(rt_proxy_dropped(p), 1);
+    IT_EQ(exists_on(2, "rl-lost-rel"), 0);
+    IT_RC(rl_lock_try_acquire(lo, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(lo), RL_OK);
+    rl_lock_free(l);
+    rl_lock_free(lo);
+    rl_client_free(c);
+    rl_client_free(other);
+    rt_proxy_stop(p);
+}
+
+/* A stalled node delays nobody: once the majority has answered, the
+ * straggler gets a short grace, not the node timeout (2 s here). Its
+ * connection is fenced before the next change there. */
+static void test_stalled_node_delays_nobody(void **state)
+{
+    rt_proxy *p;
+    rl_client *c = client_proxied(&p, 30000);
+    rl_lock *l = it_lock(c, "rl-stall");
+    int64_t t0, took, deadline;
+    int back;
+
+    (void)state;
+    assert_int_equal(rt_proxy_stall(p, 1), 0);
+    t0 = rt_now_us();
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    took = rt_now_us() - t0;
+    IT_RANGE(took, 0, 500000);
+    IT_RC(rl_lock_release(l), RL_OK);
+    assert_int_equal(rt_proxy_stall(p, 0), 0);
+    /* Whatever the stalled node applied late is dropped (fenced first). */
+    IT_WAIT(exists_on(2, "rl-stall") == 0, 10000);
+    /* The node takes part again once its 2 s "down" mark has passed. */
+    deadline = rt_now_ms() + 5000;
+    for (;;) {
+        IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+        back = count_on(2, "rl-stall") == 1;
+        IT_RC(rl_lock_release(l), RL_OK);
+        if (back || rt_now_ms() > deadline)
+            break;
+        rt_sleep_ms(50);
+    }
+    assert_true(back);
+    IT_EQ(exists_on(2, "rl-stall"), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p);
+}
+
 /* A shutdown drops our fields from every node. */
 static void test_shutdown_releases_everywhere(void **state)
 {
@@ -518,6 +621,9 @@ int main(void)
         cmocka_unit_test_setup(test_majority_decides, each_setup),
         cmocka_unit_test_setup(test_contention_no_overlap, each_setup),
         cmocka_unit_test_setup(test_shutdown_releases_everywhere, each_setup),
+        cmocka_unit_test_setup(test_lost_acquire_reply_on_one_node, each_setup),
+        cmocka_unit_test_setup(test_lost_release_reply_on_one_node, each_setup),
+        cmocka_unit_test_setup(test_stalled_node_delays_nobody, each_setup),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -26,7 +26,7 @@
 
 #include "rlock_int.h"
 
-#define RL__GRACE_MIN_MS 5      /* stragglers after the majority decided: at least */
+#define RL__GRACE_MIN_MS 10     /* stragglers after the majority decided: at least */
 #define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */
 #define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */
 

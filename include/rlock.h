@@ -311,6 +311,9 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  *                be read back (the hold is then flagged as lost, and its
  *                count is unchanged);
  *   RL_ELOST     reentry into a hold whose lease was lost;
+ *   RL_EREPLICA  wait_replicas is set and too few replicas acknowledged in
+ *                time: the acquisition was undone and the lock is not held
+ *                (on reentry: the hold stands as it was);
  *   RL_ECANCELED the client was shut down during the call;
  *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: the key is not
  *                rlock's; NOPERM: the user may not touch the key);

@@ -309,6 +309,81 @@ static void test_seed_errors_say_which(void **state)
     assert_null(strstr(rl_last_error(), "hunter2"));
 }
 
+static void test_redlock_forms(void **state)
+{
+    static const char *bad[] = {
+        "redlock://a", "redlock://a,b", "redlock://a,b,c,d", "redlock://a:1,b:1,a:1",
+        "redlock://a,b,c,d,e,f,g,h,i,j,k", "redlock://a,,c", "redlock://a,b,c?x",
+    };
+    rl__url u;
+    size_t i;
+    (void)state;
+    parse_ok("redlock://:pw@a:1,b:2,c:3/4", &u);
+    assert_true(u.redlock);
+    assert_false(u.sentinel);
+    assert_int_equal(u.nseeds, 3);
+    assert_string_equal(u.seeds[2].host, "c");
+    assert_int_equal(u.seeds[2].port, 3);
+    assert_string_equal(u.pass, "pw");
+    assert_int_equal(u.db, 4);
+    rl__url_clear(&u);
+    parse_ok("redlock://a,b,c,d,e,f,g,h,i", &u);
+    assert_int_equal(u.nseeds, 9);
+    assert_int_equal(u.seeds[8].port, 6379);
+    rl__url_clear(&u);
+    /* The same host on other ports is another master. */
+    parse_ok("redlock://a:1,a:2,a:3", &u);
+    rl__url_clear(&u);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = rl__url_parse(&u, bad[i]);
+        if (rc != RL_EINVAL)
+            fail_msg("'%s' gave %d, expected RL_EINVAL", bad[i], rc);
+        assert_null(u.host);
+        assert_no_seeds(&u);
+    }
+    assert_int_equal(rl__url_parse(&u, "redlock://:hunter2@a,b"), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "odd number"));
+    assert_null(strstr(rl_last_error(), "hunter2"));
+}
+
+static void test_sentinel_forms(void **state)
+{
+    static const char *bad[] = {
+        "sentinel://a", "sentinel://a/", "sentinel://a//1", "sentinel://a/m/x",
+        "sentinel://a,,b/m", "sentinel://a/m%zz", "sentinel://a/m%20n", "sentinel://a:0/m",
+    };
+    rl__url u;
+    size_t i;
+    (void)state;
+    parse_ok("sentinel://s1,s2:26380/mymaster", &u);
+    assert_true(u.sentinel);
+    assert_false(u.redlock);
+    assert_int_equal(u.nseeds, 2);
+    assert_int_equal(u.seeds[0].port, 26379);   /* the sentinels' default */
+    assert_int_equal(u.seeds[1].port, 26380);
+    assert_string_equal(u.service, "mymaster");
+    assert_int_equal(u.db, 0);
+    rl__url_clear(&u);
+    parse_ok("sentinel://u:p%40ss@[::1]:5000/my%2Dmaster/7", &u);
+    assert_string_equal(u.user, "u");
+    assert_string_equal(u.pass, "p@ss");
+    assert_string_equal(u.seeds[0].host, "::1");
+    assert_string_equal(u.service, "my-master");
+    assert_int_equal(u.db, 7);
+    rl__url_clear(&u);
+    assert_null(u.service);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = rl__url_parse(&u, bad[i]);
+        if (rc != RL_EINVAL)
+            fail_msg("'%s' gave %d, expected RL_EINVAL", bad[i], rc);
+        assert_null(u.host);
+        assert_null(u.service);
+        assert_no_seeds(&u);
+    }
+    assert_int_equal(rl__url_parse(&u, "sentinel://:hunter2@a/"), RL_EINVAL);
+    assert_null(strstr(rl_last_error(), "hunter2"));
+}
+
 static void test_too_long(void **state)
 {
     static char big[5000];
@@ -335,6 +410,8 @@ int main(void)
         cmocka_unit_test(test_seed_max),
         cmocka_unit_test(test_seed_rejects),
         cmocka_unit_test(test_seed_errors_say_which),
+        cmocka_unit_test(test_redlock_forms),
+        cmocka_unit_test(test_sentinel_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

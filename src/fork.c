@@ -147,6 +147,9 @@ void rl__rebuild_after_fork(rl_client *c)
     c->stopping = 0;
 
     rl__identity_new(c);
+    /* Sentinel mode: the subscriber hears of failovers; it runs always. */
+    if (c->mode == RL__MODE_SENTINEL)
+        rl__sub_ensure(c);
     atomic_store_explicit(&c->forked, 0, memory_order_release);
     rl__log(c, RL_LOG_INFO, "rlock: new owner %s after fork", c->uuid);
 }

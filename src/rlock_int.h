@@ -611,6 +611,7 @@ struct rl_client {
 
     /* subscriber */
     redisContext *sub_ctx[RL__SERVERS_MAX]; /* per server; owned by the subscriber thread */
+    redisContext *sub_switch;       /* Sentinel: its link to a sentinel (same owner) */
     int sub_started;
     pthread_t sub_thread;
     int sub_efd;                    /* eventfd: wake the subscriber */

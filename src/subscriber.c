@@ -100,6 +100,9 @@ void rl__sub_after_fork(rl_client *c)
             close(c->sub_ctx[i]->fd);
         c->sub_ctx[i] = NULL;
     }
+    if (c->sub_switch && c->sub_switch->fd >= 0)
+        close(c->sub_switch->fd);
+    c->sub_switch = NULL;
     FOR_EACH_ENTRY(c, e) {
         e->sub_want = 0;
         e->linger_until = 0;
@@ -425,6 +428,7 @@ typedef struct switch_link {
 
 static void switch_failed(rl_client *c, switch_link *sl)
 {
+    c->sub_switch = NULL;
     if (sl->ctx) {
         pthread_mutex_unlock(&c->mu);
         redisFree(sl->ctx);
@@ -453,6 +457,7 @@ static void switch_connect(rl_client *c, switch_link *sl, int64_t now)
     }
     pthread_mutex_lock(&c->mu);
     sl->ctx = ctx;
+    c->sub_switch = ctx;
     if (!ctx || !done)
         switch_failed(c, sl);
 }
@@ -573,6 +578,7 @@ static void *sub_main(void *arg)
             }
         }
     }
+    c->sub_switch = NULL;
     if (sl.ctx) {
         pthread_mutex_unlock(&c->mu);
         redisFree(sl.ctx);

@@ -53,6 +53,13 @@ static int io_error(redisContext *ctx, long timeout_ms, const char *what)
 
 int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
 {
+    return rl__conn_open_within(c, s, 0, out);
+}
+
+int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
+    long reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
     redisContext *ctx;
     redisReply *r = NULL;
     rl__conn *conn;
@@ -62,9 +69,9 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
     int n = 0, rc = RL_OK, i, fenced = 1;
 
     if (!s->host)
-        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(c->connect_ms));
+        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
     else
-        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(c->connect_ms));
+        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(connect_ms));
     if (!ctx)
         return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
     if (ctx->err) {
@@ -74,8 +81,8 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
         atomic_store(&c->map_suspect, 1);   /* a Cluster may have moved on without it */
         return rc;
     }
-    if (redisSetTimeout(ctx, ms_to_tv(c->command_ms)) != REDIS_OK) {
-        rc = io_error(ctx, c->command_ms, "set timeout");
+    if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
+        rc = io_error(ctx, reply_ms, "set timeout");
         redisFree(ctx);
         return rc;
     }
@@ -144,7 +151,7 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
         if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
             rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
                          "handshake with %s: %s", s->name,
-                         describe(ctx, c->command_ms, conn->errbuf, sizeof conn->errbuf));
+                         describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
             /* Accepted but silent (stopped, overloaded): as good as down
              * for whoever orders its work by the servers that answer. */
             atomic_store(&s->down_until, rl__now_ms() + 2000);
@@ -173,6 +180,8 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
             rl__log(c, RL_LOG_ERROR, "rlock: CLIENT KILL is not permitted for this user: "
                     "commands delayed in the network after a lost reply cannot be fenced");
     }
+    if (rc == RL_OK && reply_ms != c->command_ms)
+        rl__conn_set_timeout(conn, c->command_ms);
     if (rc != RL_OK) {
         redisFree(ctx);
         free(conn);

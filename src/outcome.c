@@ -131,22 +131,40 @@ static int send_script(rl__op *o, int script, int nargs, const char **args, cons
     }
 }
 
+/* Take back an acquisition that made our count `count`, on conn (the
+ * release script, checked: count - 1 left). 1 when done. */
+static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
+{
+    char heldbuf[24], leasebuf[24];
+    const char *args[6];
+    size_t lens[6];
+    rl__resp resp;
+    rl__result res;
+
+    args[0] = o->e->key;     lens[0] = o->e->key_len;
+    args[1] = o->owner;      lens[1] = o->owner_len;
+    args[2] = heldbuf;       lens[2] = rl__fmt_ll(heldbuf, count);
+    args[3] = leasebuf;      lens[3] = rl__fmt_ll(leasebuf, count > 1 ? lease_ms : 0);
+    args[4] = rl__notice_arg(o->c);
+    lens[4] = 1;
+    args[5] = o->e->channel; lens[5] = o->e->channel_len;
+    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens) == RL_OK &&
+           rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
+           res.value == count - 1;
+}
+
 /*
  * An acquisition applied (our count is now `count`): wait until the
- * replicas have it. When too few do in time, take it back on the same
- * connection and say RL_EREPLICA; when that cannot be read back either,
- * RL_ECONN with *unresolved set (the outcome is then unknown). Gives conn
- * back to the pool.
+ * replicas have it. When too few do in time, or Redis refuses the WAIT,
+ * take it back on the same connection and say so (RL_EREPLICA, or the
+ * refusal's status); when that cannot be read back either, RL_ECONN with
+ * *unresolved set (the outcome is then unknown). Gives conn back.
  */
 static int replicas_or_undo(rl__op *o, rl__conn *conn, long long count, long lease_ms,
                             rl__fence *unresolved)
 {
     rl_client *c = o->c;
-    char why[256], heldbuf[24], leasebuf[24];
-    const char *args[6];
-    size_t lens[6];
-    rl__resp resp;
-    rl__result res;
+    char why[256];
     int rc = rl__conn_wait_replicas(conn, c->wait_replicas, c->wait_replicas_ms);
 
     if (rc == RL_OK) {
@@ -154,20 +172,11 @@ static int replicas_or_undo(rl__op *o, rl__conn *conn, long long count, long lea
         return RL_OK;
     }
     snprintf(why, sizeof why, "%s", rl_last_error());
-    if (rc == RL_EREPLICA) {
-        args[0] = o->e->key;     lens[0] = o->e->key_len;
-        args[1] = o->owner;      lens[1] = o->owner_len;
-        args[2] = heldbuf;       lens[2] = rl__fmt_ll(heldbuf, count);
-        args[3] = leasebuf;      lens[3] = rl__fmt_ll(leasebuf, count > 1 ? lease_ms : 0);
-        args[4] = rl__notice_arg(c);
-        lens[4] = 1;
-        args[5] = o->e->channel; lens[5] = o->e->channel_len;
-        rc = rl__conn_script_fast(c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens);
-        if (rc == RL_OK && rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
-            res.value == count - 1) {
-            rl__pool_put(c, conn);
-            return rl__err(RL_EREPLICA, "taken, then given back: %s", why);
-        }
+    /* Answered, and not enough (or refused): the connection is in step. */
+    if (!rl__conn_broken(conn) && undo_on(o, conn, count, lease_ms)) {
+        rl__pool_put(c, conn);
+        return rl__err(rc == RL_ECONN || rc == RL_EPROTO ? RL_EREPLICA : rc,
+                       "taken, then given back: %s", why);
     }
     /* The WAIT or the undo broke off: whether our count is `count` or one
      * less, nobody can say. */
@@ -177,6 +186,34 @@ static int replicas_or_undo(rl__op *o, rl__conn *conn, long long count, long lea
     rl__pool_put(c, conn);
     return rl__err(RL_ECONN, "outcome unknown: the replicas did not acknowledge (%s) and it "
                    "could not be taken back", why);
+}
+
+/* A lost reply read back as applied, with wait_replicas on: WAIT proves
+ * nothing on the connection that read it back (it wrote nothing), so
+ * nobody can tell whether the replicas have it. Take it back and say so. */
+static int undo_unacknowledged(rl__op *o, long long count, long lease_ms,
+                               rl__fence *unresolved)
+{
+    rl__route rt;
+    rl__conn *conn;
+    int rc;
+
+    rl__route_init(&rt, o->c, o->e->slot);
+    if ((rc = rl__route_get(o->c, &rt, &conn)) == RL_OK) {
+        if (undo_on(o, conn, count, lease_ms)) {
+            rl__pool_put(o->c, conn);
+            return rl__err(RL_EREPLICA, "taken (a lost reply, read back), then given back: "
+                           "the replicas' acknowledgement cannot be known");
+        }
+        *unresolved = conn->fence;
+        rl__pool_put(o->c, conn);
+    } else {
+        unresolved->id = -1;
+    }
+    if (unresolved->id < 0)
+        unresolved->id = 0;
+    return rl__err(RL_ECONN, "outcome unknown: a lost reply was read back as applied, and it "
+                   "could not be taken back for want of the replicas' acknowledgement");
 }
 
 int rl__outcome(int script, long long held, long long count, rl__result *res)
@@ -272,7 +309,11 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
                                  "not be read back (%s)", rl_last_error());
     }
-    return rl__outcome(script, held, count, res);
+    rc = rl__outcome(script, held, count, res);
+    if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
+        o->c->wait_replicas)
+        return undo_unacknowledged(o, res->value, lease_ms, unresolved);
+    return rc;
 }
 
 int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,

@@ -31,10 +31,12 @@
 #define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */
 
 /* How one node took part in a change. */
-enum { V_SKIP, V_WAIT, V_DONE, V_FAIL, V_LOST };
+enum { V_SKIP, V_WAIT, V_SENT, V_DONE, V_FAIL, V_LOST };
 
 typedef struct vote {
-    int state;              /* V_*: DONE: resp holds its answer */
+    int state;              /* V_*: WAIT to be sent, SENT awaited, DONE: resp
+                             * holds its answer */
+    int64_t deadline;       /* V_SENT: read by then */
     int rc;                 /* V_FAIL: why */
     rl__conn *conn;
     rl__resp resp;          /* V_DONE: the script's reply (ints only) */
@@ -104,12 +106,15 @@ static long node_timeout(const rl_client *c, long lease_ms)
     return t < c->command_ms ? t : c->command_ms;
 }
 
-static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl__fence *kill)
+/* Write v's call on its connection, or on a second one when the first
+ * was found closed (nothing ran). */
+static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl__fence *kill,
+                     long within_ms)
 {
     int rc, tries;
 
     for (tries = 0; tries < 2; tries++) {
-        if ((rc = rl__pool_get_quick(c, s, &v->conn)) != RL_OK) {
+        if (!v->conn && (rc = rl__pool_get_within(c, s, within_ms, &v->conn)) != RL_OK) {
             v->conn = NULL;
             return rc;
         }
@@ -162,7 +167,7 @@ static int decided(const rl_client *c, const vote *v, int (*ok)(const vote *))
     int i, yes = 0, no = 0;
 
     for (i = 0; i < c->nnodes; i++) {
-        if (v[i].state == V_WAIT)
+        if (v[i].state == V_WAIT || v[i].state == V_SENT)
             continue;
         if (v[i].state == V_DONE && ok(&v[i]))
             yes++;
@@ -177,60 +182,60 @@ static int granted(const vote *v)
     return v->resp.ints[0] == RL__R_DONE;
 }
 
-/*
- * Send `script` with each node's args (v[i].args, state V_WAIT; V_SKIP
- * nodes are left out) to every node at once, after CLIENT KILL of kill[i]
- * where given, and read the replies as they come: each node by the
- * per-node timeout, and once `ok` votes decide, the rest for a short grace
- * only. *sent_ms: when the first went out. Nodes not answered end V_LOST.
- */
-static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *const *kill,
-                int (*ok)(const vote *), int64_t *sent_ms)
+/* Send v's call (state V_WAIT: now V_SENT, or V_FAIL / V_LOST) on conn or
+ * a connection made within within_ms. */
+static void send_one(rl_client *c, int i, vote *v, int script, rl__fence *const *kill,
+                     long within_ms, long timeout)
 {
-    int64_t deadline, settle_by = -1, now;
+    int rc = vote_send(c, v, c->servers[i], script, kill ? kill[i] : NULL, within_ms);
+
+    if (rc == RL_OK) {
+        v->state = V_SENT;
+        v->deadline = rl__now_ms() + timeout;
+    } else if (v->conn && rc != RL_ENOMEM && rc != RL_EINVAL) {
+        v->state = V_LOST;      /* broken part-way through the write */
+        v->lost = v->conn->fence;
+    } else {
+        v->state = V_FAIL;
+        v->rc = rc;
+    }
+}
+
+/* Read the replies of the sent votes as they come, each by its deadline,
+ * and once `ok` votes decide, the others until *settle_by only (set then:
+ * a grace of twice the time the decision took, at least
+ * RL__GRACE_MIN_MS). */
+static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
+                    int64_t sent_ms, int64_t *settle_by)
+{
     int i, n = c->nnodes;
 
-    *sent_ms = rl__now_ms();
-    for (i = 0; i < n; i++) {
-        int rc;
-        if (v[i].state != V_WAIT)
-            continue;
-        rc = vote_send(c, &v[i], c->servers[i], script, kill ? kill[i] : NULL);
-        if (rc == RL_OK)
-            continue;
-        if (v[i].conn && rc != RL_ENOMEM && rc != RL_EINVAL) {
-            v[i].state = V_LOST;      /* broken part-way through the write */
-            v[i].lost = v[i].conn->fence;
-        } else {
-            v[i].state = V_FAIL;
-            v[i].rc = rc;
-        }
-    }
-    deadline = *sent_ms + node_timeout(c, lease_ms);
     for (;;) {
         struct pollfd pfd[RL__NODES_MAX];
-        int at[RL__NODES_MAX], np = 0, j, until;
+        int at[RL__NODES_MAX], np = 0, j;
+        int64_t now = rl__now_ms(), until = -1;
 
-        now = rl__now_ms();
-        if (settle_by < 0 && decided(c, v, ok)) {
-            long grace = 2 * (long)(now - *sent_ms);
-            settle_by = now + (grace < RL__GRACE_MIN_MS ? RL__GRACE_MIN_MS : grace);
+        if (*settle_by < 0 && decided(c, v, ok)) {
+            long grace = 2 * (long)(now - sent_ms);
+            *settle_by = now + (grace < RL__GRACE_MIN_MS ? RL__GRACE_MIN_MS : grace);
         }
         for (i = 0; i < n; i++) {
-            if (v[i].state != V_WAIT)
+            if (v[i].state != V_SENT || v[i].deadline <= now ||
+                (*settle_by >= 0 && *settle_by <= now))
                 continue;
             pfd[np].fd = v[i].conn->ctx->fd;
             pfd[np].events = POLLIN;
             pfd[np].revents = 0;
             at[np++] = i;
+            if (until < 0 || v[i].deadline < until)
+                until = v[i].deadline;
         }
         if (np == 0)
-            break;
-        until = (int)((settle_by >= 0 && settle_by < deadline ? settle_by : deadline) - now);
-        if (until <= 0)
-            break;
-        if (poll(pfd, (nfds_t)np, until) < 0 && errno != EINTR)
-            break;
+            return;
+        if (*settle_by >= 0 && *settle_by < until)
+            until = *settle_by;
+        if (poll(pfd, (nfds_t)np, (int)(until - now)) < 0 && errno != EINTR)
+            return;
         for (j = 0; j < np; j++) {
             vote *w = &v[at[j]];
             int st;
@@ -245,8 +250,50 @@ static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *con
             }
         }
     }
+}
+
+/*
+ * Send `script` with each node's args (v[i].args, state V_WAIT; V_SKIP
+ * nodes are left out) to every node at once, after CLIENT KILL of kill[i]
+ * where given, and read the replies as they come, each node by the
+ * per-node timeout, and once `ok` votes decide, the rest for a short grace
+ * only. Nodes with an idle connection go first; a node that needs a new
+ * one is connected to after their replies are read (a stopped node can
+ * take the whole handshake timeout), and within the grace when the vote
+ * is decided by then. *sent_ms: when the first went out. Nodes not
+ * answered end V_LOST.
+ */
+static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *const *kill,
+                int (*ok)(const vote *), int64_t *sent_ms)
+{
+    long timeout = node_timeout(c, lease_ms);
+    int64_t settle_by = -1;
+    int i, n = c->nnodes, missing = 0;
+
+    *sent_ms = rl__now_ms();
     for (i = 0; i < n; i++) {
-        if (v[i].state == V_WAIT) {
+        if (v[i].state != V_WAIT)
+            continue;
+        if ((v[i].conn = rl__pool_get_idle(c, c->servers[i])))
+            send_one(c, i, &v[i], script, kill, 0, timeout);
+        else
+            missing = 1;
+    }
+    if (missing) {
+        collect(c, script, v, ok, *sent_ms, &settle_by);
+        for (i = 0; i < n; i++) {
+            int64_t now = rl__now_ms();
+            long within = timeout;
+            if (v[i].state != V_WAIT)
+                continue;
+            if (settle_by >= 0)
+                within = settle_by > now ? (long)(settle_by - now) : 1;
+            send_one(c, i, &v[i], script, kill, within, timeout);
+        }
+    }
+    collect(c, script, v, ok, *sent_ms, &settle_by);
+    for (i = 0; i < n; i++) {
+        if (v[i].state == V_SENT) {
             /* No answer in time: as good as down for a while, and its
              * reply must never be read as another's. */
             rl__conn_abandon(v[i].conn, "no reply in time from a Redlock master");
@@ -388,6 +435,33 @@ static void undo(rl__op *o, const rl__hold *h, unsigned which, const vote *got)
     pthread_mutex_unlock(&c->mu);
 }
 
+unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid)
+{
+    rl__leftover *lo;
+    unsigned mask = 0;
+
+    for (lo = c->leftovers; lo; lo = lo->next)
+        if (lo->entry == e && lo->tid == tid && lo->server)
+            mask |= 1u << lo->server->index;
+    return mask;
+}
+
+/* A node that may still carry a field of an earlier change of this
+ * thread's is left out until that is dropped: a late command there could
+ * act on the hold, and the drop would take away its field there. */
+static void skip_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid, vote *v)
+{
+    unsigned mask;
+    int i;
+
+    pthread_mutex_lock(&c->mu);
+    mask = rl__redlock_leftover_nodes(c, e, tid);
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < c->nnodes; i++)
+        if (mask & (1u << i))
+            v[i].state = V_SKIP;
+}
+
 int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *res, int *split)
 {
     rl_client *c = o->c;
@@ -396,7 +470,6 @@ int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *re
     unsigned back = 0;
     int i, j, yes = 0, busy = 0, answered = 0, need;
     int64_t now, expiry;
-    rl__leftover *lo;
 
     *split = 0;
     memset(v, 0, sizeof v);
@@ -405,14 +478,7 @@ int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *re
         v[i].lost.id = -1;
         acquire_args(&v[i], o, 0, h->lease_ms);
     }
-    /* A node that may still carry a field of an earlier change of ours
-     * is left out until that is dropped: a late command there could act
-     * on the new hold. */
-    pthread_mutex_lock(&c->mu);
-    for (lo = c->leftovers; lo; lo = lo->next)
-        if (lo->entry == o->e && lo->tid == h->tid && lo->server)
-            v[lo->server->index].state = V_SKIP;
-    pthread_mutex_unlock(&c->mu);
+    skip_leftover_nodes(c, o->e, h->tid, v);
 
     run(c, RL__S_ACQUIRE, h->lease_ms, v, NULL, granted, sent_ms);
     now = rl__now_ms();
@@ -559,6 +625,7 @@ int rl__redlock_reenter(rl__op *o, rl__hold *h)
         v[i].state = V_WAIT;
         acquire_args(&v[i], o, h->nodes[i].count > 0 ? h->nodes[i].count : 0, h->lease_ms);
     }
+    skip_leftover_nodes(c, o->e, h->tid, v);
     run(c, RL__S_ACQUIRE, h->lease_ms, v, kill, granted, &sent);
     learn(c, h, v, sent, h->lease_ms);
     yes = count_yes(c, v, granted);

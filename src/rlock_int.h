@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -240,6 +241,9 @@ typedef struct rl__conn {
 
 /* Connect to server s: authenticate, select, learn the fence id. */
 int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out);
+/* The same, the connect and the handshake each within within_ms (<= 0:
+ * the client's timeouts); the connection's reply timeout is the client's. */
+int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
 void rl__conn_close(rl_client *c, rl__conn *conn);
 int rl__conn_broken(const rl__conn *conn);
 void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
@@ -320,6 +324,12 @@ rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s);
  * server lately found down: an idle one, else a new one unless s is down
  * (RL_ECONN at once). Mutex NOT held. */
 int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out);
+/* The same, a new connection made within within_ms (<= 0: the client's
+ * timeouts). */
+int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
+/* An idle connection of s, still the pool's (give it back with
+ * rl__pool_put); NULL: none. Mutex NOT held. */
+rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s);
 void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
 
 /* ---- router.c: which server arbitrates a name -------------------------- */
@@ -657,6 +667,9 @@ int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *ou
 /* Node i confirmed h (a renewal sent at sent_ms), or found it gone there
  * (sent_ms < 0). Returns 1 when a majority still vouches for h. Mutex held. */
 int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms);
+/* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
+ * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
+unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);
 
 /* ---- sentinel.c: the primary that the sentinels name ------------------- */
 
@@ -668,6 +681,18 @@ int rl__sentinel_refresh(rl_client *c);
 redisContext *rl__sentinel_connect(rl_client *c, int i);
 /* Whether a +switch-master message's text is about the client's master. */
 int rl__sentinel_switch_parse(const char *msg, size_t len, const char *service);
+
+/* Wake the subscriber thread: a subscription to make or drop, or (Sentinel
+ * mode) the sentinels to ask. Inline for the same reason as the watchdog's
+ * bell: the router rings it. Mutex held. */
+static inline void rl__sub_poke(rl_client *c)
+{
+    uint64_t one = 1;
+
+    if (c->sub_efd >= 0 && write(c->sub_efd, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is already non-zero, the thread will wake. */
+    }
+}
 
 /* ---- fork.c ---------------------------------------------------------- */
 
@@ -690,7 +715,6 @@ void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone *
 /* ---- subscriber.c ---------------------------------------------------- */
 
 int rl__sub_ensure(rl_client *c);            /* mutex held */
-void rl__sub_poke(rl_client *c);
 void rl__sub_stop(rl_client *c);             /* mutex NOT held */
 void rl__sub_after_fork(rl_client *c);       /* fork child: the thread is gone */
 

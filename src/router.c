@@ -276,6 +276,14 @@ void rl__router_refresh(rl_client *c, int force)
         pthread_mutex_unlock(&c->mu);
         return;
     }
+    if (c->mode == RL__MODE_SENTINEL && !force) {
+        /* Asked by the subscriber thread, which hears the sentinels: a
+         * sentinel that does not answer must not hold up a call or a
+         * renewal. Until the answer comes, the primary we know is used. */
+        rl__sub_poke(c);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
     c->map_refreshing = 1;
     if (c->mode == RL__MODE_SENTINEL) {
         /* The "map" is the primary's address, which the sentinels know. */

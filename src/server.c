@@ -108,7 +108,24 @@ int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out)
 
 int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out)
 {
-    int idle;
+    return rl__pool_get_within(c, s, 0, out);
+}
+
+rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s)
+{
+    rl__conn *conn;
+
+    pthread_mutex_lock(&c->mu);
+    if ((conn = s->idle))
+        s->idle = conn->next;
+    pthread_mutex_unlock(&c->mu);
+    return conn;
+}
+
+int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    rl__conn *conn;
+    int idle, rc;
 
     pthread_mutex_lock(&c->mu);
     idle = s->idle != NULL;
@@ -117,7 +134,30 @@ int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out)
      * connection opened a moment after the server came back, or not. */
     if (!idle && atomic_load(&s->down_until) > rl__now_ms())
         return rl__err(RL_ECONN, "%s was found down a moment ago", s->name);
-    return rl__pool_get(c, s, out);
+    if (idle || within_ms <= 0)
+        return rl__pool_get(c, s, out);
+    /* A new connection within a short time: past the pool's limit, the
+     * caller must not wait for another thread's connection either. */
+    pthread_mutex_lock(&c->mu);
+    if (s->conns >= c->pool_size) {
+        pthread_mutex_unlock(&c->mu);
+        return rl__pool_get(c, s, out);
+    }
+    s->conns++;
+    pthread_mutex_unlock(&c->mu);
+    rc = rl__conn_open_within(c, s, within_ms, &conn);
+    pthread_mutex_lock(&c->mu);
+    if (rc != RL_OK) {
+        s->conns--;
+        if (c->pool_waiters)
+            pthread_cond_broadcast(&c->pool_cond);
+    } else {
+        track(s, conn);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc == RL_OK)
+        *out = conn;
+    return rc;
 }
 
 void rl__pool_adopt(rl_client *c, rl__conn *conn)

@@ -40,15 +40,6 @@ int rl__sub_ensure(rl_client *c)
     return RL_OK;
 }
 
-void rl__sub_poke(rl_client *c)
-{
-    uint64_t one = 1;
-
-    if (c->sub_efd >= 0 && write(c->sub_efd, &one, sizeof one) < 0) {
-        /* EAGAIN: the counter is already non-zero, the thread will wake. */
-    }
-}
-
 void rl__sub_stop(rl_client *c)
 {
     int started;
@@ -424,11 +415,13 @@ typedef struct switch_link {
     int next;                   /* the sentinel to try next */
     int64_t retry_at;
     long backoff;
+    int64_t last_io, ping_sent;  /* keep-alive: 0 no PING outstanding */
 } switch_link;
 
 static void switch_failed(rl_client *c, switch_link *sl)
 {
     c->sub_switch = NULL;
+    sl->ping_sent = 0;
     if (sl->ctx) {
         pthread_mutex_unlock(&c->mu);
         redisFree(sl->ctx);
@@ -457,9 +450,34 @@ static void switch_connect(rl_client *c, switch_link *sl, int64_t now)
     }
     pthread_mutex_lock(&c->mu);
     sl->ctx = ctx;
+    sl->last_io = rl__now_ms();
     c->sub_switch = ctx;
     if (!ctx || !done)
         switch_failed(c, sl);
+}
+
+/* A sentinel that accepts but does not answer (stopped) must not keep
+ * the link forever: PING it when idle; no answer within the command
+ * timeout, the next sentinel is asked. Returns the poll timeout wanted. */
+static int64_t switch_keepalive(rl_client *c, switch_link *sl)
+{
+    int64_t now = rl__now_ms();
+    int done = 0;
+
+    if (sl->ping_sent) {
+        if (now - sl->ping_sent < c->command_ms)
+            return sl->ping_sent + c->command_ms - now;
+        rl__log(c, RL_LOG_WARN, "rlock: a sentinel stopped answering; asking the next");
+        switch_failed(c, sl);
+        return 0;
+    }
+    if (now - sl->last_io < RL__PING_MS)
+        return sl->last_io + RL__PING_MS - now;
+    redisAppendCommand(sl->ctx, "PING");
+    while (!done && redisBufferWrite(sl->ctx, &done) == REDIS_OK)
+        ;
+    sl->ping_sent = now;
+    return c->command_ms;
 }
 
 /* What the sentinel said. Mutex held. */
@@ -471,6 +489,8 @@ static void switch_read(rl_client *c, switch_link *sl)
         switch_failed(c, sl);
         return;
     }
+    sl->last_io = rl__now_ms();
+    sl->ping_sent = 0;      /* an answer of any kind: it is alive */
     while (redisGetReplyFromReader(sl->ctx, (void **)&r) == REDIS_OK && r) {
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
             r->element[0]->type == REDIS_REPLY_STRING &&
@@ -545,6 +565,14 @@ static void *sub_main(void *arg)
         }
         if (changed)
             continue;
+        /* Sentinel mode: ask the sentinels for the primary when that is
+         * due (this thread does it for every other). */
+        if (c->mode == RL__MODE_SENTINEL && rl__router_map_due(c) && !c->map_refreshing) {
+            pthread_mutex_unlock(&c->mu);
+            rl__router_refresh(c, 1);
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
         switch_connect(c, &sl, now);
         if (c->stopping)
             break;
@@ -558,6 +586,18 @@ static void *sub_main(void *arg)
             t = t < 0 ? 0 : t;
             if (timeout < 0 || t < timeout)
                 timeout = t;
+        }
+        if (c->mode == RL__MODE_SENTINEL) {
+            /* The periodic ask, and the link's keep-alive. */
+            t = c->map_refresh_at - rl__now_ms();
+            t = t < 0 ? 0 : t;
+            if (timeout < 0 || t < timeout)
+                timeout = t;
+            if (sl.ctx) {
+                t = switch_keepalive(c, &sl);
+                if (t >= 0 && (timeout < 0 || t < timeout))
+                    timeout = t;
+            }
         }
         pfd[0].fd = c->sub_efd;
         pfd[0].events = POLLIN;

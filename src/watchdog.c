@@ -547,6 +547,9 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
 /* Redlock: one snap of h per node. Mutex held. */
 static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t *cap)
 {
+    /* Not where a leftover of the same thread waits: that field is to be
+     * dropped, and must not vouch for the hold meanwhile. */
+    unsigned skip = c->leftovers ? rl__redlock_leftover_nodes(c, h->entry, h->tid) : 0;
     int i;
 
     if (*n + (size_t)c->nnodes > *cap) {
@@ -560,6 +563,8 @@ static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t
         *cap = ncap;
     }
     for (i = 0; i < c->nnodes; i++) {
+        if (skip & (1u << i))
+            continue;
         (*s)[*n].h = h;
         (*s)[*n].srv = c->servers[i];
         h->refs++;

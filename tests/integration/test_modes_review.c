@@ -1,0 +1,464 @@
+/*
+ * Review of the Redlock, Sentinel and wait_replicas modes (2fdeadd..bffec41):
+ * each test guards one finding and fails on the code it was written against.
+ *
+ *   1. Redlock: a stopped master with no idle pooled connection is connected
+ *      to (handshake bounded only by the command timeout) inside the
+ *      fan-out's send loop, before the other masters are even written to:
+ *      the call waits the command timeout, the healthy masters written after
+ *      it are given no time at all (their deadline was counted from before
+ *      the connect), abandoned and marked down: the lock is refused.
+ *   2. wait_replicas: an acquisition whose reply was lost and that the
+ *      read-back finds applied is reported held without any WAIT.
+ *   3. wait_replicas: a WAIT that Redis refuses (ACL without +wait) is taken
+ *      for an unknown outcome: RL_ECONN after the whole wait instead of
+ *      RL_EREDIS at once.
+ *   4. Sentinel: the watchdog asks the sentinels itself, blocking for the
+ *      command timeout per silent sentinel before renewing: a hold on a
+ *      perfectly healthy primary is flagged when one sentinel is stopped.
+ *
+ * Real redis-servers (tests/common); the "sentinel" of test 4 is a small
+ * fake in this file that answers SENTINEL get-master-addr-by-name and
+ * SUBSCRIBE +switch-master, and can be told to stop answering (like a
+ * SIGSTOPped sentinel: connections are accepted, nothing is answered).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "it_common.h"
+#include "proxy.h"
+
+static char kb[256];
+
+static const char *key_of(const char *name)
+{
+    it_key(kb, sizeof kb, "rl:", name, strlen(name), "");
+    return kb;
+}
+
+static long long count_in(redisContext *ctx, const char *name)
+{
+    const char *k = key_of(name);
+    it_hash h;
+
+    if (it_hgetall(ctx, k, strlen(k), &h) != 0)
+        return -100;
+    return h.fields == 0 ? 0 : atoll(h.value);
+}
+
+static void cmd_ok(redisContext *ctx, const char *what)
+{
+    redisReply *r = redisCommand(ctx, what);
+
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s: %s", what, r ? r->str : ctx->errstr);
+    freeReplyObject(r);
+}
+
+/* ---- 1. Redlock: a stopped master without an idle connection ---------- */
+
+static void test_redlock_stopped_node_without_idle_conn_delays_fanout(void **state)
+{
+    rt_redis *n[3] = { NULL, NULL, NULL };
+    redisContext *ctl[3] = { NULL, NULL, NULL };
+    rt_proxy *p;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    char url[256];
+    int64_t t0, took;
+    int i, rc;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        assert_int_equal(rt_redis_open("it_modes_review", NULL, &n[i], &ctl[i]), 0);
+    /* Master 0, the first the fan-out writes to, behind a proxy that
+     * accepts connections but forwards nothing: a stopped node. */
+    assert_non_null(p = rt_proxy_start(n[0]->port));
+    assert_int_equal(rt_proxy_stall(p, 1), 0);
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             rt_proxy_port(p), n[1]->port, n[2]->port);
+    it_options(&o, url, 0, 2000);
+    /* Created with a majority; master 0's handshake timed out, so the
+     * pool has no connection to it and it is "down" for 2 s. */
+    c = it_client_opts(&o);
+    l = it_lock(c, "rv-stopped");
+    /* Let the 2 s "down" mark pass (a library constant, not a sync). */
+    rt_sleep_ms(2300);
+
+    t0 = rt_now_ms();
+    rc = rl_lock_try_acquire(l, 0, 1500);
+    took = rt_now_ms() - t0;
+    if (rc != RL_OK || took > 500)
+        fail_msg("with one of three masters stopped, try_acquire(lease 1500) = %d (%s) "
+                 "after %lld ms (want RL_OK well under the command timeout): %s",
+                 rc, rl_strerror(rc), (long long)took, rl_last_error());
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p);
+    for (i = 0; i < 3; i++) {
+        redisFree(ctl[i]);
+        rt_redis_stop(n[i]);
+    }
+}
+
+/* ---- 2, 3. wait_replicas -------------------------------------------- */
+
+static int replica_up(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "INFO replication");
+    int up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
+
+    if (r)
+        freeReplyObject(r);
+    return up;
+}
+
+/* An acquisition whose reply is lost and which the read-back finds applied
+ * must still be acknowledged by the replicas before it is reported held. */
+static void test_replicas_lost_reply_read_back_skips_wait(void **state)
+{
+    rt_redis *primary = NULL, *replica = NULL;
+    redisContext *pc = NULL, *rc_ = NULL;
+    char args[128];
+    rt_proxy *p;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    int rc;
+
+    (void)state;
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &primary, &pc), 0);
+    snprintf(args, sizeof args, "--replicaof 127.0.0.1 %d --repl-diskless-sync-delay 0",
+             primary->port);
+    assert_int_equal(rt_redis_open("it_modes_review", args, &replica, &rc_), 0);
+    IT_WAIT(replica_up(rc_), 10000);
+    assert_non_null(p = rt_proxy_start(primary->port));
+    it_options(&o, rt_proxy_url(p), 30000, 500);
+    o.wait_replicas = 1;
+    o.wait_replicas_ms = 300;
+    c = it_client_opts(&o);
+    l = it_lock(c, "rv-ack");
+
+    /* Sanity: with the replica answering, acquisitions are acknowledged. */
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+
+    /* The replica stopped: no acquisition can be acknowledged now. */
+    assert_int_equal(rt_redis_pause(replica), 0);
+    rt_proxy_drop_next_reply_matching(p, "EVALSHA");
+    rc = rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG);
+    IT_EQ(rt_proxy_dropped(p), 1);
+    if (rc == RL_OK)
+        fail_msg("acquired (RL_OK) with wait_replicas=1 while the only replica was "
+                 "stopped: the lost reply was read back as applied and no WAIT was "
+                 "done (count on the primary %lld)", count_in(pc, "rv-ack"));
+    IT_RC(rc, RL_EREPLICA);
+    assert_int_equal(rt_redis_resume(replica), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p);
+    redisFree(rc_);
+    redisFree(pc);
+    rt_redis_stop(replica);
+    rt_redis_stop(primary);
+}
+
+/* WAIT refused by Redis (an ACL user without +wait): a refusal, said at
+ * once, not an outage ridden out until the deadline. */
+static void test_replicas_wait_refused_is_not_an_outage(void **state)
+{
+    rt_redis *r = NULL;
+    redisContext *ctx = NULL;
+    char url[128];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    int64_t t0, took;
+    int rc;
+
+    (void)state;
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &r, &ctx), 0);
+    cmd_ok(ctx, "ACL SETUSER nowait on >pw ~* &* +@all -wait");
+    snprintf(url, sizeof url, "redis://nowait:pw@127.0.0.1:%d", r->port);
+    it_options(&o, url, 30000, 500);
+    o.wait_replicas = 1;
+    o.wait_replicas_ms = 200;
+    c = it_client_opts(&o);
+    l = it_lock(c, "rv-nowait");
+
+    t0 = rt_now_ms();
+    rc = rl_lock_try_acquire(l, 2000, RL_LEASE_WATCHDOG);
+    took = rt_now_ms() - t0;
+    if (rc != RL_EREDIS || took > 1000)
+        fail_msg("WAIT refused (NOPERM): try_acquire = %d (%s) after %lld ms, want "
+                 "RL_EREDIS at once: %s", rc, rl_strerror(rc), (long long)took,
+                 rl_last_error());
+    IT_WAIT(count_in(ctx, "rv-nowait") == 0, 3000);
+    rl_lock_free(l);
+    rl_client_free(c);
+    redisFree(ctx);
+    rt_redis_stop(r);
+}
+
+/* ---- 4. Sentinel ---------------------------------------------------- */
+
+/* A fake sentinel: names `master_port` as the primary of any name, takes
+ * SUBSCRIBE, publishes +switch-master on request, and answers nothing
+ * (but keeps accepting and reading) once `silent` is set. */
+#define FS_MAX 32
+typedef struct fake_sentinel {
+    int lfd, port, master_port;
+    int wake[2];
+    int fd[FS_MAX];
+    int sub[FS_MAX];
+    atomic_int silent;
+    atomic_int publish;         /* requests not served yet */
+    atomic_int subscribers;
+    atomic_int queries;         /* get-master-addr-by-name seen */
+    atomic_int stop;
+    pthread_t th;
+} fake_sentinel;
+
+static int contains(const char *buf, size_t len, const char *needle)
+{
+    size_t n = strlen(needle), i;
+
+    for (i = 0; i + n <= len; i++)
+        if (strncasecmp(buf + i, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+static void fs_send(int fd, const char *s, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = send(fd, s, len, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        s += w;
+        len -= (size_t)w;
+    }
+}
+
+static void fs_serve(fake_sentinel *f, int k)
+{
+    char buf[4096], out[256];
+    ssize_t n = recv(f->fd[k], buf, sizeof buf, 0);
+
+    if (n <= 0) {
+        close(f->fd[k]);
+        f->fd[k] = -1;
+        f->sub[k] = 0;
+        return;
+    }
+    if (contains(buf, (size_t)n, "get-master-addr-by-name")) {
+        atomic_fetch_add(&f->queries, 1);
+        if (!atomic_load(&f->silent)) {
+            char port[16];
+            int pl = snprintf(port, sizeof port, "%d", f->master_port);
+            int ol = snprintf(out, sizeof out, "*2\r\n$9\r\n127.0.0.1\r\n$%d\r\n%s\r\n", pl,
+                              port);
+            fs_send(f->fd[k], out, (size_t)ol);
+        }
+    } else if (contains(buf, (size_t)n, "subscribe")) {
+        static const char ack[] = "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n";
+        f->sub[k] = 1;
+        fs_send(f->fd[k], ack, sizeof ack - 1);
+        atomic_fetch_add(&f->subscribers, 1);
+    } else if (contains(buf, (size_t)n, "ping") && !atomic_load(&f->silent)) {
+        fs_send(f->fd[k], "+PONG\r\n", 7);
+    }
+}
+
+static void fs_publish(fake_sentinel *f)
+{
+    char msg[128], out[256];
+    int ml = snprintf(msg, sizeof msg, "mymaster 127.0.0.1 %d 127.0.0.1 %d", f->master_port,
+                      f->master_port);
+    int ol = snprintf(out, sizeof out,
+                      "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$%d\r\n%s\r\n", ml, msg);
+    int k;
+
+    for (k = 0; k < FS_MAX; k++)
+        if (f->fd[k] >= 0 && f->sub[k])
+            fs_send(f->fd[k], out, (size_t)ol);
+}
+
+static void *fs_main(void *arg)
+{
+    fake_sentinel *f = arg;
+
+    while (!atomic_load(&f->stop)) {
+        struct pollfd pfd[2 + FS_MAX];
+        int at[2 + FS_MAX], np = 2, k, j;
+
+        pfd[0].fd = f->wake[0];
+        pfd[0].events = POLLIN;
+        pfd[1].fd = f->lfd;
+        pfd[1].events = POLLIN;
+        for (k = 0; k < FS_MAX; k++) {
+            if (f->fd[k] < 0)
+                continue;
+            pfd[np].fd = f->fd[k];
+            pfd[np].events = POLLIN;
+            at[np++] = k;
+        }
+        if (poll(pfd, (nfds_t)np, 100) < 0 && errno != EINTR)
+            break;
+        if (pfd[0].revents & POLLIN) {
+            char junk[16];
+            while (read(f->wake[0], junk, sizeof junk) > 0)
+                ;
+        }
+        while (atomic_load(&f->publish) > 0) {
+            atomic_fetch_sub(&f->publish, 1);
+            fs_publish(f);
+        }
+        if (pfd[1].revents & POLLIN) {
+            int fd = accept(f->lfd, NULL, NULL);
+            for (k = 0; fd >= 0 && k < FS_MAX && f->fd[k] >= 0; k++)
+                ;
+            if (fd >= 0 && k < FS_MAX)
+                f->fd[k] = fd;
+            else if (fd >= 0)
+                close(fd);
+        }
+        for (j = 2; j < np; j++)
+            if (pfd[j].revents && f->fd[at[j]] >= 0)
+                fs_serve(f, at[j]);
+    }
+    return NULL;
+}
+
+static fake_sentinel *fs_start(int master_port)
+{
+    fake_sentinel *f = calloc(1, sizeof *f);
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    int k, one = 1;
+
+    assert_non_null(f);
+    for (k = 0; k < FS_MAX; k++)
+        f->fd[k] = -1;
+    f->master_port = master_port;
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(f->lfd >= 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(f->lfd, 64), 0);
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&a, &al), 0);
+    f->port = ntohs(a.sin_port);
+    assert_int_equal(pipe2(f->wake, O_CLOEXEC | O_NONBLOCK), 0);
+    assert_int_equal(pthread_create(&f->th, NULL, fs_main, f), 0);
+    return f;
+}
+
+static void fs_poke(fake_sentinel *f)
+{
+    char b = 1;
+    ssize_t ignored = write(f->wake[1], &b, 1);
+
+    (void)ignored;
+}
+
+static void fs_stop(fake_sentinel *f)
+{
+    int k;
+
+    atomic_store(&f->stop, 1);
+    fs_poke(f);
+    pthread_join(f->th, NULL);
+    for (k = 0; k < FS_MAX; k++)
+        if (f->fd[k] >= 0)
+            close(f->fd[k]);
+    close(f->lfd);
+    close(f->wake[0]);
+    close(f->wake[1]);
+    free(f);
+}
+
+/* The primary is healthy all along; only the (one) sentinel stops
+ * answering, and says +switch-master once before it does (any refresh
+ * trigger would do: a lost connection, or the 30 s age). The watchdog
+ * must keep renewing on the primary it has: a sentinel that does not
+ * answer must not cost a healthy hold its lease. */
+static void test_sentinel_silent_sentinel_flags_healthy_hold(void **state)
+{
+    rt_redis *primary = NULL;
+    redisContext *pc = NULL;
+    fake_sentinel *fs;
+    char url[128];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    int64_t t0, flagged_at = -1;
+    int queries;
+
+    (void)state;
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &primary, &pc), 0);
+    fs = fs_start(primary->port);
+    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d/mymaster", fs->port);
+    /* lease 1500, renewed every 500 ms, 1200 ms per reply: valid options. */
+    it_options(&o, url, 1500, 1200);
+    c = it_client_opts(&o);
+    l = it_lock(c, "rv-sentinel");
+    IT_WAIT(atomic_load(&fs->subscribers) >= 1, 5000);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+
+    queries = atomic_load(&fs->queries);
+    atomic_store(&fs->silent, 1);
+    atomic_fetch_add(&fs->publish, 1);
+    fs_poke(fs);
+    /* The client asks the sentinel again (it heard +switch-master). */
+    IT_WAIT(atomic_load(&fs->queries) > queries, 5000);
+    /* Four leases with the primary answering every renewal. */
+    t0 = rt_now_ms();
+    while (rt_now_ms() - t0 < 6000) {
+        if (rl_lock_interrupted(l)) {
+            flagged_at = rt_now_ms() - t0;
+            break;
+        }
+        rt_sleep_ms(5);
+    }
+    IT_EQ(count_in(pc, "rv-sentinel"), 1);   /* the primary still has it */
+    if (flagged_at >= 0)
+        fail_msg("a hold on a healthy primary was flagged %lld ms after the sentinel "
+                 "went silent (the watchdog waits for the sentinels before renewing)",
+                 (long long)flagged_at);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    fs_stop(fs);
+    redisFree(pc);
+    rt_redis_stop(primary);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_redlock_stopped_node_without_idle_conn_delays_fanout),
+        cmocka_unit_test(test_replicas_lost_reply_read_back_skips_wait),
+        cmocka_unit_test(test_replicas_wait_refused_is_not_an_outage),
+        cmocka_unit_test(test_sentinel_silent_sentinel_flags_healthy_hold),
+    };
+
+    signal(SIGPIPE, SIG_IGN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -8,6 +8,12 @@
 #   RL_TORTURE_SCENARIOS="a b"    a subset (names: build-torture/tests/fault/rlfault list)
 #   RL_SOAK_SECONDS=N             length of the soak (default 180 here)
 #   RL_TORTURE_CMAKE_ARGS="..."   extra cmake arguments (e.g. a sanitizer build)
+#   RL_REDLOCK_STRICT=1           redlock_pause also requires what a known bug
+#                                 breaks (see tests/fault/sc_redlock.c)
+#
+# The Redlock scenarios (redlock_kill, redlock_majority, redlock_pause,
+# redlock_restart_empty, redlock_contention) run here too, each on five
+# redis-servers of its own: more processes, more rounds, longer phases.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

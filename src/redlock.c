@@ -294,10 +294,12 @@ static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *con
     collect(c, script, v, ok, *sent_ms, &settle_by);
     for (i = 0; i < n; i++) {
         if (v[i].state == V_SENT) {
-            /* No answer in time: as good as down for a while, and its
-             * reply must never be read as another's. */
+            /* No answer in time: its reply must never be read as another's.
+             * Not marked down for that: a node only slow (a loaded machine)
+             * would then be left out of every call for a while, and with a
+             * bare majority up, every call would fail. A stopped one is
+             * marked down by the handshake of the next connection to it. */
             rl__conn_abandon(v[i].conn, "no reply in time from a Redlock master");
-            atomic_store(&c->servers[i]->down_until, rl__now_ms() + 2000);
             v[i].state = V_LOST;
             v[i].lost = v[i].conn->fence;
         }
@@ -694,7 +696,9 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
             v[i].state = V_SKIP;
         }
     }
-    run(c, RL__S_RELEASE, h->lease_ms, v, kill, released, &sent);
+    /* Each node gets the command timeout: no validity hangs on how fast
+     * a release is, and a node merely slow must not make it look lost. */
+    run(c, RL__S_RELEASE, c->command_ms * 10L, v, kill, released, &sent);
     learn(c, h, v, sent, !last && h->watchdog ? h->lease_ms : 0);
     yes = count_yes(c, v, released);
     for (i = 0; i < c->nnodes; i++) {

@@ -473,6 +473,12 @@ static void read_ready_first(rl_client *c, group *g, size_t ng, snap *s, char *f
     }
 }
 
+/* How long the watchdog gives a new connection: connect and handshake. */
+static long open_within(const rl_client *c)
+{
+    return c->renew_ms < c->command_ms ? c->renew_ms : c->command_ms;
+}
+
 /* g's connection is the watchdog's now: set it where a fork child and the
  * teardown find it. */
 static void use_conn(rl_client *c, group *g, rl__conn *conn)
@@ -531,7 +537,16 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
             int down = atomic_load(&g[k].srv->down_until) > rl__now_ms();
             if (g[k].rc != RL_OK || g[k].conn || (pass == 0) == down)
                 continue;
-            if ((g[k].rc = rl__conn_open(c, g[k].srv, &conn)) != RL_OK)
+            if (down && c->mode == RL__MODE_REDLOCK) {
+                /* A majority vouches without it: not worth a handshake
+                 * that a stopped node makes last its whole timeout. */
+                g[k].rc = rl__err(RL_ECONN, "%s was found down a moment ago", g[k].srv->name);
+                continue;
+            }
+            /* Within one interval: a handshake that a stopped server never
+             * answers must not hold up the next round (the options check
+             * counts on renewals taking at most min(timeout, interval)). */
+            if ((g[k].rc = rl__conn_open_within(c, g[k].srv, open_within(c), &conn)) != RL_OK)
                 continue;
             use_conn(c, &g[k], conn);
             send_group(c, &g[k], s, flags, argv, lens);

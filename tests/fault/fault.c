@@ -70,13 +70,47 @@ int fx_env_start_cluster(fx_env *env, int nmasters, int replicas, long node_time
     return 0;
 }
 
+int fx_env_start_redlock(fx_env *env, int n, const char *node_args)
+{
+    size_t at;
+    int i;
+
+    memset(env, 0, sizeof *env);
+    if (n < 3 || n > FX_NODES_MAX || n % 2 == 0) {
+        fx_note("a Redlock set has an odd number of masters, 3..%d, not %d", FX_NODES_MAX, n);
+        return -1;
+    }
+    env->ref = rt_redis_start(NULL);
+    if (!env->ref || !(env->rc = fx_connect(env->ref->port, 5000))) {
+        fx_note("cannot start redis-server for the referee");
+        fx_env_stop(env);
+        return -1;
+    }
+    at = (size_t)snprintf(env->url, sizeof env->url, "redlock://");
+    for (i = 0; i < n; i++) {
+        if (!(env->node[i] = rt_redis_start(node_args))) {
+            fx_note("cannot start redis-server for Redlock master %d of %d", i + 1, n);
+            fx_env_stop(env);
+            return -1;
+        }
+        env->nnodes = i + 1;
+        at += (size_t)snprintf(env->url + at, sizeof env->url - at, "%s127.0.0.1:%d",
+                               i ? "," : "", env->node[i]->port);
+    }
+    return 0;
+}
+
 void fx_env_stop(fx_env *env)
 {
+    int i;
+
     if (env->lc)
         redisFree(env->lc);
     if (env->rc)
         redisFree(env->rc);
     rt_cluster_stop(env->cl);
+    for (i = 0; i < env->nnodes; i++)
+        rt_redis_stop(env->node[i]);
     rt_redis_stop(env->lock);
     rt_redis_stop(env->ref);
     memset(env, 0, sizeof *env);

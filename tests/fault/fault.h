@@ -34,6 +34,8 @@
 
 /* ---- the two servers of a driver --------------------------------------- */
 
+#define FX_NODES_MAX 9   /* Redlock: the most masters a redlock:// URL may name */
+
 typedef struct fx_env {
     rt_redis *lock;      /* the server rlock uses; the one faults are injected into */
     rt_redis *ref;       /* the referee's server: never faulted */
@@ -41,6 +43,10 @@ typedef struct fx_env {
     redisContext *rc;    /* driver's connection to the referee server */
     rt_cluster *cl;      /* fx_env_start_cluster(): the Redis Cluster rlock uses instead of
                             `lock` (then lock and lc are NULL); workers get url=<cl->seeds> */
+    rt_redis *node[FX_NODES_MAX]; /* fx_env_start_redlock(): the independent masters */
+    int nnodes;
+    char url[256];       /* fx_env_start_redlock(): "redlock://127.0.0.1:<port>,..." (every
+                            node, in order); workers get url=<url> */
 } fx_env;
 
 /* Start both servers (extra args for the lock server may be NULL). 0 or -1. */
@@ -50,7 +56,16 @@ int fx_env_start(fx_env *env, const char *lock_args);
  * redis-cli missing, or no cluster formed): the scenario must then FAIL. */
 int fx_env_start_cluster(fx_env *env, int nmasters, int replicas, long node_timeout_ms,
                          const char *node_args);
-/* Stops every server of the env (each node of a cluster too). */
+/* The referee's server and, for the locks, n independent redis-servers (n
+ * odd, 3..FX_NODES_MAX) named by env->url for a Redlock client; lock and lc
+ * stay NULL. node_args as for rt_redis_start(), may be NULL (no
+ * --requirepass: the URL carries no password). 0, or -1 after printing
+ * why, with nothing left running: the scenario must then FAIL. A node
+ * killed, paused or restarted by the scenario keeps its slot in env->node
+ * (and its port in the URL). */
+int fx_env_start_redlock(fx_env *env, int n, const char *node_args);
+/* Stops every server of the env (each node of a cluster or of a Redlock
+ * set too; paused ones are resumed first). */
 void fx_env_stop(fx_env *env);
 
 /* ---- scale --------------------------------------------------------------- */

@@ -6,7 +6,6 @@
  *   rlfault worker <role> key=value... (spawned by the scenarios themselves)
  *
  * RL_TORTURE=1 selects the long forms; RL_SOAK_SECONDS sets the soak's length;
- * RL_CLUSTER_STRICT=1 makes cluster_failover meet a known bug (see sc_cluster.c).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +35,11 @@ static const struct {
     { "cluster_failover", sc_cluster_failover },
     { "cluster_migrate", sc_cluster_migrate },
     { "cluster_restart", sc_cluster_restart },
+    { "redlock_kill", sc_redlock_kill },
+    { "redlock_majority", sc_redlock_majority },
+    { "redlock_pause", sc_redlock_pause },
+    { "redlock_restart_empty", sc_redlock_restart_empty },
+    { "redlock_contention", sc_redlock_contention },
 };
 
 static const struct {
@@ -53,6 +57,7 @@ static const struct {
     { "force_loop", role_force_loop },
     { "shutdown", role_shutdown },
     { "renew_race", role_renew_race },
+    { "probe", role_probe },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -27,6 +27,11 @@ int sc_renew_race(void);
 int sc_cluster_failover(void);
 int sc_cluster_migrate(void);
 int sc_cluster_restart(void);
+int sc_redlock_kill(void);
+int sc_redlock_majority(void);
+int sc_redlock_pause(void);
+int sc_redlock_restart_empty(void);
+int sc_redlock_contention(void);
 
 /* worker roles */
 int role_loop(void);
@@ -40,6 +45,7 @@ int role_acl_loop(void);
 int role_force_loop(void);
 int role_shutdown(void);
 int role_renew_race(void);
+int role_probe(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

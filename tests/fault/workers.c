@@ -25,6 +25,8 @@
  *   work_us [0]       work inside a section (see rf_section)
  *   think_us [0]      pause between holds
  *   flaglog [0]       push the timing of each flag seen to rf:flaglog
+ *   acqlog [0]        push, for each acquisition (not reentry) that succeeded,
+ *                     the moment its call began to rf:acqlog (rt_now_ms())
  *   log [-1]          the library's diagnostics up to this RL_LOG_* level on
  *                     stderr (1: errors and warnings)
  *   tag [loop]        name in the report
@@ -53,7 +55,7 @@ rl_client *fx_worker_client(void)
 {
     rl_options o;
     rl_client *c;
-    char url[128];
+    char url[256];   /* a redlock:// URL of 9 masters fits */
     int rc;
 
     rl_options_init(&o, RL_OPTIONS_VERSION);
@@ -90,7 +92,7 @@ typedef struct loop_cfg {
     int nnames;
     long ms, lease, fixed, fixed_pct, nest, pair, wait, sec_min, sec_max, hold_ms;
     long work_us, think_us;
-    int stop, flaglog, pin;
+    int stop, flaglog, acqlog, pin;
     int ref_port, check_port;
     pthread_mutex_t mu;
     loop_stats total;
@@ -206,6 +208,8 @@ static int take(loop_thread *t, int i, long lease, int64_t *t_acq)
     switch (rc) {
     case RL_OK:
         t->s.acquires++;
+        if (cfg->acqlog)
+            fx_cmd(t->ref, "RPUSH rf:acqlog %lld", (long long)t0);
         break;
     case RL_ETIMEDOUT:
         t->s.timeouts++;
@@ -342,6 +346,7 @@ int role_loop(void)
     cfg.think_us = fx_argl("think_us", 0);
     cfg.stop = (int)fx_argl("stop", 0);
     cfg.flaglog = (int)fx_argl("flaglog", 0);
+    cfg.acqlog = (int)fx_argl("acqlog", 0);
     cfg.pin = (int)fx_argl("pin", 0);
     cfg.ref_port = (int)fx_argl("ref_port", 0);
     cfg.check_port = (int)fx_argl("check_port", 0);

@@ -368,11 +368,14 @@ void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *o
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
                      size_t owner_len)
 {
-    /* held 0 (the whole field), lease untouched, no notice */
-    const char *argv[8] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0", "0" };
-    size_t lens[8] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1 };
+    /* held 0 (the whole field), lease untouched; a notice where the name
+     * comes free, for the waiters of other processes (Redlock: also where
+     * it is free already, for those that listen to this node). */
+    const char *argv[9] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0",
+                            rl__notice_arg(c), e->channel };
+    size_t lens[9] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
 
-    redisAppendCommandArgv(conn->ctx, 8, argv, lens);
+    redisAppendCommandArgv(conn->ctx, 9, argv, lens);
 }
 
 /* Fence off the connection that carried the unknown change, then remove

@@ -662,7 +662,6 @@ static void done_with(rl_client *c, rl__thread *t, rl__hold *h, const rl__op *o,
     }
     h->releasing = 0;
     rl__hold_remove(c, h);
-    rl__watchdog_poke(c);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -540,7 +540,7 @@ void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owne
 void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                          size_t owner_len, const rl__fence *fence, rl__server *node);
 /* Queue the release script in its "drop our field" form (whatever its
- * count, no notice) on conn: the leftovers' drop and the shutdown's. */
+ * count, with a notice) on conn: the leftovers' drop and the shutdown's. */
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
                      size_t owner_len);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late

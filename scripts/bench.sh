@@ -2,10 +2,12 @@
 # rlock's benchmark: builds rlbench (Release), starts a throwaway
 # redis-server, measures Redis itself (PING round trip, redis-benchmark
 # EVALSHA rate at each client count), starts a throwaway Redis Cluster of 3
-# masters, then runs the workloads of rlbench (tests/bench/wl_*.c; spread and
-# watchdog on the cluster too, each right after its single-server run, with
-# ratios). Prints one key=value line per workload, writes a CSV and, when
-# gnuplot is installed, a PNG of the contention curve.
+# masters and 5 independent Redlock masters, then runs the workloads of
+# rlbench (tests/bench/wl_*.c; spread and watchdog on the cluster too, each
+# right after its single-server run, with ratios; solo_redlock and
+# contend_redlock on Redlocks of 3 and 5 masters beside the single server,
+# with ratios). Prints one key=value line per workload, writes a CSV and,
+# when gnuplot is installed, a PNG of the contention curve.
 #
 # Targets are reported as target=... met=yes/no; they never change the exit
 # status. The script fails only on errors (build, Redis, a failed rlock call).
@@ -14,8 +16,11 @@
 #   RL_BENCH_OUT=DIR         where the CSV and PNG go (default: DIR/results)
 #   RL_BENCH_SECONDS=S       length of each contend step (default 3; spread 2/3 of it)
 #   RL_BENCH_CLUSTER=0       no cluster: skip spread_cluster and watchdog_cluster
-#   RL_BENCH_PROFILE=1       afterwards, profile solo and contend W=4 with
-#                            callgrind and print the hottest functions
+#   RL_BENCH_REDLOCK=0       no Redlock masters: skip solo_redlock and
+#                            contend_redlock
+#   RL_BENCH_PROFILE=1       afterwards, profile solo, contend W=4 and (with
+#                            Redlock) solo_redlock with callgrind and print
+#                            the hottest functions
 #   Extra arguments go to rlbench (e.g. --only solo,contend).
 set -euo pipefail
 
@@ -74,6 +79,12 @@ if [[ ${RL_BENCH_CLUSTER:-1} != 0 ]]; then
     rl_cluster_start 3
     cluster_args=(--cluster-url "$RL_CLUSTER_URL")
 fi
+# The Redlock masters, likewise: 5 of them, the first 3 make the N=3 Redlock.
+redlock_args=()
+if [[ ${RL_BENCH_REDLOCK:-1} != 0 ]]; then
+    rl_redlock_start 5
+    redlock_args=(--redlock-url "$RL_REDLOCK_URL")
+fi
 
 # ---------------------------------------------------------------------------
 mkdir -p "$out_dir"
@@ -83,8 +94,8 @@ png=$out_dir/bench-$stamp.png
 rl_log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)"
 t0=$SECONDS
 status=0
-"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" --csv "$csv" --rb "$rb_arg" \
-    --seconds "$seconds" "$@" || status=$?
+"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" "${redlock_args[@]}" --csv "$csv" \
+    --rb "$rb_arg" --seconds "$seconds" "$@" || status=$?
 rl_log "rlbench took $((SECONDS - t0)) s (exit status $status)"
 echo "csv=$csv"
 
@@ -128,10 +139,13 @@ fi
 # Optional profile of the solo and contend paths (instructions, callgrind).
 if [[ ${RL_BENCH_PROFILE:-0} == 1 && $status == 0 ]]; then
     command -v valgrind >/dev/null 2>&1 || rl_die "valgrind not found"
-    for w in solo contend; do
+    profiled=(solo contend)
+    ((${#redlock_args[@]} == 0)) || profiled+=(solo_redlock)
+    for w in "${profiled[@]}"; do
         cli flushall >/dev/null
         args=(--only "$w" --solo-n 2000)
         [[ $w == contend ]] && args+=(--contend-w 4 --seconds 2)
+        [[ $w == solo_redlock ]] && args+=("${redlock_args[@]}")
         prof=$out_dir/callgrind-$w-$stamp.out
         rl_log "profiling $w under callgrind -> $prof"
         valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$prof.%p" \

@@ -12,6 +12,9 @@
 #   rl_cluster_start [N]       start a throwaway Redis Cluster of N masters
 #                              (default 3, no replicas) on free ports
 #   rl_cluster_stop            stop its nodes and remove their directories
+#   rl_redlock_start [N]       start N (odd, 3..9; default 5) independent
+#                              redis-servers on free ports, for Redlock mode
+#   rl_redlock_stop            stop them and remove their directories
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
 #                              out; CMD sees the exit status in RL_EXIT_STATUS)
 #
@@ -69,7 +72,7 @@ trap 'exit 143' TERM
 # Dependencies.
 
 RL_DEPS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
-         redis-server redis-tools clang libclang-rt-14-dev valgrind gnuplot-nox)
+         redis-server redis-tools redis-sentinel clang libclang-rt-14-dev valgrind gnuplot-nox)
 
 rl__pkg_installed() {
     dpkg -s "$1" 2>/dev/null | grep '^Status: install ok installed$' >/dev/null
@@ -360,4 +363,92 @@ rl_cluster_stop() {
         rm -rf -- "$RL_CLUSTER_DIR"
     fi
     RL_CLUSTER_DIR=
+}
+
+# ---------------------------------------------------------------------------
+# Throwaway Redlock masters: independent redis-servers (no cluster, no
+# replication), every one on loopback.
+
+RL_REDLOCK_PIDS=()
+RL_REDLOCK_DIR=
+RL__REDLOCK_HOOKED=
+
+# Starts Redlock master $1 on port $2 in a directory of its own and waits
+# until it answers as itself.
+rl__redlock_node_try() {
+    local i=$1 port=$2 dir=$RL_REDLOCK_DIR/node-$1 pid
+    rm -rf -- "$dir"
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+        --daemonize no --dir "$dir" --logfile "$dir/redis.log" \
+        </dev/null >/dev/null 2>&1 &
+    pid=$!
+    rl__redis_answers "$port" "$pid" || return 1
+    RL_REDLOCK_PIDS+=("$pid")
+}
+
+# Starts N masters (default 5; odd, 3..9, as redlock:// wants). Exports
+# RL_REDLOCK_URL (redlock://127.0.0.1:p0,127.0.0.1:p1,...) and
+# RL_REDLOCK_PORTS ("p0 p1 ..."). The first k ports make a smaller Redlock.
+# shellcheck disable=SC2120 # the argument is optional
+rl_redlock_start() {
+    local nmasters=${1:-5} i port attempt ports=() addrs=()
+
+    command -v redis-server >/dev/null 2>&1 || rl_die "redis-server not found"
+    command -v redis-cli >/dev/null 2>&1 || rl_die "redis-cli not found"
+    if ! [[ $nmasters =~ ^[0-9]+$ ]] || ((nmasters < 3 || nmasters > 9 || nmasters % 2 == 0)); then
+        rl_die "rl_redlock_start: Redlock takes an odd number of masters, 3 to 9, not '$nmasters'"
+    fi
+    ((${#RL_REDLOCK_PIDS[@]} == 0)) ||
+        rl_die "rl_redlock_start: Redlock masters are already running (pids ${RL_REDLOCK_PIDS[*]})"
+
+    RL_REDLOCK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rlock-redlock.XXXXXX")
+    # Hooked before the first start: a run that dies half-way still stops
+    # the masters it started.
+    if [[ -z $RL__REDLOCK_HOOKED ]]; then
+        rl_on_exit rl_redlock_stop
+        RL__REDLOCK_HOOKED=1
+    fi
+
+    for ((i = 0; i < nmasters; i++)); do
+        # Another program can take a port between the check and the start:
+        # then the server dies, and we try another port.
+        for ((attempt = 0; attempt < 20; attempt++)); do
+            port=$(rl__free_port "${ports[@]}") || rl_die "rl_redlock_start: no free port found"
+            if rl__redlock_node_try "$i" "$port"; then
+                ports+=("$port")
+                break
+            fi
+        done
+        ((${#ports[@]} == i + 1)) ||
+            rl_die "could not start Redlock master $i on a free port (log: $RL_REDLOCK_DIR/node-$i/redis.log)"
+        addrs+=("127.0.0.1:$port")
+    done
+
+    RL_REDLOCK_PORTS="${ports[*]}"
+    RL_REDLOCK_URL="redlock://$(IFS=,; echo "${addrs[*]}")"
+    export RL_REDLOCK_URL RL_REDLOCK_PORTS
+    rl_log "$nmasters Redlock masters (pids ${RL_REDLOCK_PIDS[*]}) at $RL_REDLOCK_URL (dir $RL_REDLOCK_DIR)"
+}
+
+# Stops every master and removes their directories. Safe to call more than
+# once.
+rl_redlock_stop() {
+    local pid deadline
+    for pid in "${RL_REDLOCK_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    deadline=$((SECONDS + 10))
+    for pid in "${RL_REDLOCK_PIDS[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    RL_REDLOCK_PIDS=()
+    if [[ -n $RL_REDLOCK_DIR && -d $RL_REDLOCK_DIR ]]; then
+        rm -rf -- "$RL_REDLOCK_DIR"
+    fi
+    RL_REDLOCK_DIR=
 }

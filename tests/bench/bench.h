@@ -3,10 +3,10 @@
  *
  * rlbench is one program in several files: runner.c holds main, the option
  * parsing, the allocation counting, the statistics, the key=value and CSV
- * output, the Redis and Redis Cluster helpers; each wl_*.c file holds one
- * workload (its single-server and cluster runs together) and exports only
- * its bn_run_* function. Everything shared across files is named bn_*;
- * everything else is static to its file.
+ * output, the Redis, Redis Cluster and Redlock helpers; each wl_*.c file
+ * holds one workload (its single-server, cluster and Redlock runs together)
+ * and exports only its bn_run_* functions. Everything shared across files
+ * is named bn_*; everything else is static to its file.
  */
 #ifndef RLBENCH_BENCH_H
 #define RLBENCH_BENCH_H
@@ -143,13 +143,14 @@ void bn_cs_account(const bn_cstats *a, const bn_cstats *b, bn_cmdacct *o);
 /* The *_per_<per> fields of a record: commands per operation. */
 void bn_add_cmd_fields(bn_rec *r, const bn_cmdacct *ca, double ops, const char *per);
 
-/* ---- targets: the single server of --url, the Cluster of --cluster-url - */
+/* ---- targets: the single server of --url, the Cluster of --cluster-url,
+ *      the Redlock masters of --redlock-url ---------------------------- */
 
 #define BN_NODES_MAX 16
 #define BN_SLOTS 16384
 
 typedef struct bn_target {
-    const char *mode;               /* "single" or "cluster" */
+    const char *mode;               /* "single", "cluster" or "redlock" */
     char url[600];                  /* what rlock is given */
     int n;                          /* masters; 1 for the single server */
     char host[BN_NODES_MAX][256];
@@ -157,7 +158,10 @@ typedef struct bn_target {
     unsigned char owner[BN_SLOTS];  /* cluster: slot -> index of its master */
 } bn_target;
 
-extern bn_target bn_single, bn_cluster;
+extern bn_target bn_single, bn_cluster, bn_redlock;
+
+/* A Redlock of the first n masters of bn_redlock (n odd, 3..bn_redlock.n). */
+void bn_tg_redlock_first(bn_target *out, int n);
 
 void bn_tg_connect_all(const bn_target *tg, redisContext **cs);
 void bn_tg_free_all(const bn_target *tg, redisContext **cs);
@@ -184,6 +188,7 @@ double bn_rb_rate(int clients);
 typedef struct bn_contend_out {
     double acq_s;
     double rl_cmds_per_acq;
+    double wait_max_us;
 } bn_contend_out;
 
 /* What the single-server watchdog run measured, for the cluster's ratios. */
@@ -195,9 +200,12 @@ typedef struct bn_wdres {
 void bn_run_baseline(int n);
 void bn_run_solo(int n);
 bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_out *at4);
+bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int names, long dur_ms,
+                                 const bn_contend_out *single);
 double bn_run_spread(const bn_target *tg, int nthreads, long dur_ms, double single);
 bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdres *single);
 void bn_run_reentry(int cycles);
 void bn_run_alloc(int n);
+void bn_run_solo_redlock(int n, const int *nodes, int nnodes);
 
 #endif

@@ -10,10 +10,12 @@
  *
  * Workloads, one file each: baseline (wl_baseline.c), solo (wl_solo.c),
  * contend and contend_mp (wl_contend.c), spread (wl_spread.c), watchdog
- * (wl_watchdog.c), reentry (wl_reentry.c), alloc (wl_alloc.c). See usage().
- * Given --cluster-url, spread and watchdog run on that Redis Cluster too,
- * right after their single-server run, and print the cluster's figures as
- * ratios to the single server's.
+ * (wl_watchdog.c), reentry (wl_reentry.c), alloc (wl_alloc.c), solo_redlock
+ * (wl_redlock.c). See usage(). Given --cluster-url, spread and watchdog run
+ * on that Redis Cluster too, right after their single-server run, and print
+ * the cluster's figures as ratios to the single server's. Given
+ * --redlock-url, solo_redlock and contend_redlock (wl_contend.c) compare
+ * Redlocks of its first masters with the single server in the same way.
  *
  * The program defines malloc and its relatives itself, forwarding to
  * glibc's, so that it can count every allocation made in the process,
@@ -263,6 +265,9 @@ static const char *const csv_cols[][4] = {
     { "evalsha_per_op", "evalsha_per_pair", "evalsha_per_acq", NULL },
     { "target", "target", NULL, NULL },
     { "met", "met", NULL, NULL },
+    /* Added after the first columns: scripts read those by position. */
+    { "nodes", "nodes", "masters", NULL },
+    { "ratio_single", "p50_ratio_single", "acq_s_ratio_single", "pairs_s_ratio_single" },
 };
 #define NCOLS (sizeof csv_cols / sizeof csv_cols[0])
 
@@ -536,6 +541,7 @@ void bn_add_cmd_fields(bn_rec *r, const bn_cmdacct *ca, double ops, const char *
 
 bn_target bn_single = { .mode = "single", .n = 1 };
 bn_target bn_cluster = { .mode = "cluster" };
+bn_target bn_redlock = { .mode = "redlock" };
 
 static redisContext *tg_connect(const bn_target *tg, int i)
 {
@@ -611,6 +617,46 @@ static void cluster_discover(bn_target *tg)
         bn_die("the cluster at %s covers %d slots of %d", tg->url, covered, BN_SLOTS);
 }
 
+/* The masters of tg->url, redlock://HOST:PORT,HOST:PORT,... */
+static void redlock_parse(bn_target *tg)
+{
+    const char *p = tg->url;
+
+    if (strncmp(p, "redlock://", 10) != 0)
+        bn_die("--redlock-url must look like redlock://HOST:PORT,HOST:PORT,...");
+    for (p += 10, tg->n = 0; *p; tg->n++) {
+        if (tg->n == BN_NODES_MAX)
+            bn_die("more than %d Redlock masters", BN_NODES_MAX);
+        if (sscanf(p, "%255[^:,]:%d", tg->host[tg->n], &tg->port[tg->n]) != 2)
+            bn_die("--redlock-url: cannot read a HOST:PORT at '%s'", p);
+        p += strcspn(p, ",");
+        p += *p == ',';
+    }
+    if (tg->n < 3)
+        bn_die("--redlock-url names %d masters; Redlock needs 3 or more", tg->n);
+}
+
+void bn_tg_redlock_first(bn_target *out, int n)
+{
+    size_t at;
+    int i;
+
+    if (n < 3 || n % 2 == 0 || n > bn_redlock.n)
+        bn_die("a Redlock of %d masters out of the %d given", n, bn_redlock.n);
+    memset(out, 0, sizeof *out);
+    out->mode = bn_redlock.mode;
+    out->n = n;
+    at = (size_t)snprintf(out->url, sizeof out->url, "redlock://");
+    for (i = 0; i < n; i++) {
+        snprintf(out->host[i], sizeof out->host[i], "%s", bn_redlock.host[i]);
+        out->port[i] = bn_redlock.port[i];
+        at += (size_t)snprintf(out->url + at, sizeof out->url - at, "%s%s:%d", i ? "," : "",
+                               out->host[i], out->port[i]);
+    }
+    if (at >= sizeof out->url)
+        bn_die("Redlock URL too long");
+}
+
 /* ======================================================================
  * rlock helpers
  * ====================================================================== */
@@ -678,10 +724,19 @@ static void usage(void)
             "  --cluster-url URL   redis://HOST:PORT[,HOST:PORT...] of a Redis Cluster:\n"
             "                      spread and watchdog run there too (spread_cluster,\n"
             "                      watchdog_cluster), with ratios to the single server\n"
+            "  --redlock-url URL   redlock://HOST:PORT,... of independent masters (as\n"
+            "                      many as the largest --redlock-n): solo_redlock and\n"
+            "                      contend_redlock compare Redlocks of its first\n"
+            "                      masters with the single server\n"
+            "  --redlock-n LIST    Redlock sizes of solo_redlock (default 3,5); the\n"
+            "                      largest is contend_redlock's\n"
+            "  --redlock-contend LIST  P:W:NAMES shapes of contend_redlock (default\n"
+            "                      1:4:1,4:8:2: W threads in P processes on NAMES names)\n"
             "  --csv FILE          also write the figures as CSV\n"
             "  --rb C:RATE,...     redis-benchmark EVALSHA rates by client count (baseline)\n"
             "  --only LIST         workloads, comma-separated (default: all):\n"
-            "                      solo,contend,contend_mp,spread,watchdog,reentry,alloc\n"
+            "                      solo,contend,contend_mp,spread,watchdog,reentry,alloc,\n"
+            "                      solo_redlock,contend_redlock (redlock: both)\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
@@ -724,7 +779,8 @@ int main(int argc, char **argv)
     double seconds = 3;
     int solo_n = 5000, wd_k = 10000, i;
     int ws[16] = { 1, 2, 4, 8, 16, 32 }, nw = 6, ts[16] = { 1, 2, 4, 8 }, nt = 4;
-    bn_contend_out c4 = { 0, 0 }, c4mp = { 0, 0 };
+    int rn[16] = { 3, 5 }, nrn = 2, rc_shape[16][3] = { { 1, 4, 1 }, { 4, 8, 2 } }, nrc = 2;
+    bn_contend_out c4 = { 0 }, c4mp = { 0 };
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -735,6 +791,20 @@ int main(int argc, char **argv)
             snprintf(g_url, sizeof g_url, "%s", v);
         } else if (strcmp(a, "--cluster-url") == 0) {
             snprintf(bn_cluster.url, sizeof bn_cluster.url, "%s", v);
+        } else if (strcmp(a, "--redlock-url") == 0) {
+            snprintf(bn_redlock.url, sizeof bn_redlock.url, "%s", v);
+        } else if (strcmp(a, "--redlock-n") == 0) {
+            nrn = parse_list(v, rn, 16);
+        } else if (strcmp(a, "--redlock-contend") == 0) {
+            const char *p = v;
+            for (nrc = 0; p && *p && nrc < 16; nrc++) {
+                if (sscanf(p, "%d:%d:%d", &rc_shape[nrc][0], &rc_shape[nrc][1],
+                           &rc_shape[nrc][2]) != 3)
+                    bn_die("bad --redlock-contend %s (P:W:NAMES,...)", v);
+                p = strchr(p, ',');
+                if (p)
+                    p++;
+            }
         } else if (strcmp(a, "--csv") == 0) {
             csv = v;
         } else if (strcmp(a, "--rb") == 0) {
@@ -774,6 +844,12 @@ int main(int argc, char **argv)
     bn_single.port[0] = g_port;
     if (bn_cluster.url[0])
         cluster_discover(&bn_cluster);
+    if (bn_redlock.url[0])
+        redlock_parse(&bn_redlock);
+    for (i = 0; i < nrn; i++)
+        if (rn[i] < 3 || rn[i] % 2 == 0 || (bn_redlock.url[0] && rn[i] > bn_redlock.n))
+            bn_die("--redlock-n: %d is not an odd size from 3 to the %d masters given", rn[i],
+                   bn_redlock.n);
     if (seconds <= 0 || solo_n <= 0 || wd_k < 2)
         bn_die("bad option value");
     snprintf(bn_run, sizeof bn_run, "%d.%lld", (int)getpid(), (long long)(bn_now_ns() / 1000000 % 100000000));
@@ -819,6 +895,24 @@ int main(int argc, char **argv)
         bn_wdres single = bn_run_watchdog(&bn_single, wd_k, 4, NULL);
         if (bn_cluster.url[0])
             bn_run_watchdog(&bn_cluster, wd_k, 4, &single);
+    }
+    /* Redlock: the single server's twin in the same run (solo_redlock
+     * interleaves them; contend_redlock runs the Redlock right after). */
+    if (bn_redlock.url[0] && nrn > 0 && (wanted(only, "solo_redlock") || wanted(only, "redlock")))
+        bn_run_solo_redlock(solo_n, rn, nrn);
+    if (bn_redlock.url[0] && nrn > 0 &&
+        (wanted(only, "contend_redlock") || wanted(only, "redlock"))) {
+        bn_target big;
+        int most = rn[0];
+        for (i = 1; i < nrn; i++)
+            most = rn[i] > most ? rn[i] : most;
+        bn_tg_redlock_first(&big, most);
+        for (i = 0; i < nrc; i++) {
+            int p = rc_shape[i][0], w = rc_shape[i][1], k = rc_shape[i][2];
+            long ms = (long)(seconds * 1000);
+            bn_contend_out single = bn_run_contend_on(&bn_single, p, w, k, ms, NULL);
+            bn_run_contend_on(&big, p, w, k, ms, &single);
+        }
     }
 
     if (g_csv)

@@ -1,12 +1,17 @@
 /*
- * contend and contend_mp: one name fought over by W threads.
+ * contend, contend_mp and contend_redlock: names fought over by W threads.
  *
- * Each holder reads a shared counter, sleeps 1 ms, writes it back plus one
- * and releases; then it thinks 1 ms. contend keeps the W threads in one
- * process, contend_mp spreads them over up to 4 forked processes (results
- * come back through pipes). Measures acquisitions/s, the wait percentiles,
+ * Each holder reads its name's counter, sleeps 1 ms, writes it back plus
+ * one and releases; then it thinks 1 ms. contend keeps the W threads in one
+ * process on one name, contend_mp spreads them over up to 4 forked
+ * processes (results come back through pipes). contend_redlock runs W
+ * threads in P processes on a few names (thread i on name i % names, so
+ * each name is fought over from every process) on the single server, then
+ * the same on a Redlock right after, with the Redlock's figures as ratios
+ * to the single server's. Measures acquisitions/s, the wait percentiles,
  * the handoff time between holders, the counter updates lost (mutual
- * exclusion: must be 0) and rlock's commands per acquisition.
+ * exclusion: must be 0) and rlock's commands per acquisition (summed over
+ * the Redlock's masters). The counters live on the single server always.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,7 +29,7 @@ typedef struct cworker {
     pthread_t th;
     rl_lock *lock;
     redisContext *rc;
-    const char *counter;
+    char counter[128];
     const int64_t *deadline;
     pthread_barrier_t *go;
     bn_samples waits;          /* µs */
@@ -113,28 +118,52 @@ static int read_all(int fd, void *p, size_t n)
     return 0;
 }
 
-/* One process of a contend run. Never returns. */
-static void contend_child(const char *name, const char *counter, int nthreads, long dur_ms,
-                          int ready_fd, int go_fd, int res_fd)
+/* What one run is: where, on which names, by how many. */
+typedef struct cspec {
+    const bn_target *tg;
+    int procs, per;             /* processes, threads in each */
+    int names;
+    long dur_ms;
+    char name[100];             /* lock k is "<name>.k" ... */
+    char counter[100];          /* ... its counter "<counter>.k" */
+} cspec;
+
+/* What one run measured. */
+typedef struct cmeas {
+    long acq;
+    int errors;
+    int64_t hold_ns;
+    double secs;
+    bn_samples waits;           /* µs */
+    long long counted;          /* the counters' sum */
+    bn_cmdacct ca;              /* summed over the target's masters */
+} cmeas;
+
+/* Process p of a contend run. Never returns. */
+static void contend_child(const cspec *sp, int p, int ready_fd, int go_fd, int res_fd)
 {
-    rl_client *c = bn_make_client(0, 0);
-    rl_lock *l;
-    cworker *w = calloc((size_t)nthreads, sizeof *w);
+    rl_client *c = bn_make_client_at(sp->tg->url, 0, 0);
+    rl_lock **locks = calloc((size_t)sp->names, sizeof *locks);
+    cworker *w = calloc((size_t)sp->per, sizeof *w);
     pthread_barrier_t go;
     int64_t deadline = 0;
+    long dur_ms = sp->dur_ms;
+    int nthreads = sp->per;
     cres res;
     char b = 0;
-    int i, st;
+    int i, k;
 
-    if (!w)
+    if (!w || !locks)
         bn_die("out of memory");
-    if ((st = rl_lock_new(&l, c, name)) != RL_OK)
-        bn_die("rl_lock_new: %s", rl_strerror(st));
+    /* One handle per name, shared by the threads of this process on it. */
+    for (k = 0; k < sp->names; k++)
+        locks[k] = bn_make_lock(c, "%s.%d", sp->name, k);
     pthread_barrier_init(&go, NULL, (unsigned)nthreads + 1);
     for (i = 0; i < nthreads; i++) {
-        w[i].lock = l;
+        k = (p * sp->per + i) % sp->names;
+        w[i].lock = locks[k];
         w[i].rc = bn_rconnect();
-        w[i].counter = counter;
+        snprintf(w[i].counter, sizeof w[i].counter, "%s.%d", sp->counter, k);
         w[i].deadline = &deadline;
         w[i].go = &go;
         if (pthread_create(&w[i].th, NULL, contend_thread, &w[i]) != 0)
@@ -161,37 +190,35 @@ static void contend_child(const char *name, const char *counter, int nthreads, l
             _exit(3);
         redisFree(w[i].rc);
     }
-    rl_lock_free(l);
+    for (k = 0; k < sp->names; k++)
+        rl_lock_free(locks[k]);
     rl_client_free(c);
     _exit(0);
 }
 
-bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_out *at4)
+/* Run sp: fork its processes, start them together, collect what they
+ * measured and what the target's masters counted. */
+static void contend_measure(const cspec *sp, cmeas *m)
 {
-    char name[100], counter[100];
-    redisContext *rc = bn_rconnect();
+    const bn_target *tg = sp->tg;
+    redisContext *rc = bn_rconnect(), *cs[BN_NODES_MAX];
+    bn_cstats *na = bn_xmalloc(sizeof *na * (size_t)tg->n);
     bn_cstats *a = bn_xmalloc(sizeof *a), *b = bn_xmalloc(sizeof *b);
-    bn_samples waits = { 0 };
     pid_t pids[64];
     int ready[64][2], go[64][2], res[64][2];
-    long acq = 0;
-    int64_t hold_ns = 0, start = INT64_MAX, end = 0;
-    int errors = 0, i, per = w / procs;
-    long long counter_v = 0, lost;
-    bn_contend_out out;
-    bn_targets t = { .any = 0 };
-    bn_cmdacct ca;
+    int64_t start = INT64_MAX, end = 0;
     redisReply *r;
-    bn_rec rr = { .n = 0 };
-    double secs, acq_s, wp50, hold_mean, handoff;
+    int i, k;
 
-    if (procs > 64 || per * procs != w)
-        bn_die("contend: W=%d does not split over %d processes", w, procs);
-    snprintf(name, sizeof name, "contend:%s:%dx%d", bn_run, procs, per);
-    snprintf(counter, sizeof counter, "rlbench:counter:%s:%dx%d", bn_run, procs, per);
-    freeReplyObject(bn_rcmd(rc, "DEL %s", counter));
+    memset(m, 0, sizeof *m);
+    if (sp->procs > 64 || sp->procs < 1 || sp->per < 1 || sp->names < 1)
+        bn_die("contend: bad shape %d processes x %d threads on %d names", sp->procs, sp->per,
+               sp->names);
+    bn_tg_connect_all(tg, cs);
+    for (k = 0; k < sp->names; k++)
+        freeReplyObject(bn_rcmd(rc, "DEL %s.%d", sp->counter, k));
     bn_flush_output();
-    for (i = 0; i < procs; i++) {
+    for (i = 0; i < sp->procs; i++) {
         if (pipe(ready[i]) || pipe(go[i]) || pipe(res[i]))
             bn_die("pipe: %s", strerror(errno));
         pids[i] = fork();
@@ -201,24 +228,24 @@ bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_ou
             close(ready[i][0]);
             close(go[i][1]);
             close(res[i][0]);
-            contend_child(name, counter, per, dur_ms, ready[i][1], go[i][0], res[i][1]);
+            contend_child(sp, i, ready[i][1], go[i][0], res[i][1]);
         }
         close(ready[i][1]);
         close(go[i][0]);
         close(res[i][1]);
     }
-    for (i = 0; i < procs; i++) {
+    for (i = 0; i < sp->procs; i++) {
         char c;
         if (read_all(ready[i][0], &c, 1) != 0)
             bn_die("contend: a child process died before starting");
     }
-    bn_cstats_get(rc, a);
-    for (i = 0; i < procs; i++) {
+    bn_tg_stats(tg, cs, na, a);
+    for (i = 0; i < sp->procs; i++) {
         char c = 'g';
         if (write_all(go[i][1], &c, 1) != 0)
             bn_die("contend: cannot start a child");
     }
-    for (i = 0; i < procs; i++) {
+    for (i = 0; i < sp->procs; i++) {
         cres cr;
         double *v;
         int status;
@@ -227,11 +254,11 @@ bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_ou
         v = bn_xmalloc(cr.nwaits * sizeof *v);
         if (read_all(res[i][0], v, cr.nwaits * sizeof *v) != 0)
             bn_die("contend: a child process died");
-        bn_s_append(&waits, v, cr.nwaits);
+        bn_s_append(&m->waits, v, cr.nwaits);
         free(v);
-        acq += cr.acq;
-        hold_ns += cr.hold_ns;
-        errors += cr.errors;
+        m->acq += cr.acq;
+        m->hold_ns += cr.hold_ns;
+        m->errors += cr.errors;
         if (cr.start_ns < start)
             start = cr.start_ns;
         if (cr.end_ns > end)
@@ -239,56 +266,85 @@ bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_ou
         waitpid(pids[i], &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             bn_warn("contend: child %d exited abnormally (status %d)", (int)pids[i], status);
-            errors++;
+            m->errors++;
         }
         close(ready[i][0]);
         close(go[i][1]);
         close(res[i][0]);
     }
-    bn_cstats_get(rc, b);
-    bn_cs_account(a, b, &ca);
-    r = bn_rcmd(rc, "GET %s", counter);
-    if (r->type == REDIS_REPLY_STRING)
-        counter_v = atoll(r->str);
-    freeReplyObject(r);
-    freeReplyObject(bn_rcmd(rc, "DEL %s", counter));
-    bn_errors += errors;
+    bn_tg_stats(tg, cs, na, b);
+    bn_cs_account(a, b, &m->ca);
+    for (k = 0; k < sp->names; k++) {
+        r = bn_rcmd(rc, "GET %s.%d", sp->counter, k);
+        if (r->type == REDIS_REPLY_STRING)
+            m->counted += atoll(r->str);
+        freeReplyObject(r);
+        freeReplyObject(bn_rcmd(rc, "DEL %s.%d", sp->counter, k));
+    }
+    bn_errors += m->errors;
+    m->secs = (double)(end - start) / 1e9;
+    free(na);
+    free(a);
+    free(b);
+    bn_tg_free_all(tg, cs);
+    redisFree(rc);
+}
 
-    secs = (double)(end - start) / 1e9;
-    acq_s = acq / secs;
-    lost = acq - counter_v;
-    wp50 = bn_s_pct(&waits, 50);
-    hold_mean = acq ? (double)hold_ns / (double)acq / 1000.0 : 0;
-    /* Time the lock spends between holders, when it is never idle. */
-    handoff = acq ? secs * 1e6 / (double)acq - hold_mean : 0;
+/* The fields every contend record has, after workload/mode/procs/threads. */
+static void contend_fields(bn_rec *rr, cmeas *m, int names, double acq_s, double ceiling)
+{
+    double wp50 = bn_s_pct(&m->waits, 50);
+    double hold_mean = m->acq ? (double)m->hold_ns / (double)m->acq / 1000.0 : 0;
+    /* Time a lock spends between holders, when it is never idle. */
+    double handoff = m->acq ? m->secs * 1e6 * names / (double)m->acq - hold_mean : 0;
+
+    bn_rec_add(rr, "acq", "%ld", m->acq);
+    bn_rec_add(rr, "seconds", "%.2f", m->secs);
+    bn_rec_add(rr, "acq_s", "%.0f", acq_s);
+    bn_rec_add(rr, "acq_s_ratio_ceiling", "%.4f", ceiling > 0 ? acq_s / ceiling : 0);
+    bn_rec_add(rr, "wait_p50_us", "%.0f", wp50);
+    bn_rec_add(rr, "wait_p99_us", "%.0f", bn_s_pct(&m->waits, 99));
+    bn_rec_add(rr, "wait_max_us", "%.0f", bn_s_max(&m->waits));
+    bn_rec_add(rr, "wait_mean_us", "%.0f", bn_s_mean(&m->waits));
+    bn_rec_add(rr, "ping_p50_us", "%.1f", bn_ping_p50);
+    bn_rec_add(rr, "wait_p50_ratio_ping", "%.1f", wp50 / bn_ping_p50);
+    bn_rec_add(rr, "hold_mean_us", "%.0f", hold_mean);
+    bn_rec_add(rr, "handoff_us", "%.0f", handoff);
+    bn_rec_add(rr, "handoff_ratio_ping", "%.2f", handoff / bn_ping_p50);
+    bn_rec_add(rr, "counter", "%lld", m->counted);
+    bn_rec_add(rr, "lost", "%lld", m->acq - m->counted);
+    bn_rec_add(rr, "errors", "%d", m->errors);
+    bn_add_cmd_fields(rr, &m->ca, (double)m->acq, "acq");
+}
+
+bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_out *at4)
+{
+    cspec sp = { .tg = &bn_single, .procs = procs, .per = procs ? w / procs : 0, .names = 1,
+                 .dur_ms = dur_ms };
+    cmeas m;
+    bn_contend_out out;
+    bn_targets t = { .any = 0 };
+    bn_rec rr = { .n = 0 };
+    double acq_s;
+
+    if (procs < 1 || sp.per * procs != w)
+        bn_die("contend: W=%d does not split over %d processes", w, procs);
+    snprintf(sp.name, sizeof sp.name, "contend:%s:%dx%d", bn_run, procs, sp.per);
+    snprintf(sp.counter, sizeof sp.counter, "rlbench:counter:%s:%dx%d", bn_run, procs, sp.per);
+    contend_measure(&sp, &m);
+    acq_s = m.acq / m.secs;
 
     bn_rec_add(&rr, "workload", "%s", procs == 1 ? "contend" : "contend_mp");
     bn_rec_add(&rr, "procs", "%d", procs);
     bn_rec_add(&rr, "threads", "%d", w);
-    bn_rec_add(&rr, "acq", "%ld", acq);
-    bn_rec_add(&rr, "seconds", "%.2f", secs);
-    bn_rec_add(&rr, "acq_s", "%.0f", acq_s);
-    bn_rec_add(&rr, "acq_s_ratio_ceiling", "%.4f", bn_rb_rate(w) > 0 ? acq_s / (bn_rb_rate(w) / 2) : 0);
-    bn_rec_add(&rr, "wait_p50_us", "%.0f", wp50);
-    bn_rec_add(&rr, "wait_p99_us", "%.0f", bn_s_pct(&waits, 99));
-    bn_rec_add(&rr, "wait_max_us", "%.0f", bn_s_max(&waits));
-    bn_rec_add(&rr, "wait_mean_us", "%.0f", bn_s_mean(&waits));
-    bn_rec_add(&rr, "ping_p50_us", "%.1f", bn_ping_p50);
-    bn_rec_add(&rr, "wait_p50_ratio_ping", "%.1f", wp50 / bn_ping_p50);
-    bn_rec_add(&rr, "hold_mean_us", "%.0f", hold_mean);
-    bn_rec_add(&rr, "handoff_us", "%.0f", handoff);
-    bn_rec_add(&rr, "handoff_ratio_ping", "%.2f", handoff / bn_ping_p50);
-    bn_rec_add(&rr, "counter", "%lld", counter_v);
-    bn_rec_add(&rr, "lost", "%lld", lost);
-    bn_rec_add(&rr, "errors", "%d", errors);
-    bn_add_cmd_fields(&rr, &ca, (double)acq, "acq");
-    bn_tgt_check(&t, "lost=0", lost == 0);
+    contend_fields(&rr, &m, 1, acq_s, bn_rb_rate(w) / 2);
+    bn_tgt_check(&t, "lost=0", m.acq == m.counted);
     if (procs == 1 && w == 4) {
         bn_tgt_check(&t, "acq_s>=600", acq_s >= 600);
-        bn_tgt_check(&t, "wait_max_ms<=50", bn_s_max(&waits) <= 50000);
+        bn_tgt_check(&t, "wait_max_ms<=50", bn_s_max(&m.waits) <= 50000);
     }
     if (w == 32) {
-        double rl_per = acq ? (double)ca.rl_top / (double)acq : 1e9;
+        double rl_per = m.acq ? (double)m.ca.rl_top / (double)m.acq : 1e9;
         bn_tgt_check(&t, "rl_cmds_per_acq<=5", rl_per <= 5);
         if (at4 && at4->acq_s > 0) {
             char cond[64];
@@ -300,10 +356,66 @@ bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_ou
     bn_rec_emit(&rr);
 
     out.acq_s = acq_s;
-    out.rl_cmds_per_acq = acq ? (double)ca.rl_top / (double)acq : 0;
-    bn_s_free(&waits);
-    free(a);
-    free(b);
-    redisFree(rc);
+    out.rl_cmds_per_acq = m.acq ? (double)m.ca.rl_top / (double)m.acq : 0;
+    out.wait_max_us = bn_s_max(&m.waits);
+    bn_s_free(&m.waits);
+    return out;
+}
+
+/*
+ * One contend_redlock run on tg: W threads in `procs` processes on `names`
+ * names. `single` is the single server's run of the same shape, measured
+ * just before (NULL when this is that run): the Redlock's acquisitions/s
+ * and waits are given as ratios to it.
+ */
+bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int names, long dur_ms,
+                                 const bn_contend_out *single)
+{
+    cspec sp = { .tg = tg, .procs = procs, .per = procs ? w / procs : 0, .names = names,
+                 .dur_ms = dur_ms };
+    cmeas m;
+    bn_contend_out out;
+    bn_targets t = { .any = 0 };
+    bn_rec rr = { .n = 0 };
+    double acq_s, wmax;
+
+    if (procs < 1 || sp.per * procs != w)
+        bn_die("contend_redlock: W=%d does not split over %d processes", w, procs);
+    if (names < 1 || names > w)
+        bn_die("contend_redlock: %d names for %d threads", names, w);
+    snprintf(sp.name, sizeof sp.name, "contend_rl:%s:%s%d:%dx%d", bn_run, tg->mode, tg->n, procs,
+             sp.per);
+    snprintf(sp.counter, sizeof sp.counter, "rlbench:counter:%s:%s%d:%dx%d", bn_run, tg->mode,
+             tg->n, procs, sp.per);
+    contend_measure(&sp, &m);
+    acq_s = m.acq / m.secs;
+    wmax = bn_s_max(&m.waits);
+
+    bn_rec_add(&rr, "workload", "contend_redlock");
+    bn_rec_add(&rr, "mode", "%s", tg->mode);
+    bn_rec_add(&rr, "nodes", "%d", tg->n);
+    bn_rec_add(&rr, "procs", "%d", procs);
+    bn_rec_add(&rr, "threads", "%d", w);
+    bn_rec_add(&rr, "names", "%d", names);
+    contend_fields(&rr, &m, names, acq_s, bn_rb_rate(w) / 2);
+    if (tg->n > 1)
+        bn_rec_add(&rr, "evalsha_per_acq_per_node", "%.2f",
+                   m.acq ? (double)m.ca.evalsha / (double)m.acq / tg->n : 0);
+    if (single) {
+        bn_rec_add(&rr, "acq_s_single", "%.0f", single->acq_s);
+        bn_rec_add(&rr, "acq_s_ratio_single", "%.3f", single->acq_s > 0 ? acq_s / single->acq_s : 0);
+        bn_rec_add(&rr, "wait_max_us_single", "%.0f", single->wait_max_us);
+        bn_rec_add(&rr, "wait_max_ratio_single", "%.2f",
+                   single->wait_max_us > 0 ? wmax / single->wait_max_us : 0);
+        bn_rec_add(&rr, "rl_cmds_per_acq_single", "%.2f", single->rl_cmds_per_acq);
+    }
+    bn_tgt_check(&t, "lost=0", m.acq == m.counted);
+    bn_tgt_emit(&rr, &t);
+    bn_rec_emit(&rr);
+
+    out.acq_s = acq_s;
+    out.rl_cmds_per_acq = m.acq ? (double)m.ca.rl_top / (double)m.acq : 0;
+    out.wait_max_us = wmax;
+    bn_s_free(&m.waits);
     return out;
 }

@@ -196,6 +196,7 @@ static void client_destroy(rl_client *c)
     pthread_cond_destroy(&c->leftover_cond);
     pthread_cond_destroy(&c->round_cond);
     pthread_cond_destroy(&c->calls_cond);
+    pthread_cond_destroy(&c->map_cond);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -269,6 +270,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     rl__cond_init(&c->leftover_cond);
     rl__cond_init(&c->round_cond);
     rl__cond_init(&c->calls_cond);
+    rl__cond_init(&c->map_cond);
 
     /* Connect now, so a bad address or password is reported here. */
     if (c->url.redlock || c->url.sentinel) {
@@ -329,6 +331,12 @@ static rl__conn *conn_on(rl_client *c, rl__conn **conn, rl__server *s)
                                      : rl__pool_get(c, s, &conn[s->index]);
     if (rc != RL_OK)
         return conn[s->index] = NULL;
+    /* Sentinel: a new connection may be to an old primary restarted empty. */
+    if (c->mode == RL__MODE_SENTINEL && conn[s->index]->fresh &&
+        rl__router_check_fresh(c, conn[s->index], c->command_ms) != RL_OK) {
+        rl__pool_put(c, conn[s->index]);
+        return conn[s->index] = NULL;
+    }
     /* The drops are pipelined and their replies not read one by one: a
      * master that never ran our scripts (a Cluster node this client only
      * met through MOVED, a restarted one) would answer NOSCRIPT to each and
@@ -401,6 +409,7 @@ static void wake_all(rl_client *c)
 {
     rl__queue_wake_everyone(c);
     pthread_cond_broadcast(&c->pool_cond);
+    pthread_cond_broadcast(&c->map_cond);
     pthread_cond_broadcast(&c->leftover_cond);
     pthread_cond_broadcast(&c->round_cond);
 }

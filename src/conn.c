@@ -78,7 +78,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
         redisFree(ctx);
         atomic_store(&s->down_until, rl__now_ms() + 2000);
-        atomic_store(&c->map_suspect, 1);   /* a Cluster may have moved on without it */
+        rl__map_lost(c, s);    /* a Cluster may have moved on without it */
         return rc;
     }
     if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
@@ -143,6 +143,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     }
     conn->ctx = ctx;
     conn->server = s;
+    conn->fresh = c->mode == RL__MODE_SENTINEL;
     conn->timeout_ms = c->command_ms;
     conn->fence.id = -1;
     conn->fence.server = s;

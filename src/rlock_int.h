@@ -233,6 +233,7 @@ typedef struct rl__conn {
     char *wbuf;             /* hot path: encoded command */
     size_t wcap;
     char rbuf[1024];        /* hot path: one reply */
+    int fresh;              /* Sentinel mode: not yet checked against the sentinels */
     size_t rhave;           /* fan-out: bytes of rbuf read so far */
     int rskip;              /* fan-out: replies to pass over before the script's */
     struct rl__conn *next;  /* idle list */
@@ -306,6 +307,11 @@ struct rl__server {
     /* the watchdog's: used by its thread, cleared and freed under the mutex */
     rl__conn *wd_conn;
     atomic_llong down_until;    /* a connect failed: asked last until then */
+    /* Connections to it lost or refused; Sentinel: the count the sentinels
+     * last vouched for (under the mutex). A connection opened while they
+     * differ may be to an old primary restarted empty: it is checked. */
+    atomic_uint losses;
+    unsigned vouched;
 };
 
 /* The server for host:port (NULL host: the unix socket), made when new.
@@ -317,7 +323,8 @@ void rl__pool_adopt(rl_client *c, rl__conn *conn);
 int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out);
 void rl__pool_put(rl_client *c, rl__conn *conn);   /* broken ones are closed */
 rl__conn *rl__pool_take_idle(rl_client *c);        /* every server's; mutex held; caller closes */
-/* One idle connection of s, no longer the pool's (NULL: none): the
+/* One idle connection of s, no longer the pool's (NULL: none, or only
+ * ones still to be checked against the sentinels): the
  * watchdog's, without a connect and handshake. Mutex NOT held. */
 rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s);
 /* A connection to s for a call that must not wait for a connect to a
@@ -375,6 +382,13 @@ void rl__router_refresh(rl_client *c, int force);
 /* The release notice the scripts send: "1" PUBLISH, "s" SPUBLISH (Cluster),
  * "0" none (the user may not publish). */
 const char *rl__notice_arg(rl_client *c);
+/* Sentinel mode: whether conn, just opened, is to the primary the
+ * sentinels name when asked after it was opened (an old primary restarted
+ * empty claims to be one; a connection that never broke is to the same
+ * server process, and needs no check): RL_OK, or RL_ECONN (conn is the
+ * caller's).
+ * Waits for the subscriber's ask at most within_ms. Mutex NOT held. */
+int rl__router_check_fresh(rl_client *c, rl__conn *conn, long within_ms);
 /* Whether a script may mix keys of several slots (single mode only). */
 int rl__router_mixed_ok(const rl_client *c);
 
@@ -594,6 +608,8 @@ struct rl_client {
     uint16_t *slot_map;             /* Cluster: server index per slot, RL__NO_SERVER unknown */
     int64_t map_refresh_at;         /* refresh the slot map then (0: now) */
     int map_refreshing;             /* a thread is asking the cluster */
+    pthread_cond_t map_cond;        /* Sentinel: an ask of the sentinels ended */
+    uint64_t asks_begun, asks_done; /* Sentinel: asks begun; the last that answered */
     int pool_waiters;
     pthread_cond_t pool_cond;
 
@@ -640,6 +656,14 @@ void rl__client_unref(rl_client *c);
  * flagged and to be reported, a leftover to drop, a release that ended).
  * The bell belongs to the client, so the modules the watchdog builds on
  * (holds, outcome) ring it without calling up into watchdog.c. Mutex held. */
+/* A connection to s was lost or refused: the map (Cluster) or the
+ * primary's address (Sentinel) may be out of date. */
+static inline void rl__map_lost(rl_client *c, rl__server *s)
+{
+    atomic_fetch_add(&s->losses, 1);
+    atomic_store(&c->map_suspect, 1);
+}
+
 static inline void rl__watchdog_poke(rl_client *c)
 {
     if (c->wd_started)

@@ -73,12 +73,77 @@ static void pause_ms(long ms)
         ;
 }
 
+/*
+ * Sentinel mode: after a connection was lost (or refused), the primary we
+ * know may be stale: the old one may be back, empty, while the sentinels
+ * name another. Wait for the subscriber's next answer (at most the command
+ * timeout) before routing. Mutex NOT held.
+ */
+static int fresh_primary(rl_client *c)
+{
+    int64_t until;
+
+    if (!atomic_load(&c->map_suspect))
+        return RL_OK;
+    pthread_mutex_lock(&c->mu);
+    until = rl__now_ms() + c->command_ms;
+    while (atomic_load(&c->map_suspect) && !atomic_load(&c->closing)) {
+        rl__sub_poke(c);
+        if (rl__now_ms() >= until) {
+            pthread_mutex_unlock(&c->mu);
+            return rl__err(RL_ECONN, "a connection was lost, and the sentinels did not say "
+                           "where the primary is now within %ld ms", c->command_ms);
+        }
+        rl__cond_wait_until(&c->map_cond, &c->mu, until);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return atomic_load(&c->closing) ? rl__err(RL_ECANCELED, "the client is shutting down")
+                                    : RL_OK;
+}
+
+int rl__router_check_fresh(rl_client *c, rl__conn *conn, long within_ms)
+{
+    rl__server *s = conn->server;
+    int64_t until = rl__now_ms() + within_ms;
+    unsigned losses = atomic_load(&s->losses);
+    uint64_t want;
+    int ok;
+
+    pthread_mutex_lock(&c->mu);
+    /* Never lost since the sentinels last vouched for it: the same server
+     * process (a pool that grows asks nobody). */
+    if (losses == s->vouched && c->home == s) {
+        pthread_mutex_unlock(&c->mu);
+        conn->fresh = 0;
+        return RL_OK;
+    }
+    /* An ask that begins from now on, after the connect: one under way,
+     * or one answered while the server was down, may predate a failover. */
+    want = c->asks_begun + 1;
+    atomic_store(&c->map_suspect, 1);
+    rl__sub_poke(c);
+    while (c->asks_done < want && !atomic_load(&c->closing) && rl__now_ms() < until)
+        rl__cond_wait_until(&c->map_cond, &c->mu, until);
+    ok = c->asks_done >= want && c->home == s;
+    if (ok)
+        s->vouched = losses;
+    pthread_mutex_unlock(&c->mu);
+    if (ok) {
+        conn->fresh = 0;
+        return RL_OK;
+    }
+    return rl__err(RL_ECONN, "%s is not the primary the sentinels name now (or they did not "
+                   "say within %ld ms)", s->name, within_ms);
+}
+
 int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
 {
     rl__server *s;
     redisReply *r = NULL;
     int rc;
 
+    if (c->mode == RL__MODE_SENTINEL && (rc = fresh_primary(c)) != RL_OK)
+        return rc;
     if (rt->pin) {
         s = rt->pin;
     } else if (c->mode == RL__MODE_SINGLE && !rt->ask) {
@@ -94,6 +159,12 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
     rc = rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
     if (rc != RL_OK)
         return rc;
+    if (c->mode == RL__MODE_SENTINEL && (*out)->fresh &&
+        (rc = rl__router_check_fresh(c, *out, c->command_ms)) != RL_OK) {
+        rl__pool_put(c, *out);      /* still fresh: checked again at its next use */
+        *out = NULL;
+        return rc;
+    }
     if (!rt->ask)
         return RL_OK;
     /* The slot is being imported there: this one command may run. */
@@ -287,12 +358,16 @@ void rl__router_refresh(rl_client *c, int force)
     c->map_refreshing = 1;
     if (c->mode == RL__MODE_SENTINEL) {
         /* The "map" is the primary's address, which the sentinels know. */
+        uint64_t begun = ++c->asks_begun;
         pthread_mutex_unlock(&c->mu);
         rc = rl__sentinel_refresh(c);
         pthread_mutex_lock(&c->mu);
         c->map_refreshing = 0;
+        if (rc == RL_OK)
+            c->asks_done = begun;   /* a failed ask vouches for nothing */
         atomic_store(&c->map_suspect, 0);
         c->map_refresh_at = rl__now_ms() + (rc == RL_OK ? RL__MAP_MAX_AGE_MS : 100);
+        pthread_cond_broadcast(&c->map_cond);
         pthread_mutex_unlock(&c->mu);
         if (rc != RL_OK)
             rl__log(c, RL_LOG_WARN, "rlock: cannot ask the sentinels for the primary: %s",

@@ -48,49 +48,107 @@ redisContext *rl__sentinel_connect(rl_client *c, int i)
     return ctx;
 }
 
-/* Ask the sentinels, starting with the one that answered last, where the
- * primary is. RL_OK with host (cap bytes) and *port set. */
-static int ask(rl_client *c, char *host, size_t cap, int *port)
+/* The config epoch in a SENTINEL MASTER reply; -1 when there is none. */
+static long long config_epoch(const redisReply *r)
+{
+    size_t k;
+
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return -1;
+    for (k = 0; k + 1 < r->elements; k += 2) {
+        const redisReply *f = r->element[k], *v = r->element[k + 1];
+        if (f->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+            strcmp(f->str, "config-epoch") == 0)
+            return atoll(v->str);
+    }
+    return -1;
+}
+
+/*
+ * What one sentinel says of the master: its address and the config epoch
+ * that goes with it. RL_OK, or a status (RL_EINVAL: it knows no such
+ * master). The address is get-master-addr-by-name's: during a failover the
+ * leader names the promoted replica there once it has the new epoch, while
+ * SENTINEL MASTER still shows the old address with that new epoch. The two
+ * are pipelined, so they are answered back to back.
+ */
+static int ask_one(rl_client *c, int i, char *host, size_t cap, int *port, long long *epoch)
 {
     const char *argv[3] = { "SENTINEL", "get-master-addr-by-name", c->url.service };
     size_t lens[3] = { 8, 23, strlen(c->url.service) };
-    int k, n = c->url.nseeds, rc = RL_ECONN;
+    const rl__endpoint *ep = &c->url.seeds[i];
+    redisContext *ctx = rl__sentinel_connect(c, i);
+    redisReply *addr = NULL, *master = NULL;
+    int rc;
 
-    for (k = 0; k < n; k++) {
-        int i = (c->sentinel_last + k) % n;
-        redisContext *ctx = rl__sentinel_connect(c, i);
-        redisReply *r;
-        if (!ctx)
-            continue;
-        r = redisCommandArgv(ctx, 3, argv, lens);
-        if (!r) {
-            rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", c->url.seeds[i].host,
-                         c->url.seeds[i].port, ctx->errstr);
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                   r->element[0]->type == REDIS_REPLY_STRING &&
-                   r->element[1]->type == REDIS_REPLY_STRING &&
-                   r->element[0]->len < cap && atoi(r->element[1]->str) > 0 &&
-                   atoi(r->element[1]->str) <= 65535) {
-            memcpy(host, r->element[0]->str, r->element[0]->len + 1);
-            *port = atoi(r->element[1]->str);
-            c->sentinel_last = i;
-            rc = RL_OK;
-        } else if (r->type == REDIS_REPLY_NIL) {
-            rc = rl__err(RL_EINVAL, "sentinel %s:%d knows no master named '%s'",
-                         c->url.seeds[i].host, c->url.seeds[i].port, c->url.service);
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            rc = rl__err(RL_EREDIS, "sentinel %s:%d: %.200s", c->url.seeds[i].host,
-                         c->url.seeds[i].port, r->str);
-        } else {
-            rc = rl__err(RL_EPROTO, "sentinel %s:%d: an address not understood",
-                         c->url.seeds[i].host, c->url.seeds[i].port);
-        }
-        if (r)
-            freeReplyObject(r);
-        redisFree(ctx);
-        if (rc == RL_OK)
-            return RL_OK;
+    if (!ctx)
+        return RL_ECONN;
+    *port = 0;
+    *epoch = -1;
+    redisAppendCommandArgv(ctx, 3, argv, lens);
+    argv[1] = "MASTER";
+    lens[1] = 6;
+    redisAppendCommandArgv(ctx, 3, argv, lens);
+    if (redisGetReply(ctx, (void **)&addr) != REDIS_OK ||
+        redisGetReply(ctx, (void **)&master) != REDIS_OK) {
+        rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port, ctx->errstr);
+    } else if (addr->type == REDIS_REPLY_NIL) {
+        rc = rl__err(RL_EINVAL, "sentinel %s:%d knows no master named '%s'", ep->host, ep->port,
+                     c->url.service);
+    } else if (addr->type == REDIS_REPLY_ERROR) {
+        rc = rl__err(RL_EREDIS, "sentinel %s:%d: %.200s", ep->host, ep->port, addr->str);
+    } else if (addr->type == REDIS_REPLY_ARRAY && addr->elements == 2 &&
+               addr->element[0]->type == REDIS_REPLY_STRING &&
+               addr->element[1]->type == REDIS_REPLY_STRING && addr->element[0]->len < cap &&
+               atoi(addr->element[1]->str) > 0 && atoi(addr->element[1]->str) <= 65535) {
+        memcpy(host, addr->element[0]->str, addr->element[0]->len + 1);
+        *port = atoi(addr->element[1]->str);
+        *epoch = config_epoch(master);
+        rc = RL_OK;
+    } else {
+        rc = rl__err(RL_EPROTO, "sentinel %s:%d: an address not understood", ep->host, ep->port);
     }
+    if (addr)
+        freeReplyObject(addr);
+    if (master)
+        freeReplyObject(master);
+    redisFree(ctx);
+    return rc;
+}
+
+/* Ask the sentinels where the primary is, starting with the one that
+ * answered last, until a majority of them answered: the answer of the
+ * latest configuration (config epoch) wins, so one sentinel that has not
+ * yet heard of a failover cannot send us back to the old primary. RL_OK
+ * with host (cap bytes) and *port set. */
+static int ask(rl_client *c, char *host, size_t cap, int *port)
+{
+    char h[RL__HOST_MAX];
+    long long epoch, best = -2;
+    int k, n = c->url.nseeds, p, answered = 0, rc = RL_ECONN, first = -1;
+
+    for (k = 0; k < n && answered < n / 2 + 1; k++) {
+        int i = (c->sentinel_last + k) % n, st = ask_one(c, i, h, sizeof h, &p, &epoch);
+        if (st != RL_OK) {
+            if (rc != RL_OK)
+                rc = st;
+            continue;
+        }
+        answered++;
+        if (epoch > best && strlen(h) < cap) {
+            best = epoch;
+            memcpy(host, h, strlen(h) + 1);
+            *port = p;
+            rc = RL_OK;
+            if (first < 0)
+                first = i;
+        }
+    }
+    if (first >= 0)
+        c->sentinel_last = first;
+    if (rc == RL_OK && answered < n / 2 + 1)
+        return rl__err(RL_ECONN, "only %d of %d sentinels answered; %d are needed", answered, n,
+                       n / 2 + 1);
     return rc;
 }
 
@@ -135,6 +193,7 @@ int rl__sentinel_init(rl_client *c)
         return rl__err(RL_ECONN, "the sentinels name %s as the primary of '%s', but it is "
                        "not one (a failover under way?)", s->name, c->url.service);
     }
+    conn->fresh = 0;        /* the sentinels named it just now */
     rc = rl__conn_load_scripts(c, conn);
     rl__pool_adopt(c, conn);
     if (rc != RL_OK)

@@ -172,12 +172,16 @@ void rl__pool_adopt(rl_client *c, rl__conn *conn)
 
 rl__conn *rl__pool_detach_idle(rl_client *c, rl__server *s)
 {
-    rl__conn *conn;
+    rl__conn *conn, **at;
 
     pthread_mutex_lock(&c->mu);
-    conn = s->idle;
+    /* Not one still to be checked against the sentinels (conn->fresh):
+     * the watchdog checks only the connections it opens. */
+    for (at = &s->idle; *at && (*at)->fresh; at = &(*at)->next)
+        ;
+    conn = *at;
     if (conn) {
-        s->idle = conn->next;
+        *at = conn->next;
         untrack(s, conn);
         s->conns--;
         conn->next = NULL;
@@ -237,7 +241,7 @@ void rl__pool_put(rl_client *c, rl__conn *conn)
     pthread_mutex_unlock(&c->mu);
     if (broken) {
         rl__conn_close(c, conn);
-        atomic_store(&c->map_suspect, 1);
+        rl__map_lost(c, s);
     }
     for (; stale; stale = next) {
         next = stale->next;

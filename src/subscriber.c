@@ -131,7 +131,7 @@ static void drop_connection(sub_state *st)
         rl__log(c, RL_LOG_WARN, "rlock subscriber: connection to %s lost (%s); waiters fall "
                 "back to the holders' leases until it is back", st->srv->name, rl_last_error());
     st->lost = 1;
-    atomic_store(&c->map_suspect, 1);
+    rl__map_lost(c, st->srv);
 }
 
 /* Queue the (un)subscriptions that differ from what is wanted. Mutex held.
@@ -324,7 +324,7 @@ static int maybe_connect(sub_state *st, int64_t now)
         st->backoff = rl__backoff_ms(st->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);
         st->retry_at = rl__now_ms() + st->backoff;
         if (!st->lost)
-            atomic_store(&c->map_suspect, 1);
+            rl__map_lost(c, st->srv);
         return 1;
     }
     st->ctx = conn->ctx;
@@ -537,6 +537,15 @@ static void *sub_main(void *arg)
         int nfds = 1, n = c->nservers, changed = 0, rc;
         uint64_t junk;
 
+        /* Sentinel mode: ask the sentinels for the primary when that is
+         * due (this thread does it for every other), before any link is
+         * made again: after a lost connection the address may be stale. */
+        if (c->mode == RL__MODE_SENTINEL && rl__router_map_due(c) && !c->map_refreshing) {
+            pthread_mutex_unlock(&c->mu);
+            rl__router_refresh(c, 1);
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
         for (i = 0; i < n; i++) {
             st[i].c = c;
             st[i].srv = c->servers[i];
@@ -565,14 +574,6 @@ static void *sub_main(void *arg)
         }
         if (changed)
             continue;
-        /* Sentinel mode: ask the sentinels for the primary when that is
-         * due (this thread does it for every other). */
-        if (c->mode == RL__MODE_SENTINEL && rl__router_map_due(c) && !c->map_refreshing) {
-            pthread_mutex_unlock(&c->mu);
-            rl__router_refresh(c, 1);
-            pthread_mutex_lock(&c->mu);
-            continue;
-        }
         switch_connect(c, &sl, now);
         if (c->stopping)
             break;

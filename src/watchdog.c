@@ -548,6 +548,13 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
              * counts on renewals taking at most min(timeout, interval)). */
             if ((g[k].rc = rl__conn_open_within(c, g[k].srv, open_within(c), &conn)) != RL_OK)
                 continue;
+            /* Sentinel: checked against the sentinels like any new
+             * connection, within one interval. */
+            if (c->mode == RL__MODE_SENTINEL &&
+                (g[k].rc = rl__router_check_fresh(c, conn, open_within(c))) != RL_OK) {
+                rl__conn_close(c, conn);
+                continue;
+            }
             use_conn(c, &g[k], conn);
             send_group(c, &g[k], s, flags, argv, lens);
             if (g[k].rc == RL_OK)
@@ -687,6 +694,7 @@ static void renew(rl_client *c)
         if ((g[k].rc == RL_ECONN || g[k].rc == RL_EPROTO) && g[k].conn) {
             dead[ndead++] = g[k].conn;
             g[k].srv->wd_conn = NULL;
+            rl__map_lost(c, g[k].srv);    /* a server went away, it seems */
         }
     }
     if (rc == RL_OK) {

@@ -16,11 +16,20 @@
  *   4. Sentinel: the watchdog asks the sentinels itself, blocking for the
  *      command timeout per silent sentinel before renewing: a hold on a
  *      perfectly healthy primary is flagged when one sentinel is stopped.
+ *   5. Sentinel: the primary is the one the first sentinel to answer names,
+ *      even when that sentinel has not seen a failover the others agreed on
+ *      (a higher config epoch): locks go to the old primary.
+ *   6. Sentinel: after the primary's connections are lost, a new connection
+ *      to the same address is used without asking the sentinels: when the
+ *      old primary was restarted there, empty, while the sentinels moved on
+ *      (and their +switch-master did not reach the client), locks go to it.
+ *      (Found by the fault scenario sentinel_restart_early.)
  *
- * Real redis-servers (tests/common); the "sentinel" of test 4 is a small
- * fake in this file that answers SENTINEL get-master-addr-by-name and
- * SUBSCRIBE +switch-master, and can be told to stop answering (like a
- * SIGSTOPped sentinel: connections are accepted, nothing is answered).
+ * Real redis-servers (tests/common); the "sentinels" of tests 4-6 are a
+ * small fake in this file that answers SENTINEL get-master-addr-by-name,
+ * MASTER and SUBSCRIBE +switch-master, and can be told to stop answering
+ * (like a SIGSTOPped sentinel: connections are accepted, nothing is
+ * answered) or to name another primary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -216,19 +225,21 @@ static void test_replicas_wait_refused_is_not_an_outage(void **state)
 
 /* ---- 4. Sentinel ---------------------------------------------------- */
 
-/* A fake sentinel: names `master_port` as the primary of any name, takes
- * SUBSCRIBE, publishes +switch-master on request, and answers nothing
+/* A fake sentinel: names `master_port` as the primary of any name (with
+ * `epoch` for its config epoch), takes SUBSCRIBE, publishes +switch-master on request, and answers nothing
  * (but keeps accepting and reading) once `silent` is set. */
 #define FS_MAX 32
 typedef struct fake_sentinel {
-    int lfd, port, master_port;
+    int lfd, port;
+    atomic_int master_port;     /* the primary it names */
+    atomic_int epoch;           /* the config epoch it gives with it */
     int wake[2];
     int fd[FS_MAX];
     int sub[FS_MAX];
     atomic_int silent;
     atomic_int publish;         /* requests not served yet */
     atomic_int subscribers;
-    atomic_int queries;         /* get-master-addr-by-name seen */
+    atomic_int queries;         /* questions for the primary seen */
     atomic_int stop;
     pthread_t th;
 } fake_sentinel;
@@ -269,9 +280,23 @@ static void fs_serve(fake_sentinel *f, int k)
         atomic_fetch_add(&f->queries, 1);
         if (!atomic_load(&f->silent)) {
             char port[16];
-            int pl = snprintf(port, sizeof port, "%d", f->master_port);
+            int pl = snprintf(port, sizeof port, "%d", atomic_load(&f->master_port));
             int ol = snprintf(out, sizeof out, "*2\r\n$9\r\n127.0.0.1\r\n$%d\r\n%s\r\n", pl,
                               port);
+            fs_send(f->fd[k], out, (size_t)ol);
+        }
+    }
+    if (contains(buf, (size_t)n, "$6\r\nmaster\r\n")) {
+        /* SENTINEL MASTER <name>: the fields the client reads. */
+        atomic_fetch_add(&f->queries, 1);
+        if (!atomic_load(&f->silent)) {
+            char port[16], epoch[16];
+            int pl = snprintf(port, sizeof port, "%d", atomic_load(&f->master_port));
+            int el = snprintf(epoch, sizeof epoch, "%d", atomic_load(&f->epoch));
+            int ol = snprintf(out, sizeof out,
+                              "*6\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nport\r\n$%d\r\n%s\r\n"
+                              "$12\r\nconfig-epoch\r\n$%d\r\n%s\r\n",
+                              pl, port, el, epoch);
             fs_send(f->fd[k], out, (size_t)ol);
         }
     } else if (contains(buf, (size_t)n, "subscribe")) {
@@ -287,8 +312,8 @@ static void fs_serve(fake_sentinel *f, int k)
 static void fs_publish(fake_sentinel *f)
 {
     char msg[128], out[256];
-    int ml = snprintf(msg, sizeof msg, "mymaster 127.0.0.1 %d 127.0.0.1 %d", f->master_port,
-                      f->master_port);
+    int ml = snprintf(msg, sizeof msg, "mymaster 127.0.0.1 %d 127.0.0.1 %d",
+                      atomic_load(&f->master_port), atomic_load(&f->master_port));
     int ol = snprintf(out, sizeof out,
                       "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$%d\r\n%s\r\n", ml, msg);
     int k;
@@ -354,7 +379,7 @@ static fake_sentinel *fs_start(int master_port)
     assert_non_null(f);
     for (k = 0; k < FS_MAX; k++)
         f->fd[k] = -1;
-    f->master_port = master_port;
+    atomic_store(&f->master_port, master_port);
     f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     assert_true(f->lfd >= 0);
     setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -450,6 +475,110 @@ static void test_sentinel_silent_sentinel_flags_healthy_hold(void **state)
     rt_redis_stop(primary);
 }
 
+/* Three sentinels; the first in the URL still names the old primary (epoch
+ * 1), the other two the new one (epoch 2) after a failover they agreed on.
+ * The client must take the new one: a majority names it, with the higher
+ * epoch. */
+static void test_sentinel_first_answer_names_old_primary(void **state)
+{
+    rt_redis *old = NULL, *cur = NULL;
+    redisContext *oc = NULL, *cc = NULL;
+    fake_sentinel *fs[3];
+    char url[256];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    int k;
+
+    (void)state;
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &old, &oc), 0);
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &cur, &cc), 0);
+    for (k = 0; k < 3; k++) {
+        fs[k] = fs_start(k == 0 ? old->port : cur->port);
+        atomic_store(&fs[k]->epoch, k == 0 ? 1 : 2);
+    }
+    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster",
+             fs[0]->port, fs[1]->port, fs[2]->port);
+    it_options(&o, url, 5000, 1000);
+    c = it_client_opts(&o);
+    l = it_lock(c, "rv-epoch");
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
+    if (count_in(oc, "rv-epoch") != 0)
+        fail_msg("the lock was taken on the old primary named by one sentinel of three "
+                 "(epoch 1), not on the one two sentinels name (epoch 2)");
+    IT_EQ(count_in(cc, "rv-epoch"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    for (k = 0; k < 3; k++)
+        fs_stop(fs[k]);
+    redisFree(oc);
+    redisFree(cc);
+    rt_redis_stop(old);
+    rt_redis_stop(cur);
+}
+
+/* The client works on the primary; the sentinels then name another one
+ * (epoch 2) without a +switch-master reaching the client, and the old
+ * primary is restarted on its port, empty (a crashed node brought back).
+ * The client's next lock must go to the primary the sentinels name, not to
+ * the empty node it finds at the address it had. */
+static void test_sentinel_new_conn_after_loss_not_checked(void **state)
+{
+    rt_redis *old = NULL, *cur = NULL;
+    redisContext *oc = NULL, *cc = NULL;
+    fake_sentinel *fs[3];
+    char url[256];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l0, *l1;
+    int k, rc;
+
+    (void)state;
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &old, &oc), 0);
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &cur, &cc), 0);
+    for (k = 0; k < 3; k++) {
+        fs[k] = fs_start(old->port);
+        atomic_store(&fs[k]->epoch, 1);
+    }
+    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster",
+             fs[0]->port, fs[1]->port, fs[2]->port);
+    it_options(&o, url, 5000, 1000);
+    c = it_client_opts(&o);
+    l0 = it_lock(c, "rv-before");
+    l1 = it_lock(c, "rv-after");
+    IT_RC(rl_lock_try_acquire(l0, 0, 5000), RL_OK);
+    IT_EQ(count_in(oc, "rv-before"), 1);
+    IT_RC(rl_lock_release(l0), RL_OK);
+
+    for (k = 0; k < 3; k++) {
+        atomic_store(&fs[k]->master_port, cur->port);
+        atomic_store(&fs[k]->epoch, 2);
+    }
+    redisFree(oc);
+    assert_int_equal(rt_redis_restart(old), 0);
+    oc = rt_redis_connect(old);
+    assert_non_null(oc);
+
+    rc = rl_lock_try_acquire(l1, 0, 5000);
+    if (count_in(oc, "rv-after") != 0)
+        fail_msg("after its connections were lost the client took a lock on the empty "
+                 "node restarted at the old primary's address (try_acquire %s), not on "
+                 "the primary the sentinels name", rl_strerror(rc));
+    IT_RC(rc, RL_OK);
+    IT_EQ(count_in(cc, "rv-after"), 1);
+    IT_RC(rl_lock_release(l1), RL_OK);
+    rl_lock_free(l0);
+    rl_lock_free(l1);
+    rl_client_free(c);
+    for (k = 0; k < 3; k++)
+        fs_stop(fs[k]);
+    redisFree(oc);
+    redisFree(cc);
+    rt_redis_stop(old);
+    rt_redis_stop(cur);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +586,8 @@ int main(void)
         cmocka_unit_test(test_replicas_lost_reply_read_back_skips_wait),
         cmocka_unit_test(test_replicas_wait_refused_is_not_an_outage),
         cmocka_unit_test(test_sentinel_silent_sentinel_flags_healthy_hold),
+        cmocka_unit_test(test_sentinel_first_answer_names_old_primary),
+        cmocka_unit_test(test_sentinel_new_conn_after_loss_not_checked),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -11,6 +11,11 @@
 #   RL_REDLOCK_STRICT=1           redlock_pause also requires what a known bug
 #                                 breaks (see tests/fault/sc_redlock.c)
 #
+# The Sentinel scenarios (sentinel_failover, sentinel_failover_noack,
+# sentinel_restart_early) run on a primary, two replicas and three sentinels
+# of their own: three failovers, each killed node restarted and rejoining as
+# a replica.
+#
 # The Redlock scenarios (redlock_kill, redlock_majority, redlock_pause,
 # redlock_restart_empty, redlock_contention) run here too, each on five
 # redis-servers of its own: more processes, more rounds, longer phases.

@@ -100,6 +100,32 @@ int fx_env_start_redlock(fx_env *env, int n, const char *node_args)
     return 0;
 }
 
+int fx_env_start_sentinel(fx_env *env, int replicas, int sentinels, const char *name,
+                          const char *node_args)
+{
+    memset(env, 0, sizeof *env);
+    env->ref = rt_redis_start(NULL);
+    if (!env->ref || !(env->rc = fx_connect(env->ref->port, 5000))) {
+        fx_note("cannot start redis-server for the referee");
+        fx_env_stop(env);
+        return -1;
+    }
+    env->sn = rt_sentinel_start(replicas, sentinels, name, node_args);
+    if (!env->sn) {
+        fx_note("cannot start a Sentinel deployment of 1 primary, %d replicas and %d "
+                "sentinels (redis-server and redis-sentinel are needed)", replicas, sentinels);
+        fx_env_stop(env);
+        return -1;
+    }
+    if ((size_t)snprintf(env->url, sizeof env->url, "%s", rt_sentinel_url(env->sn)) >=
+        sizeof env->url) {
+        fx_note("the Sentinel URL does not fit: %s", rt_sentinel_url(env->sn));
+        fx_env_stop(env);
+        return -1;
+    }
+    return 0;
+}
+
 void fx_env_stop(fx_env *env)
 {
     int i;
@@ -109,6 +135,7 @@ void fx_env_stop(fx_env *env)
     if (env->rc)
         redisFree(env->rc);
     rt_cluster_stop(env->cl);
+    rt_sentinel_stop(env->sn);
     for (i = 0; i < env->nnodes; i++)
         rt_redis_stop(env->node[i]);
     rt_redis_stop(env->lock);

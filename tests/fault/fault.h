@@ -31,6 +31,7 @@
 #include "rlock.h"
 #include "redis_server.h"
 #include "rt_cluster.h"
+#include "rt_sentinel.h"
 
 /* ---- the two servers of a driver --------------------------------------- */
 
@@ -46,7 +47,10 @@ typedef struct fx_env {
     rt_redis *node[FX_NODES_MAX]; /* fx_env_start_redlock(): the independent masters */
     int nnodes;
     char url[256];       /* fx_env_start_redlock(): "redlock://127.0.0.1:<port>,..." (every
-                            node, in order); workers get url=<url> */
+                            node, in order); fx_env_start_sentinel(): the deployment's
+                            "sentinel://..." URL; workers get url=<url> */
+    rt_sentinel *sn;     /* fx_env_start_sentinel(): the Sentinel deployment rlock uses
+                            (then lock and lc are NULL) */
 } fx_env;
 
 /* Start both servers (extra args for the lock server may be NULL). 0 or -1. */
@@ -64,8 +68,17 @@ int fx_env_start_cluster(fx_env *env, int nmasters, int replicas, long node_time
  * killed, paused or restarted by the scenario keeps its slot in env->node
  * (and its port in the URL). */
 int fx_env_start_redlock(fx_env *env, int n, const char *node_args);
-/* Stops every server of the env (each node of a cluster or of a Redlock
- * set too; paused ones are resumed first). */
+/* The referee's server and, for the locks, a Sentinel deployment
+ * (rt_sentinel_start(): 1 primary, `replicas` replicas, `sentinels`
+ * sentinels monitoring it as `name`, node_args for every node, may be NULL)
+ * named by env->url; lock and lc stay NULL. 0, or -1 after printing why
+ * (redis-server or redis-sentinel missing, or no settled deployment), with
+ * nothing left running: the scenario must then FAIL. */
+int fx_env_start_sentinel(fx_env *env, int replicas, int sentinels, const char *name,
+                          const char *node_args);
+/* Stops every server of the env (each node of a cluster, of a Redlock set
+ * or of a Sentinel deployment too, its sentinels first; paused ones are
+ * resumed first). */
 void fx_env_stop(fx_env *env);
 
 /* ---- scale --------------------------------------------------------------- */

@@ -6,6 +6,8 @@
  *   rlfault worker <role> key=value... (spawned by the scenarios themselves)
  *
  * RL_TORTURE=1 selects the long forms; RL_SOAK_SECONDS sets the soak's length;
+ * RL_SENTINEL_LOG=<level> sets the Sentinel scenarios' workers' library log
+ * level (1: warnings, the default).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +42,9 @@ static const struct {
     { "redlock_pause", sc_redlock_pause },
     { "redlock_restart_empty", sc_redlock_restart_empty },
     { "redlock_contention", sc_redlock_contention },
+    { "sentinel_failover", sc_sentinel_failover },
+    { "sentinel_failover_noack", sc_sentinel_failover_noack },
+    { "sentinel_restart_early", sc_sentinel_restart_early },
 };
 
 static const struct {
@@ -58,6 +63,7 @@ static const struct {
     { "shutdown", role_shutdown },
     { "renew_race", role_renew_race },
     { "probe", role_probe },
+    { "sn_hold", role_sn_hold },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

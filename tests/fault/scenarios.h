@@ -32,6 +32,9 @@ int sc_redlock_majority(void);
 int sc_redlock_pause(void);
 int sc_redlock_restart_empty(void);
 int sc_redlock_contention(void);
+int sc_sentinel_failover(void);
+int sc_sentinel_failover_noack(void);
+int sc_sentinel_restart_early(void);
 
 /* worker roles */
 int role_loop(void);
@@ -46,6 +49,7 @@ int role_force_loop(void);
 int role_shutdown(void);
 int role_renew_race(void);
 int role_probe(void);
+int role_sn_hold(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

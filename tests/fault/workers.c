@@ -14,6 +14,8 @@
  *   threads [4]  names [a,b,c]  ms [3000] (run time)  stop [0] (1: also end
  *                     when the referee key rf:stop exists)
  *   lease [2000] renew [0] cmd_to [0] conn_to [0]  (client options)
+ *   wait_replicas [0] wait_replicas_ms [0]  (client options: replica
+ *                     acknowledgement; RL_EREPLICA is then counted, not failed)
  *   fixed [0]         a fixed lease in ms used by fixed_pct% of acquisitions
  *   fixed_pct [50]    share of fixed leases when fixed > 0
  *   nest [2]          up to this many reentries per hold
@@ -26,7 +28,16 @@
  *   think_us [0]      pause between holds
  *   flaglog [0]       push the timing of each flag seen to rf:flaglog
  *   acqlog [0]        push, for each acquisition (not reentry) that succeeded,
- *                     the moment its call began to rf:acqlog (rt_now_ms())
+ *                     the moment its call began to rf:acqlog (rt_now_ms());
+ *                     2: "<began>,<returned>", both moments
+ *   holdlog [0]       push, for each hold (first acquisition to last release),
+ *                     "<acquired>,<released>,<flag seen>,<release status>,<name>"
+ *                     to rf:holdlog: when the acquisition returned, when the
+ *                     last release returned, 1 if the holder saw its flag, and
+ *                     the first status other than RL_OK of its releases
+ *   eproto_ok [0]     1: RL_EPROTO (a count in Redis this thread did not expect,
+ *                     e.g. a change lost by asynchronous replication) is
+ *                     counted as eproto, not as a failure
  *   log [-1]          the library's diagnostics up to this RL_LOG_* level on
  *                     stderr (1: errors and warnings)
  *   tag [loop]        name in the report
@@ -69,6 +80,8 @@ rl_client *fx_worker_client(void)
     o.command_timeout_ms = fx_argl("cmd_to", 0);
     o.connect_timeout_ms = fx_argl("conn_to", 0);
     o.pool_size = (int)fx_argl("pool", 0);
+    o.wait_replicas = (int)fx_argl("wait_replicas", 0);
+    o.wait_replicas_ms = fx_argl("wait_replicas_ms", 0);
     if (fx_argl("log", -1) >= 0) {
         o.log = worker_log;
         o.payload = (void *)(intptr_t)fx_argl("log", -1);
@@ -83,7 +96,7 @@ rl_client *fx_worker_client(void)
 
 typedef struct loop_stats {
     long long acquires, reentries, sections, flags, econn, timeouts, busy, lost, fails;
-    long long mismatch, maxcall_ms, releases;
+    long long mismatch, maxcall_ms, releases, ereplica, eproto;
 } loop_stats;
 
 typedef struct loop_cfg {
@@ -92,7 +105,7 @@ typedef struct loop_cfg {
     int nnames;
     long ms, lease, fixed, fixed_pct, nest, pair, wait, sec_min, sec_max, hold_ms;
     long work_us, think_us;
-    int stop, flaglog, acqlog, pin;
+    int stop, flaglog, acqlog, holdlog, pin, eproto_ok, replicas;
     int ref_port, check_port;
     pthread_mutex_t mu;
     loop_stats total;
@@ -161,10 +174,12 @@ static void flag_seen(loop_thread *t, int i, int64_t t_acq, int64_t t_ok, int wa
                t->cfg->names[i]);
 }
 
-/* Give back every hold of lock i; retries through connection errors. */
-static void release_all(loop_thread *t, int i)
+/* Give back every hold of lock i; retries through connection errors.
+ * Returns RL_OK, or the first other status that ended a release. */
+static int release_all(loop_thread *t, int i)
 {
     int64_t deadline = rt_now_ms() + 60000;
+    int first = RL_OK;
 
     while (rl_lock_hold_count(t->locks[i]) > 0) {
         int64_t t0 = rt_now_ms();
@@ -176,23 +191,31 @@ static void release_all(loop_thread *t, int i)
                 check_count(t, i);
         } else if (rc == RL_ELOST || rc == RL_ENOTOWNER) {
             t->s.lost++;
+            if (first == RL_OK)
+                first = rc;
         } else if (rc == RL_ECONN) {
             t->s.econn++;
             if (rt_now_ms() > deadline) {
                 t->s.fails++;
                 fx_note("thread %s: release of %s keeps failing: %s", t->owner,
                         t->cfg->names[i], rl_last_error());
-                return;
+                return rc;
             }
             rt_sleep_ms(20);   /* back-off step of a retry loop, not synchronisation */
         } else {
-            t->s.fails++;
+            if (rc == RL_EPROTO && t->cfg->eproto_ok)
+                t->s.eproto++;
+            else
+                t->s.fails++;
             fx_note("thread %s: release of %s: %s (%s)", t->owner, t->cfg->names[i],
                     rl_strerror(rc), rl_last_error());
+            if (first == RL_OK)
+                first = rc;
             if (rc != RL_EPROTO || rt_now_ms() > deadline)
-                return;
+                return first;
         }
     }
+    return first;
 }
 
 /* Take lock i (and reenter up to nest times). 1: held, 0: not. */
@@ -208,7 +231,9 @@ static int take(loop_thread *t, int i, long lease, int64_t *t_acq)
     switch (rc) {
     case RL_OK:
         t->s.acquires++;
-        if (cfg->acqlog)
+        if (cfg->acqlog == 2)
+            fx_cmd(t->ref, "RPUSH rf:acqlog %lld,%lld", (long long)t0, (long long)*t_acq);
+        else if (cfg->acqlog)
             fx_cmd(t->ref, "RPUSH rf:acqlog %lld", (long long)t0);
         break;
     case RL_ETIMEDOUT:
@@ -217,6 +242,18 @@ static int take(loop_thread *t, int i, long lease, int64_t *t_acq)
     case RL_ECONN:
         t->s.econn++;
         return 0;
+    case RL_EREPLICA:
+        if (!cfg->replicas)
+            goto unexpected;
+        t->s.ereplica++;
+        return 0;
+    case RL_EPROTO:
+        if (!cfg->eproto_ok)
+            goto unexpected;
+        t->s.eproto++;
+        fx_note("thread %s: acquire %s: %s (%s)", t->owner, cfg->names[i], rl_strerror(rc),
+                rl_last_error());
+        return 0;
     case RL_EBUSY:
         if (cfg->wait == 0) {
             t->s.busy++;
@@ -224,6 +261,7 @@ static int take(loop_thread *t, int i, long lease, int64_t *t_acq)
         }
         /* fall through */
     default:
+    unexpected:
         t->s.fails++;
         fx_note("thread %s: acquire %s: %s (%s)", t->owner, cfg->names[i], rl_strerror(rc),
                 rl_last_error());
@@ -242,6 +280,12 @@ static int take(loop_thread *t, int i, long lease, int64_t *t_acq)
             break;          /* seen at the next section */
         } else if (rc == RL_ECONN) {
             t->s.econn++;
+        } else if (rc == RL_EREPLICA && cfg->replicas) {
+            t->s.ereplica++;    /* the hold stands as it was */
+        } else if (rc == RL_EPROTO && cfg->eproto_ok) {
+            t->s.eproto++;
+            fx_note("thread %s: reentry %s: %s (%s)", t->owner, cfg->names[i], rl_strerror(rc),
+                    rl_last_error());
         } else {
             t->s.fails++;
             fx_note("thread %s: reentry %s: %s (%s)", t->owner, cfg->names[i], rl_strerror(rc),
@@ -268,7 +312,7 @@ static void *loop_main(void *arg)
                                                  (unsigned)(cfg->sec_max - cfg->sec_min + 1))
                                         : 0);
         int64_t t_acq[2] = { 0, 0 }, hold_end, t_ok = 0;
-        int flagged = 0;
+        int flagged = 0, seen[2] = { 0, 0 };
 
         if (cfg->stop && (++iter % 4) == 0 && fx_cmd(t->ref, "EXISTS rf:stop") == 1)
             break;
@@ -302,8 +346,10 @@ static void *loop_main(void *arg)
                 } else if (rc == RF_FLAGGED) {
                     flagged = 1;
                     for (int q = 0; q < nheld; q++)
-                        if (rl_lock_interrupted(t->locks[held[q]]) == 1)
+                        if (rl_lock_interrupted(t->locks[held[q]]) == 1) {
+                            seen[q] = 1;
                             flag_seen(t, held[q], t_acq[q], t_ok, watchdog);
+                        }
                 } else {
                     t->s.fails++;
                 }
@@ -311,8 +357,12 @@ static void *loop_main(void *arg)
             if (flagged)
                 break;
         }
-        for (j = nheld - 1; j >= 0; j--)
-            release_all(t, held[j]);
+        for (j = nheld - 1; j >= 0; j--) {
+            int rc = release_all(t, held[j]);
+            if (cfg->holdlog)
+                fx_cmd(t->ref, "RPUSH rf:holdlog %lld,%lld,%d,%d,%s", (long long)t_acq[j],
+                       (long long)rt_now_ms(), seen[j], rc, cfg->names[held[j]]);
+        }
         if (cfg->think_us > 0)
             usleep((useconds_t)cfg->think_us);
     }
@@ -347,6 +397,9 @@ int role_loop(void)
     cfg.stop = (int)fx_argl("stop", 0);
     cfg.flaglog = (int)fx_argl("flaglog", 0);
     cfg.acqlog = (int)fx_argl("acqlog", 0);
+    cfg.holdlog = (int)fx_argl("holdlog", 0);
+    cfg.eproto_ok = (int)fx_argl("eproto_ok", 0);
+    cfg.replicas = fx_argl("wait_replicas", 0) > 0;
     cfg.pin = (int)fx_argl("pin", 0);
     cfg.ref_port = (int)fx_argl("ref_port", 0);
     cfg.check_port = (int)fx_argl("check_port", 0);
@@ -390,6 +443,8 @@ int role_loop(void)
         cfg.total.lost += s->lost;
         cfg.total.fails += s->fails;
         cfg.total.mismatch += s->mismatch;
+        cfg.total.ereplica += s->ereplica;
+        cfg.total.eproto += s->eproto;
         if (s->maxcall_ms > cfg.total.maxcall_ms)
             cfg.total.maxcall_ms = s->maxcall_ms;
     }
@@ -407,11 +462,11 @@ int role_loop(void)
     fx_report(ref,
            "pid=%d tag=%s acquires=%lld reentries=%lld releases=%lld "
            "sections=%lld flags=%lld econn=%lld timeouts=%lld busy=%lld lost=%lld fails=%lld "
-           "mismatch=%lld maxcall_ms=%lld",
+           "mismatch=%lld maxcall_ms=%lld ereplica=%lld eproto=%lld",
            (int)getpid(), fx_arg("tag", "loop"), cfg.total.acquires, cfg.total.reentries,
            cfg.total.releases, cfg.total.sections, cfg.total.flags, cfg.total.econn,
            cfg.total.timeouts, cfg.total.busy, cfg.total.lost, cfg.total.fails,
-           cfg.total.mismatch, cfg.total.maxcall_ms);
+           cfg.total.mismatch, cfg.total.maxcall_ms, cfg.total.ereplica, cfg.total.eproto);
     redisFree(ref);
     free(th);
     return 0;

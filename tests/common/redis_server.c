@@ -125,20 +125,16 @@ static void close_fds_from_3(void)
     }
 }
 
-/* fork + exec the server; only async-signal-safe calls in the child. */
-static int spawn(rt_redis *r)
+pid_t rt_spawn_logged(const char *binary, char *const argv[], const char *out_path)
 {
-    char path[PATH_MAX];
     int out_fd, null_fd;
-    pid_t parent = getpid();
-    pid_t pid;
+    pid_t parent = getpid(), pid;
     sigset_t none;
 
-    snprintf(path, sizeof path, "%s/stdout.log", r->dir);
-    out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    out_fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (out_fd < 0 || null_fd < 0) {
-        fprintf(stderr, "rltest: open %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "rltest: open %s: %s\n", out_path, strerror(errno));
         if (out_fd >= 0)
             close(out_fd);
         if (null_fd >= 0)
@@ -156,6 +152,7 @@ static int spawn(rt_redis *r)
         return -1;
     }
     if (pid == 0) {
+        /* Only async-signal-safe calls from here on. */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(126);
@@ -166,9 +163,9 @@ static int spawn(rt_redis *r)
         /* Inherited sockets (a proxy's, a client's) must not stay open in
          * the server, or closing them in the test would not close them. */
         close_fds_from_3();
-        execv(r->binary, r->argv);
+        execv(binary, argv);
         {
-            static const char msg[] = "rltest: execv of redis-server failed\n";
+            static const char msg[] = "rltest: execv failed\n";
             ssize_t ignored = write(2, msg, sizeof msg - 1);
             (void)ignored;
         }
@@ -176,6 +173,18 @@ static int spawn(rt_redis *r)
     }
     close(out_fd);
     close(null_fd);
+    return pid;
+}
+
+static int spawn(rt_redis *r)
+{
+    char path[PATH_MAX];
+    pid_t pid;
+
+    snprintf(path, sizeof path, "%s/stdout.log", r->dir);
+    pid = rt_spawn_logged(r->binary, r->argv, path);
+    if (pid < 0)
+        return -1;
     r->pid = pid;
     return 0;
 }

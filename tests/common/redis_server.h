@@ -72,6 +72,14 @@ rt_redis *rt_redis_start(const char *extra_args);
 void rt_redis_stop(rt_redis *r);
 
 /**
+ * fork + exec `binary` with argv (NULL-terminated), stdin from /dev/null,
+ * stdout and stderr appended to out_path, no descriptor above 2 inherited,
+ * SIGKILLed when the test process dies. Returns the pid, or -1 after
+ * printing why. Used for redis-server and redis-sentinel alike.
+ */
+pid_t rt_spawn_logged(const char *binary, char *const argv[], const char *out_path);
+
+/**
  * SIGKILL the server and reap it: a crash, all data lost. The handle stays
  * valid (port and directory kept) for rt_redis_restart() or rt_redis_stop().
  * Returns 0, or -1 when the server was not running.

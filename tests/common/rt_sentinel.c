@@ -2,14 +2,11 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -276,63 +273,17 @@ static int write_conf(const rt_sentinel *s, int j, int primary_port, const char 
  * Sentinel processes.
  */
 
-/* fork + exec sentinel j from its config; only async-signal-safe calls in
- * the child. --sentinel as well, in case the binary is not called
- * redis-sentinel (Redis picks the mode from argv[0] or that flag). */
+/* Start sentinel j from its config. --sentinel as well, in case the binary
+ * is not called redis-sentinel (Redis picks the mode from argv[0] or that
+ * flag). */
 static int spawn_sentinel(rt_sentinel *s, int j)
 {
     rt_sentinel_proc *p = &s->sentinel[j];
     char *argv[] = { s->binary, p->conf, "--sentinel", NULL };
-    pid_t parent = getpid(), pid;
-    int out_fd, null_fd;
-    sigset_t none;
+    pid_t pid = rt_spawn_logged(s->binary, argv, p->out);
 
-    out_fd = open(p->out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out_fd < 0 || null_fd < 0) {
-        fprintf(stderr, "rltest: open %s: %s\n", p->out, strerror(errno));
-        if (out_fd >= 0)
-            close(out_fd);
-        if (null_fd >= 0)
-            close(null_fd);
+    if (pid < 0)
         return -1;
-    }
-    sigemptyset(&none);
-    fflush(stdout);
-    fflush(stderr);
-    pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "rltest: fork: %s\n", strerror(errno));
-        close(out_fd);
-        close(null_fd);
-        return -1;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(126);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        dup2(null_fd, 0);
-        dup2(out_fd, 1);
-        dup2(out_fd, 2);
-#ifdef SYS_close_range
-        if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-#endif
-        {
-            int fd;
-            for (fd = 3; fd < 4096; fd++)
-                close(fd);
-        }
-        execv(s->binary, argv);
-        {
-            static const char msg[] = "rltest: execv of redis-sentinel failed\n";
-            ssize_t ignored = write(2, msg, sizeof msg - 1);
-            (void)ignored;
-        }
-        _exit(127);
-    }
-    close(out_fd);
-    close(null_fd);
     p->pid = pid;
     return 0;
 }

@@ -209,18 +209,28 @@ rl_redis_start() {
     rl_log "redis-server $RL_REDIS_PID listening on $RL_TEST_URL (dir $RL_REDIS_DIR)"
 }
 
+# SIGTERM to every pid given, SIGKILL to those still there after 10 s, each
+# reaped.
+rl__stop_pids() {
+    local pid deadline
+    for pid in "$@"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    deadline=$((SECONDS + 10))
+    for pid in "$@"; do
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 0.05
+        done
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
 # Stops the server and removes its directory. Safe to call more than once.
 # After rl_redis_stop, rl_redis_start "$RL_TEST_REDIS_PORT" brings it back.
 rl_redis_stop() {
-    local deadline
     if [[ -n $RL_REDIS_PID ]]; then
-        kill "$RL_REDIS_PID" 2>/dev/null || true
-        deadline=$((SECONDS + 10))
-        while kill -0 "$RL_REDIS_PID" 2>/dev/null && ((SECONDS < deadline)); do
-            sleep 0.05
-        done
-        kill -9 "$RL_REDIS_PID" 2>/dev/null || true
-        wait "$RL_REDIS_PID" 2>/dev/null || true
+        rl__stop_pids "$RL_REDIS_PID"
         RL_REDIS_PID=
     fi
     if [[ -n $RL_REDIS_DIR && -d $RL_REDIS_DIR ]]; then
@@ -346,18 +356,7 @@ rl_cluster_start() {
 
 # Stops every node and removes their directories. Safe to call more than once.
 rl_cluster_stop() {
-    local pid deadline
-    for pid in "${RL_CLUSTER_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    deadline=$((SECONDS + 10))
-    for pid in "${RL_CLUSTER_PIDS[@]}"; do
-        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
-            sleep 0.05
-        done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    rl__stop_pids "${RL_CLUSTER_PIDS[@]}"
     RL_CLUSTER_PIDS=()
     if [[ -n $RL_CLUSTER_DIR && -d $RL_CLUSTER_DIR ]]; then
         rm -rf -- "$RL_CLUSTER_DIR"
@@ -434,18 +433,7 @@ rl_redlock_start() {
 # Stops every master and removes their directories. Safe to call more than
 # once.
 rl_redlock_stop() {
-    local pid deadline
-    for pid in "${RL_REDLOCK_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    deadline=$((SECONDS + 10))
-    for pid in "${RL_REDLOCK_PIDS[@]}"; do
-        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
-            sleep 0.05
-        done
-        kill -9 "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    rl__stop_pids "${RL_REDLOCK_PIDS[@]}"
     RL_REDLOCK_PIDS=()
     if [[ -n $RL_REDLOCK_DIR && -d $RL_REDLOCK_DIR ]]; then
         rm -rf -- "$RL_REDLOCK_DIR"

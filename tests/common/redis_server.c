@@ -475,23 +475,50 @@ int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
     return 0;
 }
 
-long long rt_redis_cmdstat_calls(redisContext *c, const char *command)
+/* A counter of `command`'s line in INFO commandstats ("calls",
+ * "failed_calls", ...): 0 when absent, -1 on error. */
+static long long cmdstat_field(const char *info, const char *command, const char *field)
+{
+    char want[128];
+    const char *p, *end, *f;
+
+    snprintf(want, sizeof want, "cmdstat_%s:", command);
+    /* The ':' after the name keeps "eval" from matching "evalsha". */
+    if ((p = strstr(info, want)) == NULL)
+        return 0;
+    end = strchr(p, '\n');
+    snprintf(want, sizeof want, "%s=", field);
+    for (f = strstr(p, want); f != NULL && (end == NULL || f < end); f = strstr(f + 1, want))
+        if (f[-1] == ':' || f[-1] == ',')
+            return strtoll(f + strlen(want), NULL, 10);
+    return 0;
+}
+
+static long long cmdstat(redisContext *c, const char *command, int ok_only)
 {
     redisReply *rep = redisCommand(c, "INFO commandstats");
-    long long calls = -1;
-    char want[128];
+    long long n = -1;
 
     if (rep == NULL)
         return -1;
     if (rep->type == REDIS_REPLY_STRING) {
-        const char *p;
-        snprintf(want, sizeof want, "cmdstat_%s:calls=", command);
-        p = strstr(rep->str, want);
-        /* The ':' after the name keeps "eval" from matching "evalsha". */
-        calls = p != NULL ? strtoll(p + strlen(want), NULL, 10) : 0;
+        n = cmdstat_field(rep->str, command, "calls");
+        if (ok_only)
+            n -= cmdstat_field(rep->str, command, "failed_calls") +
+                 cmdstat_field(rep->str, command, "rejected_calls");
     }
     freeReplyObject(rep);
-    return calls;
+    return n;
+}
+
+long long rt_redis_cmdstat_calls(redisContext *c, const char *command)
+{
+    return cmdstat(c, command, 0);
+}
+
+long long rt_redis_cmdstat_ok(redisContext *c, const char *command)
+{
+    return cmdstat(c, command, 1);
 }
 
 static long long numsub(redisContext *c, const char *sub, const void *channel, size_t len)

@@ -130,6 +130,13 @@ int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
  */
 long long rt_redis_cmdstat_calls(redisContext *c, const char *command);
 
+/**
+ * The calls of `command` that succeeded: calls less failed_calls (an error
+ * reply, NOSCRIPT included) and rejected_calls. 0 when never called; -1 on
+ * error.
+ */
+long long rt_redis_cmdstat_ok(redisContext *c, const char *command);
+
 /** Subscribers of a (binary) channel, from PUBSUB NUMSUB; -1 on error. */
 long long rt_redis_numsub(redisContext *c, const void *channel, size_t len);
 

@@ -173,10 +173,12 @@ static long long node_dbsize(const fx_env *env, int i)
     return n;
 }
 
+/* EVALSHA calls node i answered with a result (not an error: NOSCRIPT, a
+ * refusal), -1 when it cannot be asked. */
 static long long node_evalsha(const fx_env *env, int i)
 {
     redisContext *c = env->node[i]->pid > 0 ? rt_redis_connect(env->node[i]) : NULL;
-    long long n = c ? rt_redis_cmdstat_calls(c, "evalsha") : -1;
+    long long n = c ? rt_redis_cmdstat_ok(c, "evalsha") : -1;
 
     if (c)
         redisFree(c);

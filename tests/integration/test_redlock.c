@@ -364,6 +364,31 @@ static void test_fixed_lease(void **state)
     rl_client_free(c);
 }
 
+/* Scripts flushed on every node behind a connected client's back (no
+ * connection lost, so no reload at connect): NOSCRIPT is answered by
+ * loading them again on each node, and every node takes part. */
+static void test_scripts_flushed_everywhere(void **state)
+{
+    rl_client *c = client_n(5, 30000, 0);
+    rl_lock *l = it_lock(c, "rl-flushed");
+    int i;
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    for (i = 0; i < NODES; i++) {
+        redisReply *r = redisCommand(ctl[i], "SCRIPT FLUSH");
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
+    for (i = 0; i < NODES; i++)
+        IT_EQ(count_on(i, "rl-flushed"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 /* Force-release: the name goes from every node, the holder is flagged. */
 static void test_force_release(void **state)
 {
@@ -623,6 +648,7 @@ int main(void)
         cmocka_unit_test_setup(test_majority_stopped_flags_in_time, each_setup),
         cmocka_unit_test_setup(test_node_restarted_empty, each_setup),
         cmocka_unit_test_setup(test_fixed_lease, each_setup),
+        cmocka_unit_test_setup(test_scripts_flushed_everywhere, each_setup),
         cmocka_unit_test_setup(test_force_release, each_setup),
         cmocka_unit_test_setup(test_majority_decides, each_setup),
         cmocka_unit_test_setup(test_contention_no_overlap, each_setup),

@@ -5,7 +5,9 @@
 #
 #   rl_install_deps            install the Debian packages the build and the
 #                              tests need, only those that are missing
-#   rl_build DIR [ARGS...]     configure (extra cmake ARGS) and build into DIR
+#   rl_build DIR [ARGS...]     configure (extra cmake ARGS) and build into DIR,
+#                              warnings as errors (-DRLOCK_WERROR=ON; ARGS
+#                              may turn it off)
 #   rl_redis_start [PORT]      start a throwaway redis-server on a free port
 #                              (or on PORT, e.g. to restart one after a stop)
 #   rl_redis_stop              stop it and remove its directory
@@ -114,7 +116,8 @@ rl_install_deps() {
 rl_build() {
     local dir=${1:?usage: rl_build DIR [cmake args...]}
     shift
-    cmake -S "$RL_ROOT" -B "$dir" "$@"
+    # The project's own builds treat warnings as errors; packagers' do not.
+    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@"
     cmake --build "$dir" -j "$(nproc)"
 }
 

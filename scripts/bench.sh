@@ -42,7 +42,7 @@ command -v redis-benchmark >/dev/null 2>&1 || rl_die "redis-benchmark not found 
 mkdir -p "$build_dir"
 rl_log "building rlbench (Release) in $build_dir (log: $build_dir/build.log)"
 if ! { cmake -S "$RL_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
-           -DRLOCK_BUILD_EXAMPLES=OFF -DRLOCK_BUILD_TESTS=ON &&
+           -DRLOCK_WERROR=ON -DRLOCK_BUILD_EXAMPLES=OFF -DRLOCK_BUILD_TESTS=ON &&
        cmake --build "$build_dir" -j "$(nproc)" --target rlbench; } >"$build_dir/build.log" 2>&1; then
     tail -n 40 "$build_dir/build.log" >&2
     rl_die "build failed"

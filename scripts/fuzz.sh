@@ -32,7 +32,8 @@ cd "$RL_ROOT"
 build=${RL_FUZZ_BUILD:-$RL_ROOT/build-fuzz}
 targets=${RL_FUZZ_TARGETS:-url reply resp names}
 
-cmake -S tests/fuzz -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S tests/fuzz -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRLOCK_WERROR=ON
 cmake --build "$build" -j "$(nproc)"
 
 passed=0

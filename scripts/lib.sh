@@ -5,7 +5,9 @@
 #
 #   rl_install_deps            install the Debian packages the build and the
 #                              tests need, only those that are missing
-#   rl_build DIR [ARGS...]     configure (extra cmake ARGS) and build into DIR
+#   rl_build DIR [ARGS...]     configure (extra cmake ARGS) and build into DIR,
+#                              warnings as errors (-DRLOCK_WERROR=ON; ARGS
+#                              may turn it off)
 #   rl_redis_start [PORT]      start a throwaway redis-server on a free port
 #                              (or on PORT, e.g. to restart one after a stop)
 #   rl_redis_stop              stop it and remove its directory
@@ -71,8 +73,10 @@ trap 'exit 143' TERM
 # ---------------------------------------------------------------------------
 # Dependencies.
 
+# dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps, tests/packaging/deb.sh).
 RL_DEPS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
-         redis-server redis-tools redis-sentinel clang libclang-rt-14-dev valgrind gnuplot-nox)
+         redis-server redis-tools redis-sentinel clang libclang-rt-14-dev valgrind gnuplot-nox
+         dpkg-dev file)
 
 rl__pkg_installed() {
     dpkg -s "$1" 2>/dev/null | grep '^Status: install ok installed$' >/dev/null
@@ -114,7 +118,8 @@ rl_install_deps() {
 rl_build() {
     local dir=${1:?usage: rl_build DIR [cmake args...]}
     shift
-    cmake -S "$RL_ROOT" -B "$dir" "$@"
+    # The project's own builds treat warnings as errors; packagers' do not.
+    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@"
     cmake --build "$dir" -j "$(nproc)"
 }
 

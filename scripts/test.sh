@@ -2,8 +2,9 @@
 # rlock's test command: builds, tests (unit, integration, fault scenarios)
 # under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
 # examples under valgrind and the workers example on a throwaway Redis
-# Cluster, checks the installed package and the exported symbols, and fuzzes
-# the parsers for a bounded time. Runs from any directory.
+# Cluster, checks the installed package, rlock as a subproject and the Debian
+# packages (installed with apt-get and purged again), the exported symbols,
+# and fuzzes the parsers for a bounded time. Runs from any directory.
 #
 #   RL_TEST_QUICK=1   skip the sanitizer builds and fuzzing (ignored when CI=true)
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
@@ -165,8 +166,10 @@ build/examples/workers --url "$RL_CLUSTER_URL" --procs 2 --threads 2 --jobs 20 -
 rl_cluster_stop
 step_end
 
-step_begin "8 packaging (install, find_package, pkg-config)"
+step_begin "8 packaging (install, find_package, pkg-config, subproject, .deb)"
 bash tests/packaging/check.sh build
+# Installs the packages on this system, then purges them (root or sudo).
+bash tests/packaging/deb.sh build-deb
 step_end
 
 step_begin "9 exported symbols of librlock.so; no circle of files in src/"

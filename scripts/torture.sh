@@ -33,7 +33,7 @@ else
     rl_build() {
         local dir=$1
         shift
-        cmake -S "$RL_ROOT" -B "$dir" "$@"
+        cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@"
         cmake --build "$dir" -j "$(nproc)"
     }
 fi

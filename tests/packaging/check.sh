@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Installs an rlock build tree into a throwaway prefix and builds a consumer
-# against it twice: with find_package(rlock) and with pkg-config. Runs both.
+# against it: with find_package(rlock) (again with no pkg-config and no
+# hiredis.pc, and again for the shared library alone with hiredis's and
+# libuuid's libraries out of sight) and with pkg-config. Runs them. Then
+# builds a parent project with rlock as its subproject (add_subdirectory),
+# default options: no tests, no examples, no -Werror.
 #
 #   tests/packaging/check.sh BUILD_DIR
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${1:?usage: check.sh BUILD_DIR}
 [[ -d $build ]] || { echo "check.sh: no build directory $build" >&2; exit 1; }
 build=$(cd "$build" && pwd)
@@ -51,6 +56,31 @@ if ldd "$work/cmake/app_static" | grep 'librlock\.so' >/dev/null; then
     fail "app_static is linked against librlock.so, not librlock.a"
 fi
 
+# --- find_package(rlock) without pkg-config ---------------------------------
+# Neither rlock::rlock nor rlock::rlock_static may need pkg-config or
+# hiredis.pc at the consumer: no pkg-config program, no .pc file in reach.
+say "building the CMake consumer with no pkg-config and no hiredis.pc"
+mkdir -p "$work/no-pc"
+PKG_CONFIG_LIBDIR=$work/no-pc PKG_CONFIG_PATH='' \
+    cmake -S "$here" -B "$work/cmake-nopc" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release -DPKG_CONFIG_EXECUTABLE="$work/no-pc/pkg-config"
+PKG_CONFIG_LIBDIR=$work/no-pc PKG_CONFIG_PATH='' cmake --build "$work/cmake-nopc"
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/cmake-nopc/app"
+"$work/cmake-nopc/app_static"
+
+# The shared library alone, where find_library sees neither hiredis nor
+# libuuid: find_package(rlock COMPONENTS shared) still succeeds.
+say "building the shared-only CMake consumer with hiredis and libuuid out of sight"
+multiarch=$("${CC:-cc}" -print-multiarch 2>/dev/null || true)
+ignore="/usr/local/lib;/usr/lib;/lib;/usr/lib64;/lib64"
+[[ -z $multiarch ]] || ignore="/usr/lib/$multiarch;/lib/$multiarch;$ignore"
+cmake -S "$here" -B "$work/cmake-shared" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_BUILD_TYPE=Release -DRLOCK_CONSUMER_STATIC=OFF "-DCMAKE_IGNORE_PATH=$ignore"
+grep '^RLOCK_HIREDIS_LIBRARY:FILEPATH=.*NOTFOUND$' "$work/cmake-shared/CMakeCache.txt" >/dev/null ||
+    fail "the shared-only consumer still found hiredis: the test hid nothing"
+cmake --build "$work/cmake-shared"
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/cmake-shared/app"
+
 # --- pkg-config --------------------------------------------------------------
 say "building the pkg-config consumer"
 PKG_CONFIG_PATH=$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
@@ -67,5 +97,17 @@ pcinc=$(pkg-config --variable=includedir rlock)
 
 say "running the pkg-config consumer"
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$work/app-pc"
+
+# --- rlock as a subproject ---------------------------------------------------
+say "building a parent project with rlock as a subproject (default options)"
+cmake -S "$here/subproject" -B "$work/sub" -DRLOCK_SOURCE_DIR="$root"
+[[ ! -e $work/sub/CTestTestfile.cmake ]] || fail "rlock enabled testing in its parent project"
+[[ ! -e $work/sub/CPackConfig.cmake ]] || fail "rlock set up CPack in its parent project"
+if grep -r -e '-Werror' --include=flags.make "$work/sub" >/dev/null; then
+    fail "rlock builds with -Werror in a parent project"
+fi
+cmake --build "$work/sub" -j "$(nproc)"
+"$work/sub/app"
+"$work/sub/app_static"
 
 say "ok"

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "proxy.h"
 
@@ -414,6 +416,46 @@ static void test_lost_replies(void **state)
     it_proxied_close(&p);
 }
 
+/* A fork child is a new owner: its counters start from zero (the
+ * parent's hold is not its), and the parent's stay as they were. */
+static void test_fork_child_starts_at_zero(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 0);
+    rl_lock *l = it_lock(c, "st-fork");
+    rl_stats s;
+    pid_t pid;
+    int status = 0;
+
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        rl_stats cs;
+        memset(&cs, 0xff, sizeof cs);
+        cs.version = RL_STATS_VERSION;
+        if (rl_client_stats(&cs, c) != RL_OK)
+            _exit(10);
+        if (cs.acquisitions != 0 || cs.holds != 0 || cs.connects != 0)
+            _exit(11);
+        /* Its own work counts: the parent holds the lock. */
+        if (rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG) != RL_EBUSY)
+            _exit(12);
+        if (rl_client_stats(&cs, c) != RL_OK || cs.busy != 1 || cs.acquisitions != 0)
+            _exit(13);
+        _exit(0);
+    }
+    assert_true(waitpid(pid, &status, 0) == pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("fork child: status %d (exit %d)", status, WEXITSTATUS(status));
+    s = stats_of(c);
+    IT_EQ(s.acquisitions, 1);
+    IT_EQ(s.holds, 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 /* Bad input: RL_EINVAL, and not one byte written. */
 static void test_bad_input(void **state)
 {
@@ -461,6 +503,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconnect, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_subscriber_killed, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_child_starts_at_zero, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
     };
 

@@ -239,8 +239,8 @@ RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
  * completes then returns RL_ECANCELED and is released by the shutdown.
  * Once the shutdown has returned, every call on the client or its handles
  * returns RL_EINVAL, except rl_lock_free() and rl_client_free() (which
- * free) and rl_lock_interrupted() / rl_interrupted() (which report the
- * lost holds).
+ * free), rl_lock_interrupted() / rl_interrupted() (which report the
+ * lost holds) and rl_client_stats() (which reports what the client did).
  * Safe from any thread, including one that only waits for a signal, and
  * more than once. Must not be called from on_lost or log.
  * Returns RL_OK, or RL_EINVAL when client is NULL or already freed.
@@ -398,6 +398,145 @@ RL_EXTERN int rl_lock_interrupted(const rl_lock *lock);
  * inside of long loops. Does not depend on the watchdog thread running.
  */
 RL_EXTERN int rl_interrupted(void);
+
+/** The layout version of rl_stats this header describes. */
+#define RL_STATS_VERSION 1
+
+/**
+ * Buckets of rl_stats.wait_buckets. Bucket i counts the waits that took
+ * at most its bound and more than the previous bucket's: <= 1 ms, <= 10 ms,
+ * <= 100 ms, <= 1000 ms, <= 10000 ms, and longer. Never changed: other
+ * bounds would come as new fields.
+ */
+#define RL_STATS_WAIT_BUCKETS 6
+
+/**
+ * What a client has done since it was created (or, in a fork child, since
+ * the fork: the child starts from zero). Filled by rl_client_stats().
+ *
+ * Set `version` to RL_STATS_VERSION before the call; nothing else needs
+ * setting. Fields are only ever appended: a library newer than your header
+ * fills only the fields of your version.
+ *
+ * Counters only rise; the two gauges at the end go up and down. Counters
+ * are read one by one, without stopping the client: a snapshot taken while
+ * other threads work may be a few events apart between fields (e.g. a
+ * release counted before the acquisition it ends). Counts wrap at 2^64.
+ */
+typedef struct rl_stats {
+    unsigned int version;   /* RL_STATS_VERSION, set by the caller */
+
+    /* ---- taking and giving back (calls through this client's handles) */
+
+    /* rl_lock_try_acquire() / rl_lock_acquire() that returned RL_OK and
+     * took the lock anew (hold count 0 -> 1). */
+    unsigned long long acquisitions;
+    /* ...that returned RL_OK on a lock the thread held (count n -> n+1). */
+    unsigned long long reentries;
+    /* rl_lock_release() that returned RL_OK: one per hold given back, the
+     * last one or not (after a balanced run with nothing lost, releases =
+     * acquisitions + reentries). */
+    unsigned long long releases;
+    /* rl_lock_try_acquire() that returned RL_EBUSY (wait_ms 0, taken). */
+    unsigned long long busy;
+    /* ...that returned RL_ETIMEDOUT: the wait ran out while it was held. */
+    unsigned long long timeouts;
+    /* ...that returned RL_ECANCELED: the client was shut down during it. */
+    unsigned long long cancellations;
+
+    /* ---- waiting */
+
+    /* Acquisitions (counted in `acquisitions`) that had to wait: the first
+     * try did not get the lock (taken by another owner, threads of this
+     * process queued first, or Redis unreachable) and the call waited. */
+    unsigned long long waits;
+    /* How long those waited in all, in ms: from the call to its return. */
+    unsigned long long wait_ms_sum;
+    /* The same waits by how long each took (RL_STATS_WAIT_BUCKETS bounds;
+     * not cumulative: the buckets add up to `waits`). */
+    unsigned long long wait_buckets[RL_STATS_WAIT_BUCKETS];
+
+    /* ---- the watchdog */
+
+    /* Renewal rounds: each renews every watchdog-kept hold of the client,
+     * in one pipelined round per server. */
+    unsigned long long renewal_rounds;
+    /* Rounds that could not confirm every hold: a server unreachable or
+     * answering an error (Redlock: fewer than a majority of the masters
+     * answered). Retried soon; holds are then kept by their last confirmed
+     * expiry. A round that found a field gone is not a failure (see
+     * lost_gone). */
+    unsigned long long renewal_failures;
+
+    /* ---- holds lost: flagged, so that rl_interrupted() reports them.
+     * Each hold is counted once, under the first cause found. */
+
+    /* A watchdog-kept hold whose lease was not confirmed by a renewal
+     * before it ran out (Redis unreachable or too slow, replicas behind). */
+    unsigned long long lost_unconfirmed;
+    /* A hold with a fixed lease (lease_ms) still held when it ran out. */
+    unsigned long long lost_lease_ended;
+    /* Redis no longer had its field when a renewal, reentry or release
+     * asked: it expired there, was deleted (DEL, FLUSHDB, a force-release
+     * by another client) or was taken. Redlock: on so many masters that
+     * no majority vouches for it. */
+    unsigned long long lost_gone;
+    /* Force-released through this client (rl_lock_force_release()). */
+    unsigned long long lost_forced;
+    /* The outcome of a change of it (reentry, release) could not be read
+     * back (see replies_unresolved). */
+    unsigned long long lost_unresolved;
+    /* Still held when the client was shut down. */
+    unsigned long long lost_shutdown;
+    /* Any other cause: Redis held another count than expected; Redlock:
+     * no majority of the masters confirmed its release. */
+    unsigned long long lost_other;
+
+    /* ---- connections and lost replies */
+
+    /* Connections opened to Redis and set up (connected, authenticated),
+     * for any use: the client's first, the pool's, the watchdog's, the
+     * subscriber's. Not the connections to sentinels. */
+    unsigned long long connects;
+    /* Connections found broken and closed: reset, closed by the server
+     * (CLIENT KILL, restart), a reply not in time. Each is replaced by a
+     * new one (`connects`) when needed. */
+    unsigned long long disconnects;
+    /* Changes (acquisition, reentry, release) whose reply was lost or not
+     * understood, and whose outcome reading the hold count back settled.
+     * Single server, Cluster, Sentinel (Redlock does not read back: it
+     * counts a master that did not answer as not granting). */
+    unsigned long long replies_resolved;
+    /* ...whose outcome could not be settled: the read-back failed too.
+     * The hold (if any) is flagged as lost; our field is dropped later. */
+    unsigned long long replies_unresolved;
+
+    /* ---- gauges: now */
+
+    /* Holds in the client's table: one per thread and lock held (however
+     * often re-entered), lost ones included until released. */
+    unsigned long long holds;
+    /* Threads waiting in rl_lock_try_acquire() now (as counted by `waits`
+     * once they get the lock). */
+    unsigned long long waiters;
+} rl_stats;
+
+/**
+ * Copy the client's counters into *out (see rl_stats). No I/O, and the
+ * client's own lock is not taken: relaxed atomic loads (and a look into
+ * the process's list of live clients), cheap enough for every scrape of a
+ * metrics endpoint. out->version must be set; only the fields of that
+ * version are written.
+ *
+ * Works until the client is freed, after rl_client_shutdown() too, so that
+ * the counts of the shutdown itself (cancellations, lost_shutdown) can be
+ * read before rl_client_free().
+ *
+ * Returns RL_OK, or RL_EINVAL (out or client NULL; out->version 0 or newer
+ * than this library knows; a client already freed), and then *out is left
+ * untouched. Thread-safe.
+ */
+RL_EXTERN int rl_client_stats(rl_stats *out, rl_client *client);
 
 /** A static, human-readable name for a status. Never NULL. */
 RL_EXTERN const char *rl_strerror(int status);

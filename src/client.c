@@ -262,6 +262,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     atomic_init(&c->no_subscribe, 0);
     atomic_init(&c->closing, 0);
     atomic_init(&c->calls, 0);
+    rl__stats_reset(&c->stats);
     rl__identity_new(c);
 
     pthread_mutex_init(&c->mu, NULL);
@@ -467,7 +468,7 @@ int rl_client_shutdown(rl_client *c)
      * that the release below lets another process take. */
     pthread_mutex_lock(&c->mu);
     for (h = c->holds; h; h = h->c_next)
-        rl__hold_mark_lost(c, h, "the client was shut down");
+        rl__hold_mark_lost(c, h, RL__LOST_SHUTDOWN, "the client was shut down");
     pthread_mutex_unlock(&c->mu);
     report_dropped(c);
     release_all(c);

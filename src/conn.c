@@ -188,15 +188,18 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         free(conn);
         return rc;
     }
+    RL__STAT_INC(c, connects);
     *out = conn;
     return RL_OK;
 }
 
 void rl__conn_close(rl_client *c, rl__conn *conn)
 {
-    (void)c;
     if (!conn)
         return;
+    /* Every connection found broken ends here, wherever it was used. */
+    if (conn->ctx->err)
+        RL__STAT_INC(c, disconnects);
     redisFree(conn->ctx);
     free(conn->wbuf);
     free(conn);

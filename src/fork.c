@@ -47,6 +47,8 @@ static void child(void)
     rl__thread_forget_all();
     for (c = registry; c; c = c->reg_next) {
         atomic_store(&c->forked, 1);
+        /* The child is a new client as far as its counters go. */
+        rl__stats_reset(&c->stats);
         /* No thread of the child is inside a call, and none is shutting the
          * client down: a shutdown begun by the parent is over here (the
          * rebuild drops what the parent held). */

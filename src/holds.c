@@ -288,6 +288,7 @@ void rl__hold_insert(rl_client *c, rl__hold *h)
         c->holds->c_prev = h;
     c->holds = h;
     c->nholds++;
+    RL__STAT_INC(c, holds);
     h->refs = 1;
     h->in_table = 1;
     h->entry->holds++;
@@ -305,6 +306,7 @@ static void unlist(rl_client *c, rl__hold *h)
         h->c_next->c_prev = h->c_prev;
     h->c_next = h->c_prev = NULL;
     c->nholds--;
+    RL__STAT_DEC(c, holds);
     h->in_table = 0;
 }
 
@@ -366,7 +368,7 @@ void rl__hold_orphan(rl_client *c, rl__hold *h)
 {
     int live = RL__HOLD_LIVE;
 
-    rl__hold_mark_lost(c, h, "the client was shut down");
+    rl__hold_mark_lost(c, h, RL__LOST_SHUTDOWN, "the client was shut down");
     unlist(c, h);
     h->entry->holds--;
     /* Its thread has ended already: nobody else will free it. */
@@ -405,12 +407,18 @@ int rl__hold_renewed(rl__hold *h, int64_t sent_ms)
     return expiry <= cur;
 }
 
-/* Flag the hold lost, saying why (a static string); the watchdog reports
- * it to on_lost and the log. Returns 1 the first time. */
-int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why)
+/* Flag the hold lost, saying why (a RL__LOST_* cause for the counters, a
+ * static string for the log); the watchdog reports it to on_lost and the
+ * log. Returns 1 the first time. */
+int rl__hold_mark_lost(rl_client *c, rl__hold *h, int cause, const char *why)
 {
     if (atomic_exchange(&h->lost, 1) != 0)
         return 0;
+    /* A lease that ran out: the watchdog's could not be confirmed, a fixed
+     * one simply ended. */
+    if (cause == RL__LOST_EXPIRED && !h->watchdog)
+        cause = RL__LOST_LEASE_ENDED;
+    RL__STAT_INC(c, lost[cause]);
     h->lost_why = why;
     if (h->in_table) {
         h->entry->local_live--;

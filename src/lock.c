@@ -90,10 +90,10 @@ void rl_lock_free(rl_lock *lock)
 
 /* ---- holds of the calling thread --------------------------------------- */
 
-static void flag_lost(rl_client *c, rl__hold *h, const char *why)
+static void flag_lost(rl_client *c, rl__hold *h, int cause, const char *why)
 {
     pthread_mutex_lock(&c->mu);
-    rl__hold_mark_lost(c, h, why);
+    rl__hold_mark_lost(c, h, cause, why);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -135,7 +135,7 @@ static void set_releasing(rl_client *c, rl__hold *h, int on)
 static int doubt(rl_client *c, rl__hold *h, const rl__fence *fence)
 {
     h->doubt = *fence;
-    flag_lost(c, h, "the outcome of a change could not be read back");
+    flag_lost(c, h, RL__LOST_UNRESOLVED, "the outcome of a change could not be read back");
     return rl__err(RL_ECONN, "outcome unknown, Redis unreachable: the hold is flagged as lost");
 }
 
@@ -152,7 +152,7 @@ static int reenter(rl__op *o, rl__hold *h)
     int rc, read_back;
 
     if (rl__hold_is_lost(h, rl__now_ms())) {
-        flag_lost(o->c, h, "its lease ran out before it was renewed");
+        flag_lost(o->c, h, RL__LOST_EXPIRED, "its lease ran out before it was renewed");
         return rl__err(RL_ELOST, "the lease of this hold was lost; release it");
     }
     if (o->c->mode == RL__MODE_REDLOCK)
@@ -166,7 +166,7 @@ static int reenter(rl__op *o, rl__hold *h)
     if (res.code == RL__R_DONE && res.value == h->count + 1) {
         if (atomic_load(&o->c->closing)) {
             /* Applied, but the shutdown drops our field whatever its count. */
-            flag_lost(o->c, h, "the client was shut down");
+            flag_lost(o->c, h, RL__LOST_SHUTDOWN, "the client was shut down");
             return cancelled();
         }
         h->count++;
@@ -174,10 +174,10 @@ static int reenter(rl__op *o, rl__hold *h)
         return RL_OK;
     }
     if (res.code == RL__R_NOTOWNER) {
-        flag_lost(o->c, h, "Redis no longer has its field");
+        flag_lost(o->c, h, RL__LOST_GONE, "Redis no longer has its field");
         return rl__err(RL_ELOST, "the lock is no longer held by this thread in Redis");
     }
-    flag_lost(o->c, h, "Redis holds another count than expected");
+    flag_lost(o->c, h, RL__LOST_OTHER, "Redis holds another count than expected");
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
 }
 
@@ -197,13 +197,24 @@ static int wait_renewal(rl_client *c, rl__entry *e)
     return RL_OK;
 }
 
+/* The calling thread is about to wait for the first time in this call:
+ * it counts among the client's waiters until the call returns. */
+static void begin_wait(rl_client *c, int *waited)
+{
+    if (!*waited) {
+        *waited = 1;
+        RL__STAT_INC(c, waiters);
+    }
+}
+
 static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
 {
     rl_client *c = o->c;
     rl__entry *e = o->e;
     int watchdog = lease_ms == RL_LEASE_WATCHDOG;
     long lease = watchdog ? c->lease_ms : lease_ms;
-    int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : rl__now_ms() + wait_ms;
+    int64_t start = rl__now_ms();
+    int64_t deadline = wait_ms == RL_WAIT_FOREVER ? -1 : start + wait_ms;
     int64_t sent = 0, wake_at, now;
     uint64_t forced = 0;
     rl__fence unresolved;
@@ -211,7 +222,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back, split = 0;
+    int rc, first = 1, read_back, split = 0, waited = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -240,6 +251,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
             rc = rl__err(RL_ETIMEDOUT, "timed out behind other threads of this process");
             goto dequeue;
         }
+        begin_wait(c, &waited);
         rl__cond_wait_until(&w.cond, &c->mu, deadline);
         w.kicked = 0;
     }
@@ -305,7 +317,8 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                  * and then its list of deleted holds could not name this
                  * one. Flag it: a needless flag is safe, a missed one not. */
                 if (e->forced != forced)
-                    rl__hold_mark_lost(c, h, "force-released while it was being taken");
+                    rl__hold_mark_lost(c, h, RL__LOST_FORCED,
+                                       "force-released while it was being taken");
                 rl__watchdog_schedule(c, h);
                 rl__thread_link(t, h);
                 h = NULL;
@@ -351,6 +364,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
         }
         if (deadline >= 0 && wake_at > deadline)
             wake_at = deadline;
+        begin_wait(c, &waited);
         /* A split vote (Redlock): the other contenders' give-backs send
          * notices; woken by them, all would meet again. Wait it out. */
         while ((split || !w.kicked) && rl__now_ms() < wake_at && !atomic_load(&c->closing))
@@ -365,6 +379,11 @@ out:
     if (h)
         rl__hold_discard(c, h);
     pthread_mutex_unlock(&c->mu);
+    if (waited) {
+        RL__STAT_DEC(c, waiters);
+        if (rc == RL_OK)
+            rl__stats_wait(&c->stats, rl__now_ms() - start);
+    }
     pthread_cond_destroy(&w.cond);
     return rc;
 }
@@ -372,6 +391,30 @@ out:
 int rl_lock_acquire(rl_lock *lock)
 {
     return rl_lock_try_acquire(lock, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+}
+
+/* rl_client_stats(): how an acquisition call ended. */
+static void count_acquire(rl_client *c, int rc, int reentry)
+{
+    switch (rc) {
+    case RL_OK:
+        if (reentry)
+            RL__STAT_INC(c, reentries);
+        else
+            RL__STAT_INC(c, acquisitions);
+        break;
+    case RL_EBUSY:
+        RL__STAT_INC(c, busy);
+        break;
+    case RL_ETIMEDOUT:
+        RL__STAT_INC(c, timeouts);
+        break;
+    case RL_ECANCELED:
+        RL__STAT_INC(c, cancellations);
+        break;
+    default:
+        break;
+    }
 }
 
 int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
@@ -394,18 +437,19 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
         rl__op_init(&o, lock->client, lock->entry, t);
         h = rl__thread_find(t, lock->client, lock->entry);
         rc = h ? reenter(&o, h) : acquire_new(&o, t, wait_ms, lease_ms);
+        count_acquire(lock->client, rc, h != NULL);
     }
     rl__call_end(lock->client);
     return rc;
 }
 
 /* One hold of a lost lease is given back: locally only, until the last. */
-static int release_lost(rl__op *o, rl__thread *t, rl__hold *h, const char *why)
+static int release_lost(rl__op *o, rl__thread *t, rl__hold *h, int cause, const char *why)
 {
     rl_client *c = o->c;
     rl__leftover *lo;
 
-    flag_lost(c, h, why);
+    flag_lost(c, h, cause, why);
     if (--h->count > 0)
         return rl__err(RL_ELOST, "the lease of this hold was lost");
     /* Last hold: remove our field if it is still there (it may be, when the
@@ -435,7 +479,7 @@ static int release(rl_lock *lock)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
     rl__op_init(&o, c, lock->entry, t);
     if (rl__hold_is_lost(h, rl__now_ms()))
-        return release_lost(&o, t, h, "its lease ran out before it was renewed");
+        return release_lost(&o, t, h, RL__LOST_EXPIRED, "its lease ran out before it was renewed");
     if (c->mode == RL__MODE_REDLOCK)
         return rl__redlock_release(&o, t, h);
 
@@ -447,7 +491,7 @@ static int release(rl_lock *lock)
         rl__hold_is_lost(h, rl__now_ms())) {
         /* Our field is gone, but the lease may have run out before the
          * release ran: absent proves nothing then. Counted as lost. */
-        release_lost(&o, t, h, "its lease may have run out before the release");
+        release_lost(&o, t, h, RL__LOST_EXPIRED, "its lease may have run out before the release");
         return rl__err(RL_ELOST, "the reply was lost and the lease may have run out before "
                                  "the release reached Redis");
     }
@@ -464,19 +508,20 @@ static int release(rl_lock *lock)
     if (rc == RL_ECONN && unresolved.id >= 0) {
         /* Applied or not, the count drops: the caller gave this hold back. */
         doubt(c, h, &unresolved);
-        release_lost(&o, t, h, "the outcome of its release could not be read back");
+        release_lost(&o, t, h, RL__LOST_UNRESOLVED,
+                     "the outcome of its release could not be read back");
         return rl__err(RL_ELOST, "outcome unknown, Redis unreachable: the hold is given up "
                                  "and flagged as lost");
     }
     if (rc != RL_OK)
         return rc;
     if (res.code == RL__R_NOTOWNER) {
-        flag_lost(c, h, "Redis no longer has its field");
+        flag_lost(c, h, RL__LOST_GONE, "Redis no longer has its field");
         if (--h->count == 0)
             hold_done(c, t, h, 0);
         return rl__err(RL_ELOST, "the lock was no longer held by this thread in Redis");
     }
-    flag_lost(c, h, "Redis holds another count than expected");
+    flag_lost(c, h, RL__LOST_OTHER, "Redis holds another count than expected");
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
 }
 
@@ -487,6 +532,8 @@ int rl_lock_release(rl_lock *lock)
     if (rc != RL_OK)
         return rc;
     rc = release(lock);
+    if (rc == RL_OK)
+        RL__STAT_INC(lock->client, releases);
     rl__call_end(lock->client);
     return rc;
 }
@@ -504,7 +551,7 @@ static void flag_forced(rl_client *c, rl__entry *e, const long long *tids, long 
         for (i = 0; i < n && (uint64_t)tids[i] != h->tid; i++)
             ;
         if (n < 0 || i < n)
-            rl__hold_mark_lost(c, h, "force-released");
+            rl__hold_mark_lost(c, h, RL__LOST_FORCED, "force-released");
     }
 }
 

@@ -303,12 +303,14 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
             (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key, rl_last_error());
     *read_back = 1;
     if ((rc = read_count(o, &dead, &count)) != RL_OK) {
+        RL__STAT_INC(o->c, replies_unresolved);
         *unresolved = dead;
         if (unresolved->id < 0)
             unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
         return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
                                  "not be read back (%s)", rl_last_error());
     }
+    RL__STAT_INC(o->c, replies_resolved);
     rc = rl__outcome(script, held, count, res);
     if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
         o->c->wait_replicas)

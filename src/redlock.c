@@ -548,10 +548,10 @@ int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *re
 
 /* ---- reentry and release ----------------------------------------------- */
 
-static void flag(rl_client *c, rl__hold *h, const char *why)
+static void flag(rl_client *c, rl__hold *h, int cause, const char *why)
 {
     pthread_mutex_lock(&c->mu);
-    rl__hold_mark_lost(c, h, why);
+    rl__hold_mark_lost(c, h, cause, why);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -632,14 +632,14 @@ int rl__redlock_reenter(rl__op *o, rl__hold *h)
     learn(c, h, v, sent, h->lease_ms);
     yes = count_yes(c, v, granted);
     if (rl__hold_is_lost(h, rl__now_ms())) {
-        flag(c, h, "no majority of the masters vouches for it any more");
+        flag(c, h, RL__LOST_EXPIRED, "no majority of the masters vouches for it any more");
         return rl__err(RL_ELOST, "the lease of this hold was lost on a majority of the masters");
     }
     if (yes < c->quorum)
         return rl__err(RL_ECONN, "reentry confirmed by %d of %d Redlock masters (%d needed); "
                        "the hold stands as it was", yes, c->nnodes, c->quorum);
     if (atomic_load(&c->closing)) {
-        flag(c, h, "the client was shut down");
+        flag(c, h, RL__LOST_SHUTDOWN, "the client was shut down");
         return rl__err(RL_ECANCELED, "the client is shutting down");
     }
     h->count++;
@@ -725,7 +725,7 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
             done_with(c, t, h, o, unsure, v);
         return RL_OK;
     }
-    flag(c, h, "no majority of the masters confirmed its release");
+    flag(c, h, RL__LOST_OTHER, "no majority of the masters confirmed its release");
     if (--h->count == 0)
         done_with(c, t, h, o, unsure, v);
     return rl__err(RL_ELOST, "the release was confirmed by %d of %d Redlock masters (%d "
@@ -784,7 +784,7 @@ int rl__redlock_force(rl_client *c, rl__entry *e)
                     hit = 1;
         }
         if (hit)
-            rl__hold_mark_lost(c, h, "force-released");
+            rl__hold_mark_lost(c, h, RL__LOST_FORCED, "force-released");
     }
     e->forced++;
     pthread_mutex_unlock(&c->mu);

@@ -507,7 +507,8 @@ void rl__hold_confirm(rl__hold *h, int64_t sent_ms);   /* owner thread or watchd
  * expiry has already passed (the hold is then lost for good, whatever a
  * late reply says). 1 when the hold stands confirmed. */
 int rl__hold_renewed(rl__hold *h, int64_t sent_ms);
-int rl__hold_mark_lost(rl_client *c, rl__hold *h, const char *why);  /* mutex held */
+/* cause: RL__LOST_*, counted the first time. */
+int rl__hold_mark_lost(rl_client *c, rl__hold *h, int cause, const char *why); /* mutex held */
 void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
 void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */
 long rl__drift_ms(long lease_ms);
@@ -562,6 +563,50 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
 int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */
 void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late); /* mutex held */
 
+/* ---- stats.c: the counters of rl_client_stats() ------------------------ */
+
+/* Why a hold was flagged (rl__hold_mark_lost). RL__LOST_EXPIRED is
+ * counted as unconfirmed (watchdog lease) or lease ended (fixed lease). */
+enum {
+    RL__LOST_UNCONFIRMED, RL__LOST_LEASE_ENDED, RL__LOST_GONE, RL__LOST_FORCED,
+    RL__LOST_UNRESOLVED, RL__LOST_SHUTDOWN, RL__LOST_OTHER, RL__LOST_CAUSES
+};
+#define RL__LOST_EXPIRED RL__LOST_UNCONFIRMED
+
+/*
+ * Relaxed atomics only: a counter is bumped where the event already
+ * happens, by whichever thread sees it, with no lock taken for it. The
+ * gauges are written under the client mutex (where the table they mirror
+ * changes) and read without it.
+ */
+typedef struct rl__stats {
+    atomic_ullong acquisitions, reentries, releases, busy, timeouts, cancellations;
+    atomic_ullong waits, wait_ms_sum, wait_buckets[RL_STATS_WAIT_BUCKETS];
+    atomic_ullong renewal_rounds, renewal_failures;
+    atomic_ullong lost[RL__LOST_CAUSES];
+    atomic_ullong connects, disconnects, replies_resolved, replies_unresolved;
+    atomic_ullong holds, waiters;
+} rl__stats;
+
+#define RL__STAT_ADD(c, field, n) \
+    atomic_fetch_add_explicit(&(c)->stats.field, (n), memory_order_relaxed)
+#define RL__STAT_INC(c, field) RL__STAT_ADD(c, field, 1)
+#define RL__STAT_DEC(c, field) \
+    atomic_fetch_sub_explicit(&(c)->stats.field, 1, memory_order_relaxed)
+
+/* A wait of ms that ended in an acquisition. */
+void rl__stats_wait(rl__stats *st, int64_t ms);
+/* Every counter back to zero: a new client, a fork child. */
+static inline void rl__stats_reset(rl__stats *st)
+{
+    atomic_ullong *p = (atomic_ullong *)st;
+    size_t i;
+
+    /* Every member is an atomic_ullong (or an array of them). */
+    for (i = 0; i < sizeof *st / sizeof *p; i++)
+        atomic_store_explicit(&p[i], 0, memory_order_relaxed);
+}
+
 /* ---- client.c -------------------------------------------------------- */
 
 struct rl_client {
@@ -595,6 +640,7 @@ struct rl_client {
     atomic_int closing;             /* shutdown begun: calls fail, waits are cancelled */
     atomic_int calls;               /* API calls in flight */
     char sha[RL__S_COUNT][41];      /* filled once at creation, then read-only */
+    rl__stats stats;                /* rl_client_stats(): atomics, no lock */
 
     pthread_mutex_t mu;             /* guards everything below */
 

@@ -119,6 +119,7 @@ static void drop_connection(sub_state *st)
         rl__entry_maybe_free(c, e);
     }
     c->sub_ctx[st->srv->index] = NULL;
+    RL__STAT_INC(c, disconnects);
     pthread_mutex_unlock(&c->mu);
     redisFree(st->ctx);
     pthread_mutex_lock(&c->mu);

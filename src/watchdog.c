@@ -688,6 +688,11 @@ static void renew(rl_client *c)
         rc = round_status(c, g, ng);
     if (rc != RL_OK)
         RL__HOOK("watchdog.renew_failed");
+    if (n) {
+        RL__STAT_INC(c, renewal_rounds);
+        if (rc != RL_OK)
+            RL__STAT_INC(c, renewal_failures);
+    }
 
     pthread_mutex_lock(&c->mu);
     for (k = 0; k < ng; k++) {
@@ -721,10 +726,11 @@ static void renew(rl_client *c)
             if (flags[i] != '0' || !h->in_table || h->releasing || atomic_load(&h->lost))
                 continue;
             if (c->mode != RL__MODE_REDLOCK)
-                rl__hold_mark_lost(c, h, "the renewal found its field gone "
+                rl__hold_mark_lost(c, h, RL__LOST_GONE, "the renewal found its field gone "
                                          "(expired, deleted or taken)");
             else if (!rl__redlock_node_renewed(c, h, g[k].srv->index, -1))
-                rl__hold_mark_lost(c, h, "the renewal found its field gone on so many "
+                rl__hold_mark_lost(c, h, RL__LOST_GONE,
+                                   "the renewal found its field gone on so many "
                                          "nodes that no majority vouches for it");
         }
     }
@@ -751,7 +757,8 @@ static void report(rl_client *c, int64_t now)
     for (;;) {
         for (h = c->holds; h; h = h->c_next) {
             if (!atomic_load(&h->lost) && !h->releasing && now >= atomic_load(&h->expiry_ms))
-                rl__hold_mark_lost(c, h, "its lease was not confirmed before it ran out");
+                rl__hold_mark_lost(c, h, RL__LOST_EXPIRED,
+                                   "its lease was not confirmed before it ran out");
             if (atomic_load(&h->lost) && !h->reported && !h->releasing)
                 break;
         }

@@ -11,12 +11,18 @@ int rlock_headertest(void);
 int rlock_headertest(void)
 {
     rl_options opts;
+    rl_stats stats;
     const char *(*version)(void) = rl_version;
     const char *(*strerror_fn)(int) = rl_strerror;
+    int (*stats_fn)(rl_stats *, rl_client *) = rl_client_stats;
 
     (void)version;
     (void)strerror_fn;
+    (void)stats_fn;
     (void)opts;
+    stats.version = RL_STATS_VERSION;
+    stats.wait_buckets[RL_STATS_WAIT_BUCKETS - 1] = 0;
+    (void)stats;
     return RL_VERSION_HEX + RL_OK + RL_EBUSY + (int)RL_NAME_MAX +
         (int)sizeof(rl_client *) + (int)sizeof(rl_lock *) +
         (RL_WAIT_FOREVER < 0) + (RL_LEASE_WATCHDOG < 0);

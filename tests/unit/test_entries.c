@@ -181,13 +181,18 @@ static void test_hold_lost_check(void **state)
     /* An older confirmation never moves the expiry back. */
     rl__hold_confirm(h, now - 500);
     assert_false(rl__hold_is_lost(h, now + 987));
-    assert_int_equal(rl__hold_mark_lost(c, h, "test"), 1);
-    assert_int_equal(rl__hold_mark_lost(c, h, "test"), 0);
+    assert_int_equal(atomic_load(&c->stats.holds), 1);
+    assert_int_equal(rl__hold_mark_lost(c, h, RL__LOST_GONE, "test"), 1);
+    assert_int_equal(rl__hold_mark_lost(c, h, RL__LOST_FORCED, "test"), 0);
+    /* Counted once, under the first cause. */
+    assert_int_equal(atomic_load(&c->stats.lost[RL__LOST_GONE]), 1);
+    assert_int_equal(atomic_load(&c->stats.lost[RL__LOST_FORCED]), 0);
     assert_true(rl__hold_is_lost(h, now));
     assert_int_equal(e->local_live, 0);
     rl__hold_remove(c, h);
     assert_int_equal(e->holds, 0);
     assert_int_equal(c->nholds, 0);
+    assert_int_equal(atomic_load(&c->stats.holds), 0);
     free_client(c);
 }
 

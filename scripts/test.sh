@@ -146,7 +146,7 @@ fi
 
 step_begin "7 examples: valgrind, then workers on a cluster"
 absent=0
-for ex in workers long_job; do
+for ex in minimal workers long_job; do
     if [[ ! -x build/examples/$ex ]]; then
         printf '\n!!!!!!!!\n!!!! build/examples/%s is MISSING: it must exist before landing\n!!!!!!!!\n\n' "$ex" >&2
         absent=1
@@ -158,6 +158,14 @@ valgrind_run build/examples/workers --url "$RL_TEST_URL" \
     --procs 2 --threads 2 --jobs 20 --accounts 4
 flush_redis
 valgrind_run build/examples/long_job --url "$RL_TEST_URL"
+flush_redis
+out=$(valgrind_run build/examples/minimal "$RL_TEST_URL" readme:minimal)
+printf '%s\n' "$out"
+grep -q 'working on step 2 under readme:minimal' <<<"$out" ||
+    rl_die "examples/minimal did not do its work"
+# The README quotes examples/minimal.c; the two must not drift apart.
+sed -n '/^<!-- examples\/minimal.c -->$/,/^```$/p' README.md | sed '1,2d;$d' |
+    diff -u examples/minimal.c - || rl_die "README's copy of examples/minimal.c differs from the file"
 # The same program on a Redis Cluster of 3 masters: locks spread over them,
 # the example's data followed to its slot's master (MOVED). A short run.
 rl_cluster_start 3

@@ -46,6 +46,7 @@ extern void (*rl__test_hook)(const char *point);
 /* ---- util.c ---------------------------------------------------------- */
 
 int64_t rl__now_ms(void);                       /* CLOCK_MONOTONIC, ms */
+int64_t rl__wall_ms(void);                      /* CLOCK_REALTIME, ms since the epoch */
 int rl__cond_init(pthread_cond_t *cond);        /* a condvar on CLOCK_MONOTONIC */
 /* Wait on cond until signalled or the monotonic deadline (ms; < 0: forever). */
 int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ms);

@@ -70,6 +70,9 @@ void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
 
     if (h->watchdog && rl__now_ms() + c->renew_ms < due)
         due = rl__now_ms() + c->renew_ms;
+    /* The owner record ran out while nothing was held: write it again. */
+    if (c->owner_due < due)
+        due = c->owner_due;
     /* Wake the thread only when it would otherwise sleep past what this
      * hold needs: a loop of acquire/release then costs no context switch. */
     if (c->wd_started && (c->wd_wake_at < 0 || due < c->wd_wake_at))
@@ -831,6 +834,15 @@ static void *watchdog_main(void *arg)
             exp = atomic_load(&h->expiry_ms);
             if (next < 0 || exp < next)
                 next = exp;
+        }
+        /* While it holds locks, the client's owner record stays (owner.c). */
+        if (next >= 0) {
+            if (now >= c->owner_due) {
+                rl__owner_refresh(c);
+                continue;
+            }
+            if (c->owner_due < next)
+                next = c->owner_due;
         }
         if (renewable) {
             if (c->wd_next_renew == 0)

@@ -115,7 +115,8 @@ static int spawn(pid_t *pid, char **cmd, const sigset_t *mask)
 }
 
 static const char exec_usage[] =
-    "usage: rlock exec [--url URL] [--wait MS] [--lease MS] [--grace MS] NAME [--] CMD [ARGS...]\n";
+    "usage: rlock exec [--url URL] [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS]\n"
+    "                  NAME [--] CMD [ARGS...]\n";
 
 int rt_cmd_exec(int argc, char **argv, rt_common *co)
 {
@@ -124,6 +125,7 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         { "wait", required_argument, NULL, 'w' },
         { "lease", required_argument, NULL, 'l' },
         { "grace", required_argument, NULL, 'g' },
+        { "watchdog-lease", required_argument, NULL, 'W' },
         { NULL, 0, NULL, 0 },
     };
     long wait_ms = RL_WAIT_FOREVER, lease_ms = RL_LEASE_WATCHDOG, grace_ms = RT_GRACE_MS;
@@ -138,13 +140,15 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     int opt, rc, st = 0, ex, why = 0, stop_sig = 0, killed = 0, sfd;
     long long kill_at = -1;
 
-    while ((opt = getopt_long(argc, argv, "+" RT_COMMON_SHORT "w:l:g:", longs, NULL)) != -1) {
-        long *to = opt == 'w' ? &wait_ms : opt == 'l' ? &lease_ms : opt == 'g' ? &grace_ms : NULL;
+    while ((opt = getopt_long(argc, argv, "+" RT_COMMON_SHORT "w:l:g:W:", longs, NULL)) != -1) {
+        long *to = opt == 'w' ? &wait_ms : opt == 'l' ? &lease_ms : opt == 'g' ? &grace_ms
+                 : opt == 'W' ? &co->lease_ms : NULL;
         if (to) {
-            if (rt_parse_ms(optarg, to) != 0 || (to == &lease_ms && *to < RL_LEASE_MIN_MS)) {
-                rt_err("--%s: '%s' is not a number of ms (lease: %d..%ld)",
-                       opt == 'w' ? "wait" : opt == 'l' ? "lease" : "grace", optarg,
-                       RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
+            if (rt_parse_ms(optarg, to) != 0 ||
+                ((opt == 'l' || opt == 'W') && *to < RL_LEASE_MIN_MS)) {
+                rt_err("--%s: '%s' is not a number of ms (leases: %d..%ld)",
+                       opt == 'w' ? "wait" : opt == 'l' ? "lease" : opt == 'g' ? "grace"
+                       : "watchdog-lease", optarg, RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
                 return RT_EXIT_USAGE;
             }
             continue;

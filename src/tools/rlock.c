@@ -19,9 +19,10 @@ static const char usage_text[] =
     "Distributed reentrant locks on Redis, for operators and shell scripts.\n"
     "\n"
     "Commands:\n"
-    "  exec [--wait MS] [--lease MS] [--grace MS] NAME [--] CMD [ARGS...]\n"
+    "  exec [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS] NAME [--] CMD [ARGS...]\n"
     "        run CMD while holding the lock NAME (a distributed flock(1)); the\n"
-    "        lease is kept by the watchdog unless --lease is given. --wait: how\n"
+    "        lease is kept by the watchdog (--watchdog-lease, default 30000,\n"
+    "        renewed every third) unless --lease gives a fixed one. --wait: how\n"
     "        long to wait for the lock (default: forever; 0: try once). When\n"
     "        the lease is lost CMD gets SIGTERM, then SIGKILL after --grace\n"
     "        (default 5000 ms). SIGTERM, SIGINT and SIGHUP sent to rlock are\n"
@@ -134,6 +135,7 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
     o.url = co->url;
     o.key_prefix = co->prefix;
     o.client_name = co->name;
+    o.lease_ms = co->lease_ms;
     o.on_lost = on_lost;
     o.payload = payload;
     if ((rc = rl_client_new(out, &o)) != RL_OK)
@@ -170,7 +172,7 @@ int main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    rt_common co = { NULL, NULL, NULL, 0 };
+    rt_common co = { NULL, NULL, NULL, 0, 0 };
     const char *cmd;
     int opt;
 

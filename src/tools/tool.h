@@ -30,6 +30,7 @@ typedef struct rt_common {
     const char *prefix;     /* --prefix (NULL: the library's, "rl:") */
     const char *name;       /* --name: the client name shown to others */
     int json;               /* --json */
+    long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
 } rt_common;
 
 extern const char *rt_prog;

@@ -52,8 +52,13 @@ void rl__owner_identity(rl_client *c)
 
 long rl__owner_ttl_ms(const rl_client *c)
 {
-    /* Three leases, at least a minute: refreshed every third of it. */
-    return c->lease_ms * 3 > RL__OWNER_TTL_MIN_MS ? c->lease_ms * 3 : RL__OWNER_TTL_MIN_MS;
+    /* Three leases (at least a second): refreshed every third of it while
+     * the client holds locks, so at most one extra call per renewal. */
+    long long ttl = (long long)c->lease_ms * 3;
+
+    if (ttl < RL__OWNER_TTL_MIN_MS)
+        ttl = RL__OWNER_TTL_MIN_MS;
+    return ttl > RL_TIME_MAX_MS ? RL_TIME_MAX_MS : (long)ttl;
 }
 
 int rl__owner_append_setname(const rl_client *c, redisContext *ctx)

@@ -733,7 +733,7 @@ static inline void rl__sub_poke(rl_client *c)
 
 #define RL__NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 #define RL__CONN_HOST_MAX 64        /* host name bytes in a connection name */
-#define RL__OWNER_TTL_MIN_MS 60000  /* the record lives 3 leases, at least this */
+#define RL__OWNER_TTL_MIN_MS 1000   /* the record lives 3 leases, at least this */
 
 /* Names for the identity just made (rl__identity_new): pid, started, the
  * connection name, the record's key; the record is due now. */

@@ -7,6 +7,7 @@
  * of another process at once. Without redis-server every test FAILS.
  */
 #include "it_common.h"
+#include "rt_cluster.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -553,6 +554,184 @@ static void test_client_name_option(void **state)
     freeReplyObject(r);
 }
 
+/* The owner record of the holder of `name` (HGET field): its pid, -1 when
+ * there is none. */
+static long record_pid(redisContext *rc, const char *name, long long *pttl)
+{
+    char key[128], okey[128];
+    size_t kl = it_key(key, sizeof key, "rl:", name, strlen(name), NULL);
+    it_hash h;
+    redisReply *r;
+    long pid = -1;
+
+    if (it_hgetall(rc, key, kl, &h) != 0 || h.fields != 1 || h.field_len < 36)
+        return -1;
+    snprintf(okey, sizeof okey, "rl:owner:{%.36s}", h.field);
+    r = redisCommand(rc, "HGET %s pid", okey);
+    if (r && r->type == REDIS_REPLY_STRING)
+        pid = atol(r->str);
+    if (r)
+        freeReplyObject(r);
+    r = redisCommand(rc, "PTTL %s", okey);
+    if (pttl)
+        *pttl = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+    if (r)
+        freeReplyObject(r);
+    return pid;
+}
+
+static void test_owner_record(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    long long pttl = 0;
+    int up[2], down[2];
+    pid_t child;
+    char b;
+
+    /* Lease 300 ms: the record lives 1 s, refreshed while a lock is held. */
+    it_options(&o, e->redis->url, 300, 0);
+    o.client_name = "rec";
+    c = it_client_opts(&o);
+    l = it_lock(c, "rec");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_EQ(record_pid(e->rc, "rec", &pttl), getpid());
+    IT_RANGE(pttl, 1, 1000);
+    /* Refreshed while held (its PTTL goes up again), never missing. */
+    {
+        long long last = pttl;
+        int refreshes = 0;
+        IT_WAIT(({
+                    long long p = 0;
+                    long pid = record_pid(e->rc, "rec", &p);
+                    if (pid != getpid() || p <= 0)
+                        fail_msg("owner record pid %ld, pttl %lld", pid, p);
+                    if (p > last + 50)
+                        refreshes++;
+                    last = p;
+                    refreshes >= 3;
+                }), 5000);
+    }
+    IT_RC(rl_lock_release(l), RL_OK);
+
+    /* A fork child is a new owner: its own record, with its pid. */
+    assert_int_equal(pipe(up), 0);
+    assert_int_equal(pipe(down), 0);
+    child = fork();
+    if (child == 0) {
+        int ok = rl_lock_acquire(l) == RL_OK;
+        if (write(up[1], ok ? "y" : "n", 1) != 1 || read(down[0], &b, 1) != 1)
+            _exit(2);
+        _exit(rl_lock_release(l) == RL_OK ? 0 : 1);
+    }
+    assert_true(child > 0);
+    close(up[1]);
+    close(down[0]);
+    /* EOF (0) when the child died first: the assertion fails, no hang. */
+    IT_EQ(read(up[0], &b, 1), 1);
+    IT_EQ(b, 'y');
+    IT_EQ(record_pid(e->rc, "rec", NULL), child);
+    IT_EQ(write(down[1], "g", 1), 1);
+    {
+        int st;
+        IT_WAIT(waitpid(child, &st, WNOHANG) == child, 10000);
+        IT_EQ(WIFEXITED(st) && WEXITSTATUS(st) == 0, 1);
+    }
+    close(up[0]);
+    close(down[1]);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* list on a Cluster of 3 masters and on a Redlock of 3: every master. */
+static void test_cluster_and_redlock(void **state)
+{
+    char out[16384], url[256];
+    const char *names[] = { "n1", "n2", "n3", "n4", "n5", "n6" };
+    rt_cluster *cl = rt_cluster_start(3, 0, 1000, NULL);
+    rt_redis *node[3] = { NULL, NULL, NULL };
+    redisContext *ctl[3] = { NULL, NULL, NULL };
+    rl_options o;
+    rl_client *c;
+    rl_lock *l[6];
+    size_t i;
+    int nodes_seen = 0;
+
+    (void)state;
+    if (!cl)
+        fail_msg("cannot start a cluster");
+    it_options(&o, cl->url, 0, 0);
+    o.client_name = "clus";
+    c = it_client_opts(&o);
+    for (i = 0; i < 6; i++) {
+        l[i] = it_lock(c, names[i]);
+        IT_RC(rl_lock_acquire(l[i]), RL_OK);
+    }
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "list", NULL }, out, sizeof out, 20000),
+          0);
+    for (i = 0; i < 6; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\n%s ", names[i]);
+        if (!strstr(out, want))
+            fail_msg("cluster list lacks %s:\n%s", names[i], out);
+    }
+    for (i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, ":%d ", cl->node[i]->port);
+        nodes_seen += strstr(out, want) != NULL;
+    }
+    if (nodes_seen < 2 || strstr(out, "unknown") || !strstr(out, "clus"))
+        fail_msg("cluster list (names on %d masters):\n%s", nodes_seen, out);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "release", "--force", "n4", NULL }, NULL,
+                  0, 20000), 0);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "show", "n4", NULL }, out, sizeof out,
+                  20000), 0);
+    if (!strstr(out, "not held"))
+        fail_msg("show n4 after release --force:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n5", "--", "true",
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n4", "--", "true",
+                                     NULL }, NULL, 0, 20000), 0);
+    for (i = 0; i < 6; i++)
+        rl_lock_free(l[i]);
+    rl_client_free(c);
+    rt_cluster_stop(cl);
+
+    /* Redlock: the name on every master, each with the owner record. */
+    for (i = 0; i < 3; i++)
+        if (rt_redis_open("it_cli", NULL, &node[i], &ctl[i]) != 0)
+            fail_msg("cannot start redis %zu", i);
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, node[2]->port);
+    it_options(&o, url, 0, 0);
+    o.client_name = "redl";
+    c = it_client_opts(&o);
+    l[0] = it_lock(c, "rl1");
+    IT_RC(rl_lock_acquire(l[0]), RL_OK);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "list", NULL }, out, sizeof out, 20000), 0);
+    for (i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "rl1   127.0.0.1:%d ", node[i]->port);
+        if (!strstr(out, want))
+            fail_msg("redlock list lacks node %d:\n%s", node[i]->port, out);
+    }
+    if (strstr(out, "unknown") || !strstr(out, "redl"))
+        fail_msg("redlock list:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_RC(rl_lock_release(l[0]), RL_OK);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
+                                     NULL }, NULL, 0, 20000), 0);
+    rl_lock_free(l[0]);
+    rl_client_free(c);
+    for (i = 0; i < 3; i++) {
+        redisFree(ctl[i]);
+        rt_redis_stop(node[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -563,6 +742,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -518,6 +518,7 @@ int rl_client_shutdown(rl_client *c)
     pthread_mutex_unlock(&c->mu);
     report_dropped(c);
     release_all(c);
+    rl__owner_erase(c);     /* a graceful exit leaves nothing behind */
 
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->closed, 1);

@@ -6,8 +6,9 @@
  * `<prefix>owner:{<uuid>}` — host, pid, name, started, version; never a
  * credential — with an expiry, and names every connection it opens
  * "rlock:<name>:<host>:<pid>:<uuid8>" (CLIENT LIST). The record is written
- * at creation and by a fork child when it rebuilds, then refreshed by the
- * watchdog while the client holds locks; an application thread's acquire
+ * at creation and by a fork child when it rebuilds, refreshed by the
+ * watchdog while the client holds locks, and deleted by a shutdown (a
+ * process that dies leaves it to expire); an application thread's acquire
  * and release never wait for it. A record that is missing (expired, not
  * allowed by an ACL) only costs the operator a name: nothing decides on it.
  *
@@ -153,6 +154,27 @@ void rl__owner_write(rl_client *c)
         if (rl__pool_get_quick(c, to[i], &conn) != RL_OK)
             continue;
         read_record(c, conn, append_record(c, conn));
+        rl__pool_put(c, conn);
+    }
+}
+
+void rl__owner_erase(rl_client *c)
+{
+    rl__server *to[RL__NODES_MAX];
+    const char *argv[2] = { "DEL", c->owner_key };
+    size_t lens[2] = { 3, c->owner_key_len };
+    redisReply *r = NULL;
+    rl__conn *conn;
+    int i, n;
+
+    pthread_mutex_lock(&c->mu);
+    n = targets(c, to);
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < n; i++) {
+        if (rl__pool_get_quick(c, to[i], &conn) != RL_OK)
+            continue;
+        if (rl__conn_call(conn, &r, 2, argv, lens) == RL_OK)
+            freeReplyObject(r);
         rl__pool_put(c, conn);
     }
 }

@@ -749,6 +749,8 @@ int rl__owner_read(rl_client *c, rl__conn *conn, int n);
 /* Write the record where it lives (Redlock: on every master), on pool
  * connections: at creation and after fork. Mutex NOT held. */
 void rl__owner_write(rl_client *c);
+/* Delete it: a shutdown, after its holds were released. Mutex NOT held. */
+void rl__owner_erase(rl_client *c);
 /* The watchdog's refresh: on its own connection or an idle one, never
  * waiting for a connection. Mutex held; dropped during I/O. */
 void rl__owner_refresh(rl_client *c);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef RLOCK_CLI
@@ -540,6 +541,31 @@ static void test_client_name_option(void **state)
     it_options(&o, e->redis->url, 0, 0);
     o.client_name = longname;
     IT_RC(rl_client_new(&c, &o), RL_OK);
+    /* Its owner record: exactly host, pid, name, started, version. */
+    r = redisCommand(e->rc, "KEYS rl:owner:{*}");
+    IT_EQ(r->elements, 1);
+    {
+        redisReply *h = redisCommand(e->rc, "HGETALL %s", r->element[0]->str);
+        char pid[24];
+        IT_EQ(h->elements, 10);
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        for (i = 0; i < h->elements; i += 2) {
+            const char *f = h->element[i]->str, *v = h->element[i + 1]->str;
+            if (!strcmp(f, "pid"))
+                assert_string_equal(v, pid);
+            else if (!strcmp(f, "name"))
+                assert_string_equal(v, longname);
+            else if (!strcmp(f, "version"))
+                assert_string_equal(v, rl_version());
+            else if (!strcmp(f, "started"))
+                IT_RANGE(atoll(v), (long long)time(NULL) * 1000 - 60000,
+                         (long long)time(NULL) * 1000 + 1000);
+            else if (strcmp(f, "host") != 0)
+                fail_msg("unexpected field %s in the owner record", f);
+        }
+        freeReplyObject(h);
+    }
+    freeReplyObject(r);
     rl_client_free(c);
     {
         rl_options o2;
@@ -548,9 +574,9 @@ static void test_client_name_option(void **state)
         IT_RC(rl_client_new(&c, &o2), RL_OK);
         rl_client_free(c);
     }
-    /* The owner records: host, pid, name, started, version; no password. */
-    r = redisCommand(e->rc, "KEYS rl:owner:*");
-    IT_EQ(r->elements, 2);
+    /* A graceful exit leaves nothing behind, owner records included. */
+    r = redisCommand(e->rc, "DBSIZE");
+    IT_EQ(r->integer, 0);
     freeReplyObject(r);
 }
 

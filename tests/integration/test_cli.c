@@ -758,6 +758,42 @@ static void test_cluster_and_redlock(void **state)
     }
 }
 
+/* A user that may not use CLIENT (no SETNAME, no fence) nor write owner
+ * records: everything works, and the holder is shown as unknown. */
+static void test_acl_without_client(void **state)
+{
+    it_env *e = *state;
+    char url[256], out[4096];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    redisReply *r;
+
+    r = redisCommand(e->rc, "ACL SETUSER locker on >pw ~rl:{* &* +@all -client");
+    assert_non_null(r);
+    IT_EQ(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", e->redis->port);
+    it_options(&o, url, 0, 0);
+    o.client_name = "acl";
+    c = it_client_opts(&o);
+    l = it_lock(c, "acl");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    r = redisCommand(e->rc, "KEYS rl:owner:*");
+    IT_EQ(r->elements, 0);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "CLIENT LIST");
+    if (strstr(r->str, "name=rlock:acl:"))
+        fail_msg("a user without CLIENT named its connection:\n%s", r->str);
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "list", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "\nacl ") || !strstr(out, "unknown"))
+        fail_msg("list:\n%s", out);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -769,6 +805,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
     };
 

@@ -7,7 +7,9 @@
  * credential — with an expiry, and names every connection it opens
  * "rlock:<name>:<host>:<pid>:<uuid8>" (CLIENT LIST). The record is written
  * at creation and by a fork child when it rebuilds, refreshed by the
- * watchdog while the client holds locks, and deleted by a shutdown (a
+ * watchdog while the client holds locks (between renewal rounds, on its
+ * own connections where it has them, waiting at most RL__OWNER_REFRESH_MS
+ * for the replies, so that a stopped server never delays a renewal), and deleted by a shutdown (a
  * process that dies leaves it to expire); an application thread's acquire
  * and release never wait for it. A record that is missing (expired, not
  * allowed by an ACL) only costs the operator a name: nothing decides on it.
@@ -158,57 +160,109 @@ void rl__owner_write(rl_client *c)
     }
 }
 
+/* Write what was queued on each of conn[0..n) (NULL: none) before any
+ * reply is read, so that the servers answer at the same time. */
+static void flush_all(rl__conn **conn, int n)
+{
+    int i, done;
+
+    for (i = 0; i < n; i++) {
+        if (!conn[i])
+            continue;
+        done = 0;
+        while (!done && redisBufferWrite(conn[i]->ctx, &done) == REDIS_OK)
+            ;
+    }
+}
+
 void rl__owner_erase(rl_client *c)
 {
     rl__server *to[RL__NODES_MAX];
+    rl__conn *conn[RL__NODES_MAX];
     const char *argv[2] = { "DEL", c->owner_key };
     size_t lens[2] = { 3, c->owner_key_len };
     redisReply *r = NULL;
-    rl__conn *conn;
     int i, n;
 
     pthread_mutex_lock(&c->mu);
     n = targets(c, to);
     pthread_mutex_unlock(&c->mu);
     for (i = 0; i < n; i++) {
-        if (rl__pool_get_quick(c, to[i], &conn) != RL_OK)
+        if (rl__pool_get_quick(c, to[i], &conn[i]) != RL_OK)
+            conn[i] = NULL;
+        else
+            redisAppendCommandArgv(conn[i]->ctx, 2, argv, lens);
+    }
+    flush_all(conn, n);
+    for (i = 0; i < n; i++) {
+        if (!conn[i])
             continue;
-        if (rl__conn_call(conn, &r, 2, argv, lens) == RL_OK)
+        if (redisGetReply(conn[i]->ctx, (void **)&r) == REDIS_OK)
             freeReplyObject(r);
-        rl__pool_put(c, conn);
+        rl__pool_put(c, conn[i]);
     }
 }
 
 void rl__owner_refresh(rl_client *c)
 {
     rl__server *to[RL__NODES_MAX];
-    rl__conn *conn, *dead[RL__NODES_MAX];
-    int i, n, ndead = 0, pooled;
+    rl__conn *conn[RL__NODES_MAX], *dead[RL__NODES_MAX];
+    long wait_ms = c->renew_ms / 4 < RL__OWNER_REFRESH_MS ? c->renew_ms / 4
+                                                          : RL__OWNER_REFRESH_MS;
+    int64_t deadline, now = rl__now_ms();
+    int i, n, ndead = 0, sent[RL__NODES_MAX], own[RL__NODES_MAX], missed = 0;
 
+    if (wait_ms < 1)
+        wait_ms = 1;
     n = targets(c, to);
-    c->owner_due = rl__now_ms() + rl__owner_ttl_ms(c) / 3;
+    c->owner_due = now + rl__owner_ttl_ms(c) / 3;
+    /* The watchdog's own connection where it has one (only this thread
+     * uses it, so no application thread is kept waiting); else one of the
+     * pool, idle or made within the same short time, never waited for. A
+     * server found down lately is left alone. */
     for (i = 0; i < n; i++) {
-        /* The watchdog's own connection when it has one there (only this
-         * thread uses it), else an idle one of the pool: never a connect,
-         * never a wait for an application thread's connection. */
-        conn = to[i]->wd_conn;
-        pooled = !conn;
-        pthread_mutex_unlock(&c->mu);
-        if (pooled)
-            conn = rl__pool_get_idle(c, to[i]);
-        if (conn && read_record(c, conn, append_record(c, conn)) == RL_ECONN && !pooled)
-            rl__conn_abandon(conn, "owner record: connection lost");
-        if (conn && pooled)
-            rl__pool_put(c, conn);     /* a broken one is closed */
-        pthread_mutex_lock(&c->mu);
-        if (!conn) {
-            /* Nothing idle there now: try again at the next tick. */
-            c->owner_due = rl__now_ms() + c->renew_ms;
-        } else if (!pooled && rl__conn_broken(conn) && to[i]->wd_conn == conn) {
-            to[i]->wd_conn = NULL;     /* the next round opens another */
-            dead[ndead++] = conn;
-        }
+        conn[i] = to[i]->wd_conn;
+        own[i] = conn[i] != NULL;
+        if (atomic_load(&to[i]->down_until) > now)
+            conn[i] = NULL;
     }
+    pthread_mutex_unlock(&c->mu);
+    for (i = 0; i < n; i++) {
+        if (!conn[i] && (atomic_load(&to[i]->down_until) > now ||
+                         rl__pool_get_nowait(c, to[i], wait_ms, &conn[i]) != RL_OK)) {
+            conn[i] = NULL;
+            own[i] = 0;
+            missed = 1;
+            continue;
+        }
+        sent[i] = append_record(c, conn[i]);
+    }
+    flush_all(conn, n);
+    /* A stopped server must not hold up the renewals: its replies are
+     * awaited a short while only, then its connection is given up. */
+    deadline = rl__now_ms() + wait_ms;
+    for (i = 0; i < n; i++) {
+        long saved, left;
+        if (!conn[i])
+            continue;
+        saved = conn[i]->timeout_ms;
+        left = (long)(deadline - rl__now_ms());
+        rl__conn_set_timeout(conn[i], left > 0 ? left : 1);
+        if (read_record(c, conn[i], sent[i]) == RL_ECONN)
+            missed = 1;
+        else
+            rl__conn_set_timeout(conn[i], saved);
+        if (!own[i])
+            rl__pool_put(c, conn[i]);        /* a broken one is closed */
+        else if (rl__conn_broken(conn[i]))
+            dead[ndead++] = conn[i];
+    }
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < n; i++)
+        if (own[i] && conn[i] && rl__conn_broken(conn[i]) && to[i]->wd_conn == conn[i])
+            to[i]->wd_conn = NULL;            /* the next round opens another */
+    if (missed)
+        c->owner_due = rl__now_ms() + c->renew_ms;   /* again at the next tick */
     pthread_mutex_unlock(&c->mu);
     for (i = 0; i < ndead; i++)
         rl__conn_close(c, dead[i]);

@@ -335,6 +335,10 @@ int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out);
 /* The same, a new connection made within within_ms (<= 0: the client's
  * timeouts). */
 int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
+/* An idle connection of s, else a new one opened within within_ms when the
+ * pool has room and s was not found down lately; else RL_EBUSY at once:
+ * never a wait for another thread's connection. Mutex NOT held. */
+int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
 /* An idle connection of s, still the pool's (give it back with
  * rl__pool_put); NULL: none. Mutex NOT held. */
 rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s);
@@ -734,6 +738,8 @@ static inline void rl__sub_poke(rl_client *c)
 #define RL__NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 #define RL__CONN_HOST_MAX 64        /* host name bytes in a connection name */
 #define RL__OWNER_TTL_MIN_MS 1000   /* the record lives 3 leases, at least this */
+#define RL__OWNER_REFRESH_MS 100    /* the watchdog awaits a refresh at most this
+                                     * (and a quarter of the renewal interval) */
 
 /* Names for the identity just made (rl__identity_new): pid, started, the
  * connection name, the record's key; the record is due now. */
@@ -751,8 +757,8 @@ int rl__owner_read(rl_client *c, rl__conn *conn, int n);
 void rl__owner_write(rl_client *c);
 /* Delete it: a shutdown, after its holds were released. Mutex NOT held. */
 void rl__owner_erase(rl_client *c);
-/* The watchdog's refresh: on its own connection or an idle one, never
- * waiting for a connection. Mutex held; dropped during I/O. */
+/* The watchdog's refresh: on its own connections, else the pool's without
+ * waiting; replies awaited briefly. Mutex held; dropped during I/O. */
 void rl__owner_refresh(rl_client *c);
 
 /* ---- fork.c ---------------------------------------------------------- */

@@ -835,20 +835,16 @@ static void *watchdog_main(void *arg)
             if (next < 0 || exp < next)
                 next = exp;
         }
-        /* While it holds locks, the client's owner record stays (owner.c). */
-        if (next >= 0) {
-            if (now >= c->owner_due) {
-                rl__owner_refresh(c);
-                continue;
-            }
-            if (c->owner_due < next)
-                next = c->owner_due;
-        }
         if (renewable) {
             if (c->wd_next_renew == 0)
                 c->wd_next_renew = now + c->renew_ms;
             if (now >= c->wd_next_renew) {
                 renew(c);
+                /* While it holds locks, the client's owner record stays
+                 * (owner.c): refreshed right after a round, a whole
+                 * interval before the next. */
+                if (rl__now_ms() >= c->owner_due)
+                    rl__owner_refresh(c);
                 continue;
             }
             if (next < 0 || c->wd_next_renew < next)
@@ -859,6 +855,16 @@ static void *watchdog_main(void *arg)
             c->wd_next_renew = 0;
         } else if (c->wd_next_renew && (next < 0 || c->wd_next_renew < next)) {
             next = c->wd_next_renew;
+        }
+        /* While it holds locks, the owner record stays; the refresh (at
+         * most a quarter interval) never runs into a round's time. */
+        if (next >= 0 && (!renewable || c->wd_next_renew - now > c->renew_ms / 4 + 1)) {
+            if (now >= c->owner_due) {
+                rl__owner_refresh(c);
+                continue;
+            }
+            if (c->owner_due < next)
+                next = c->owner_due;
         }
         c->wd_wake_at = next;
         rl__cond_wait_until(&c->wd_cond, &c->mu, next);

@@ -96,7 +96,7 @@ typedef struct rl_lock rl_lock;
 #define RL_LOG_DEBUG 3
 
 /** The layout version of rl_options this header describes. */
-#define RL_OPTIONS_VERSION 2
+#define RL_OPTIONS_VERSION 3
 
 /**
  * Settings of a client. Fill it with rl_options_init(), then change what you
@@ -190,7 +190,27 @@ typedef struct rl_options {
     int wait_replicas;
     /* ...waiting at most this long, in ms (1..RL_TIME_MAX_MS). 0: 1000. */
     long wait_replicas_ms;
+
+    /* ---- version 3 ---- */
+
+    /*
+     * A human name for this client ("billing-worker"), shown to operators:
+     * in the owner record that `rlock list` reads and in the name of every
+     * connection (CLIENT LIST). 1..RL_CLIENT_NAME_MAX bytes of
+     * [A-Za-z0-9._-]; anything else returns RL_EINVAL from
+     * rl_client_new(). NULL: none ("-"). Copied.
+     *
+     * Whatever the name, each client writes an owner record
+     * `<prefix>owner:{<uuid>}` (a hash: host, pid, name, started, version;
+     * never a password), refreshed by the watchdog while it holds locks,
+     * and names its connections
+     * "rlock:<name or ->:<host>:<pid>:<first 8 chars of the uuid>".
+     */
+    const char *client_name;
 } rl_options;
+
+/** Longest rl_options.client_name, in bytes. */
+#define RL_CLIENT_NAME_MAX 64
 
 /**
  * Fill `opts` with the defaults for the layout `version` describes: pass

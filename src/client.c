@@ -27,6 +27,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rl_options, payload) + sizeof(void *);
     case 2:
         return offsetof(rl_options, wait_replicas_ms) + sizeof(long);
+    case 3:
+        return offsetof(rl_options, client_name) + sizeof(const char *);
     default:
         return 0;
     }
@@ -113,6 +115,13 @@ static int check_options(const rl_options *o)
     if (o->wait_replicas_ms < 0 || o->wait_replicas_ms > RL_TIME_MAX_MS)
         return rl__err(RL_EINVAL, "wait_replicas_ms must be 1..%ld (or 0 for the default)",
                        RL_TIME_MAX_MS);
+    if (o->client_name) {
+        size_t n = strnlen(o->client_name, RL_CLIENT_NAME_MAX + 1);
+        if (n == 0 || n > RL_CLIENT_NAME_MAX ||
+            strspn(o->client_name, RL__NAME_CHARS) != n)
+            return rl__err(RL_EINVAL, "client_name must be 1..%d bytes of [A-Za-z0-9._-]",
+                           RL_CLIENT_NAME_MAX);
+    }
     if (o->key_prefix && (strlen(o->key_prefix) > RL__PREFIX_MAX ||
                           strpbrk(o->key_prefix, "{}")))
         return rl__err(RL_EINVAL, "key_prefix must be at most %d bytes without '{' or '}'",
@@ -125,7 +134,7 @@ static int check_options(const rl_options *o)
  * prefix that no lock uses (names are never empty). An ACL user without
  * channel rights gets NOPERM; the client then works without notices.
  */
-static int probe_notices(rl_client *c, rl__conn *conn)
+static int probe_notices(rl_client *c, rl__conn *conn, int record)
 {
     char ch[RL__PREFIX_MAX + sizeof "{}:release"];
     const char *argv[3] = { "PUBLISH", ch, "" };
@@ -138,6 +147,15 @@ static int probe_notices(rl_client *c, rl__conn *conn)
         lens[0] = 8;
     }
     lens[1] = (size_t)snprintf(ch, sizeof ch, "%s{}:release", c->prefix);
+    /* The owner record rides along when it lives on this server. */
+    if (record) {
+        rc = rl__owner_read(c, conn, rl__owner_append(c, conn));
+        if (rc == RL_ECONN)
+            return rl__err(rc, "writing the owner record: %s", rl__conn_error(conn));
+        pthread_mutex_lock(&c->mu);
+        c->owner_due = rl__now_ms() + rl__owner_ttl_ms(c) / 3;
+        pthread_mutex_unlock(&c->mu);
+    }
     if ((rc = rl__conn_call(conn, &r, 3, argv, lens)) != RL_OK)
         return rc;
     /* Only a refusal counts: on a Cluster, a MOVED says nothing of rights. */
@@ -191,6 +209,7 @@ static void client_destroy(rl_client *c)
     rl__entry_free_all(c);
     rl__url_clear(&c->url);
     free(c->prefix);
+    free(c->name);
     pthread_cond_destroy(&c->pool_cond);
     pthread_cond_destroy(&c->wd_cond);
     pthread_cond_destroy(&c->leftover_cond);
@@ -234,6 +253,12 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
         return rl__err(RL_ENOMEM, "out of memory");
     }
     c->prefix_len = strlen(c->prefix);
+    if (opts->client_name && !(c->name = rl__strdup(opts->client_name))) {
+        rl__url_clear(&c->url);
+        free(c->prefix);
+        free(c);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
     c->lease_ms = opts->lease_ms ? opts->lease_ms : RL__DEFAULT_LEASE_MS;
     c->renew_ms = opts->renew_interval_ms ? opts->renew_interval_ms : c->lease_ms / 3;
     if (c->renew_ms < 1)
@@ -247,6 +272,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     if (c->wait_replicas && c->url.redlock) {
         rl__url_clear(&c->url);
         free(c->prefix);
+        free(c->name);
         free(c);
         return rl__err(RL_EINVAL, "wait_replicas does not apply to redlock:// (the masters "
                        "are independent; the majority is the safeguard)");
@@ -277,9 +303,13 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     if (c->url.redlock || c->url.sentinel) {
         rc = c->url.redlock ? rl__redlock_init(c) : rl__sentinel_init(c);
         if (rc == RL_OK && (rc = rl__pool_get(c, c->home, &conn)) == RL_OK) {
-            rc = probe_notices(c, conn);
+            /* Sentinel: the record lives on the primary; Redlock: on
+             * every master, written below. */
+            rc = probe_notices(c, conn, !c->url.redlock);
             rl__pool_put(c, conn);
         }
+        if (rc == RL_OK && c->url.redlock)
+            rl__owner_write(c);
         if (rc == RL_OK && c->url.sentinel) {
             /* The subscriber hears of failovers (+switch-master). */
             pthread_mutex_lock(&c->mu);
@@ -290,9 +320,20 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
         rc = rl__conn_load_scripts(c, conn);
         if (rc == RL_OK)
             rc = rl__router_init(c, conn);
-        if (rc == RL_OK)
-            rc = probe_notices(c, conn);
-        rl__pool_adopt(c, conn);
+        if (rc == RL_OK) {
+            /* Cluster: the record's slot may be another master's. */
+            int here;
+            pthread_mutex_lock(&c->mu);
+            here = rl__route_server(c, rl__slot(c->owner_key, c->owner_key_len)) ==
+                   conn->server;
+            pthread_mutex_unlock(&c->mu);
+            rc = probe_notices(c, conn, here);
+            rl__pool_adopt(c, conn);
+            if (rc == RL_OK && !here)
+                rl__owner_write(c);
+        } else {
+            rl__pool_adopt(c, conn);
+        }
     }
     if (rc == RL_OK)
         rc = rl__registry_add(c);
@@ -311,10 +352,16 @@ int rl__client_enter(rl_client *c)
     if (atomic_load_explicit(&c->closed, memory_order_acquire))
         return rl__err(RL_EINVAL, "the client was shut down");
     if (atomic_load_explicit(&c->forked, memory_order_acquire)) {
+        int rebuilt = 0;
         pthread_mutex_lock(&c->mu);
-        if (atomic_load(&c->forked))
+        if (atomic_load(&c->forked)) {
             rl__rebuild_after_fork(c);
+            rebuilt = !atomic_load(&c->closing);
+        }
         pthread_mutex_unlock(&c->mu);
+        /* The child is a new owner: it says who it is. */
+        if (rebuilt)
+            rl__owner_write(c);
     }
     return RL_OK;
 }
@@ -472,6 +519,7 @@ int rl_client_shutdown(rl_client *c)
     pthread_mutex_unlock(&c->mu);
     report_dropped(c);
     release_all(c);
+    rl__owner_erase(c);     /* a graceful exit leaves nothing behind */
 
     pthread_mutex_lock(&c->mu);
     atomic_store(&c->closed, 1);

@@ -66,7 +66,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     const char *argv[3];
     size_t lens[3];
     char dbbuf[16];
-    int n = 0, rc = RL_OK, i, fenced = 1;
+    int n = 0, rc = RL_OK, i, fenced = 1, setname_at;
 
     if (!s->host)
         ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
@@ -112,6 +112,9 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         redisAppendCommandArgv(ctx, 2, argv, lens);
         n++;
     }
+    /* Who we are, in CLIENT LIST (owner.c). A refusal (an ACL without
+     * CLIENT) only costs the name: its reply is passed over. */
+    setname_at = rl__owner_append_setname(c, ctx) ? n++ : -1;
     /* The fence against late commands after a lost reply: our id, our
      * address as the server sees it, and whether we may kill at all (a probe
      * that kills nothing). Without any of them, lost replies are still read
@@ -158,7 +161,9 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
             atomic_store(&s->down_until, rl__now_ms() + 2000);
             break;
         }
-        if (probe < 0) {
+        if (i == setname_at) {
+            /* NOPERM and the like: the name is a courtesy. */
+        } else if (probe < 0) {
             if (r->type == REDIS_REPLY_ERROR && rc == RL_OK)
                 rc = rl__reply_error_status(r);
         } else if (r->type == REDIS_REPLY_ERROR) {

@@ -133,6 +133,7 @@ void rl__identity_new(rl_client *c)
 
     uuid_generate_random(id);
     uuid_unparse_lower(id, c->uuid);
+    rl__owner_identity(c);
 }
 
 void rl__rebuild_after_fork(rl_client *c)

@@ -244,7 +244,7 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24];
+    char heldbuf[24], leasebuf[24], sincebuf[24];
     const char *args[6];
     size_t lens[6];
     rl__conn *conn;
@@ -261,6 +261,12 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         args[2] = o->owner;   lens[2] = o->owner_len;
         args[3] = heldbuf;    lens[3] = heldlen;
         nargs = 4;
+        if (held == 0) {
+            /* A new hold: "held since", for operators (scripts.c). */
+            args[4] = sincebuf;
+            lens[4] = rl__fmt_ll(sincebuf, rl__wall_ms());
+            nargs = 5;
+        }
     } else {
         args[1] = o->owner;      lens[1] = o->owner_len;
         args[2] = heldbuf;       lens[2] = heldlen;

@@ -45,7 +45,7 @@ typedef struct vote {
     int nargs;
     const char *args[6];
     size_t lens[6];
-    char held[24], lease[24];
+    char held[24], lease[24], since[24];
 } vote;
 
 int rl__redlock_init(rl_client *c)
@@ -323,6 +323,12 @@ static void acquire_args(vote *v, const rl__op *o, long long held, long lease_ms
     v->lens[3] = rl__fmt_ll(v->held, held);
     v->args[3] = v->held;
     v->nargs = 4;
+    if (held == 0) {
+        /* A new hold here: "held since", for operators (scripts.c). */
+        v->lens[4] = rl__fmt_ll(v->since, rl__wall_ms());
+        v->args[4] = v->since;
+        v->nargs = 5;
+    }
 }
 
 /* ... and for the release script (held 0: drop the field; lease 0: leave

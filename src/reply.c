@@ -119,12 +119,23 @@ int rl__reply_count(const redisReply *reply, long long *out)
         *out = reply->integer;
         return RL_OK;
     }
-    if (reply->type != REDIS_REPLY_STRING || reply->len == 0 || reply->len > 18)
+    /* "<count>" or "<count> <since_ms>" (scripts.c): the count leads. */
+    if (reply->type != REDIS_REPLY_STRING || reply->len == 0)
         return rl__err(RL_EPROTO, "hold count is not a number");
-    for (i = 0; i < reply->len; i++) {
-        if (reply->str[i] < '0' || reply->str[i] > '9')
+    for (i = 0; i < reply->len && reply->str[i] != ' '; i++) {
+        if (reply->str[i] < '0' || reply->str[i] > '9' || i >= 18)
             return rl__err(RL_EPROTO, "hold count is not a number");
         v = v * 10 + (reply->str[i] - '0');
+    }
+    if (i == 0)
+        return rl__err(RL_EPROTO, "hold count is not a number");
+    if (i < reply->len) {
+        size_t j = i + 1;
+        if (j == reply->len || reply->len - j > 19)
+            return rl__err(RL_EPROTO, "hold value is not \"<count> <since>\"");
+        for (; j < reply->len; j++)
+            if (reply->str[j] < '0' || reply->str[j] > '9')
+                return rl__err(RL_EPROTO, "hold value is not \"<count> <since>\"");
     }
     *out = v;
     return RL_OK;

@@ -46,6 +46,7 @@ extern void (*rl__test_hook)(const char *point);
 /* ---- util.c ---------------------------------------------------------- */
 
 int64_t rl__now_ms(void);                       /* CLOCK_MONOTONIC, ms */
+int64_t rl__wall_ms(void);                      /* CLOCK_REALTIME, ms since the epoch */
 int rl__cond_init(pthread_cond_t *cond);        /* a condvar on CLOCK_MONOTONIC */
 /* Wait on cond until signalled or the monotonic deadline (ms; < 0: forever). */
 int rl__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline_ms);
@@ -334,6 +335,10 @@ int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out);
 /* The same, a new connection made within within_ms (<= 0: the client's
  * timeouts). */
 int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
+/* An idle connection of s, else a new one opened within within_ms when the
+ * pool has room and s was not found down lately; else RL_EBUSY at once:
+ * never a wait for another thread's connection. Mutex NOT held. */
+int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
 /* An idle connection of s, still the pool's (give it back with
  * rl__pool_put); NULL: none. Mutex NOT held. */
 rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s);
@@ -628,6 +633,15 @@ struct rl_client {
     void *payload;
 
     char uuid[RL__UUID_LEN + 1];
+    /* Who we are, for operators (owner.c); set with the uuid, read-only
+     * until a fork child makes a new identity. */
+    char *name;                     /* rl_options.client_name; NULL: none */
+    char host[RL__HOST_MAX];
+    pid_t pid;
+    int64_t started_ms;             /* CLOCK_REALTIME */
+    char conn_name[192];            /* CLIENT SETNAME of every connection */
+    char owner_key[320];            /* <prefix>owner:{<uuid>} */
+    size_t owner_key_len;
     atomic_int warned_fence;        /* logged once: CLIENT KILL refused */
     atomic_int no_notices;          /* the user may not PUBLISH/SUBSCRIBE release channels */
     atomic_int no_subscribe;        /* Redis refused a subscription otherwise: waiters poll */
@@ -679,6 +693,7 @@ struct rl_client {
     int64_t wd_next_renew;
     pthread_cond_t round_cond;      /* a renewal round ended */
     int wd_failed;                  /* renewal rounds failed in a row */
+    int64_t owner_due;              /* the owner record is to be written again then */
     int64_t wd_failed_since;
 
     /* subscriber */
@@ -763,6 +778,34 @@ static inline void rl__sub_poke(rl_client *c)
         /* EAGAIN: the counter is already non-zero, the thread will wake. */
     }
 }
+
+/* ---- owner.c: the owner record and the connection name --------------- */
+
+#define RL__NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+#define RL__CONN_HOST_MAX 64        /* host name bytes in a connection name */
+#define RL__OWNER_TTL_MIN_MS 1000   /* the record lives 3 leases, at least this */
+#define RL__OWNER_REFRESH_MS 100    /* the watchdog awaits a refresh at most this
+                                     * (and a quarter of the renewal interval) */
+
+/* Names for the identity just made (rl__identity_new): pid, started, the
+ * connection name, the record's key; the record is due now. */
+void rl__owner_identity(rl_client *c);
+long rl__owner_ttl_ms(const rl_client *c);
+/* Queue CLIENT SETNAME <conn_name> (a handshake's; its reply, an error
+ * included, is the caller's to read and pass over). 1 when queued. */
+int rl__owner_append_setname(const rl_client *c, redisContext *ctx);
+/* Queue the record's HSET and PEXPIRE on conn (returns how many: 2), and
+ * read those replies (RL_OK, RL_EREDIS refused (logged), RL_ECONN). */
+int rl__owner_append(rl_client *c, rl__conn *conn);
+int rl__owner_read(rl_client *c, rl__conn *conn, int n);
+/* Write the record where it lives (Redlock: on every master), on pool
+ * connections: at creation and after fork. Mutex NOT held. */
+void rl__owner_write(rl_client *c);
+/* Delete it: a shutdown, after its holds were released. Mutex NOT held. */
+void rl__owner_erase(rl_client *c);
+/* The watchdog's refresh: on its own connections, else the pool's without
+ * waiting; replies awaited briefly. Mutex held; dropped during I/O. */
+void rl__owner_refresh(rl_client *c);
 
 /* ---- fork.c ---------------------------------------------------------- */
 

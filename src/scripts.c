@@ -6,6 +6,13 @@
  * it holds (`held`), so a change is applied only to the state the caller
  * saw, and a lost reply can be resolved by reading the count back.
  * Replies are {code, value}; see RL__R_* in rlock_int.h.
+ *
+ * A hold's value in the lock hash is "<count> <since>": the reentry count,
+ * a space, and the holder's CLOCK_REALTIME in ms when the hold was created
+ * (count 1). Reentry and a release that leaves count > 0 keep the suffix.
+ * A bare "<count>" (older clients, values planted by hand) is accepted
+ * everywhere a value is read: only the leading integer counts (RL__COUNT).
+ * The suffix is for operators (`rlock list`); nothing decides on it.
  */
 #include "rlock_int.h"
 
@@ -31,11 +38,17 @@
  * slot migrates Redis answers a command whose declared keys are not all
  * present with TRYAGAIN, so a release would fail until the migration ends.
  * It shares the lock's hash tag, so SPUBLISH stays on the lock's slot. */
+/* The count of a hold's value v ("<count>" or "<count> <since>"), and the
+ * suffix a rewrite keeps (" <since>" or ""). */
+#define RL__COUNT(v) "tonumber(string.match(" v ", '^%d+'))"
+#define RL__SUFFIX(v) "(string.match(" v ", ' .*$') or '')"
+
 #define RL__NOTICE(arg, chan) \
     "if " arg " == 's' then redis.pcall('spublish', " chan ", '0')\n" \
     "elseif " arg " ~= '0' then redis.pcall('publish', " chan ", '0') end\n"
 
-/* KEYS[1] lock; ARGV lease_ms, owner, held. Few calls on the common paths:
+/* KEYS[1] lock; ARGV lease_ms, owner, held, since (the caller's
+ * CLOCK_REALTIME in ms; may be left out). Few calls on the common paths:
  * Redis counts each call a script makes. */
 static const char acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
@@ -48,15 +61,15 @@ static const char acquire_src[] =
     "      return {0, redis.call('pttl', KEYS[1])}\n"
     "    end\n"
     "  end\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], 1)\n"
+    "  redis.call('hset', KEYS[1], ARGV[2], ARGV[4] and ('1 ' .. ARGV[4]) or 1)\n"
     "  redis.call('pexpire', KEYS[1], lease)\n"
     "  return {1, 1}\n"
     "end\n"
-    "local n = redis.call('hget', KEYS[1], ARGV[2])\n"
-    "if not n then return {-1, 0} end\n"
-    "n = tonumber(n)\n"
-    "if n ~= held then return {-2, n} end\n"
-    "redis.call('hset', KEYS[1], ARGV[2], n + 1)\n"
+    "local v = redis.call('hget', KEYS[1], ARGV[2])\n"
+    "if not v then return {-1, 0} end\n"
+    "local n = " RL__COUNT("v") "\n"
+    "if n ~= held then return {-2, n or -1} end\n"
+    "redis.call('hset', KEYS[1], ARGV[2], (n + 1) .. " RL__SUFFIX("v") ")\n"
     "redis.call('pexpire', KEYS[1], lease)\n"
     "return {1, n + 1}\n";
 
@@ -66,8 +79,8 @@ static const char acquire_src[] =
  * ever removed: the lock is deleted only when no other field is left. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
-    "local n = redis.call('hget', KEYS[1], ARGV[1])\n"
-    "if not n then\n"
+    "local v = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "if not v then\n"
     /* Redlock's last release, on a node that never granted us the lock:
      * if the name is free here, say so, for the waiters that listen to
      * this node. */
@@ -77,13 +90,13 @@ static const char release_src[] =
     "  end\n"
     "  return {-1, 0}\n"
     "end\n"
-    "n = tonumber(n)\n"
+    "local n = " RL__COUNT("v") "\n"
     "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n} end\n"
+    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
     "if held == 0 then n = 1 end\n"
     "n = n - 1\n"
     "if n > 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[1], n)\n"
+    "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n"
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
     "  return {1, n}\n"
     "end\n"

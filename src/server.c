@@ -122,6 +122,39 @@ rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s)
     return conn;
 }
 
+int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    rl__conn *conn;
+    int rc;
+
+    pthread_mutex_lock(&c->mu);
+    if ((conn = s->idle)) {
+        s->idle = conn->next;
+        pthread_mutex_unlock(&c->mu);
+        *out = conn;
+        return RL_OK;
+    }
+    if (s->conns >= c->pool_size || atomic_load(&s->down_until) > rl__now_ms()) {
+        pthread_mutex_unlock(&c->mu);
+        return rl__err(RL_EBUSY, "no connection to %s to spare now", s->name);
+    }
+    s->conns++;
+    pthread_mutex_unlock(&c->mu);
+    rc = rl__conn_open_within(c, s, within_ms, &conn);
+    pthread_mutex_lock(&c->mu);
+    if (rc != RL_OK) {
+        s->conns--;
+        if (c->pool_waiters)
+            pthread_cond_broadcast(&c->pool_cond);
+    } else {
+        track(s, conn);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc == RL_OK)
+        *out = conn;
+    return rc;
+}
+
 int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
 {
     rl__conn *conn;

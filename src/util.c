@@ -17,6 +17,13 @@ int64_t rl__now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t rl__wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int rl__cond_init(pthread_cond_t *cond)
 {
     pthread_condattr_t attr;

@@ -70,6 +70,9 @@ void rl__watchdog_schedule(rl_client *c, const rl__hold *h)
 
     if (h->watchdog && rl__now_ms() + c->renew_ms < due)
         due = rl__now_ms() + c->renew_ms;
+    /* The owner record ran out while nothing was held: write it again. */
+    if (c->owner_due < due)
+        due = c->owner_due;
     /* Wake the thread only when it would otherwise sleep past what this
      * hold needs: a loop of acquire/release then costs no context switch. */
     if (c->wd_started && (c->wd_wake_at < 0 || due < c->wd_wake_at))
@@ -844,6 +847,11 @@ static void *watchdog_main(void *arg)
                 c->wd_next_renew = now + c->renew_ms;
             if (now >= c->wd_next_renew) {
                 renew(c);
+                /* While it holds locks, the client's owner record stays
+                 * (owner.c): refreshed right after a round, a whole
+                 * interval before the next. */
+                if (rl__now_ms() >= c->owner_due)
+                    rl__owner_refresh(c);
                 continue;
             }
             if (next < 0 || c->wd_next_renew < next)
@@ -854,6 +862,16 @@ static void *watchdog_main(void *arg)
             c->wd_next_renew = 0;
         } else if (c->wd_next_renew && (next < 0 || c->wd_next_renew < next)) {
             next = c->wd_next_renew;
+        }
+        /* While it holds locks, the owner record stays; the refresh (at
+         * most a quarter interval) never runs into a round's time. */
+        if (next >= 0 && (!renewable || c->wd_next_renew - now > c->renew_ms / 4 + 1)) {
+            if (now >= c->owner_due) {
+                rl__owner_refresh(c);
+                continue;
+            }
+            if (c->owner_due < next)
+                next = c->owner_due;
         }
         c->wd_wake_at = next;
         rl__cond_wait_until(&c->wd_cond, &c->mu, next);

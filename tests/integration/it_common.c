@@ -123,9 +123,20 @@ int it_hgetall(redisContext *c, const void *key, size_t key_len, it_hash *out)
         memcpy(out->field, f->str, n);
         out->field[n] = '\0';
         out->field_len = f->len;
-        n = v->len < sizeof out->value - 1 ? v->len : sizeof out->value - 1;
-        memcpy(out->value, v->str, n);
+        const char *sp;
+        n = v->len < sizeof out->raw - 1 ? v->len : sizeof out->raw - 1;
+        memcpy(out->raw, v->str, n);
+        out->raw[n] = '\0';
+        /* "<count> <since_ms>" (src/scripts.c): value is the count. */
+        sp = strchr(out->raw, ' ');
+        out->since_ms = sp ? strtoll(sp + 1, NULL, 10) : -1;
+        n = sp ? (size_t)(sp - out->raw) : n;
+        if (n > sizeof out->value - 1)
+            n = sizeof out->value - 1;
+        memcpy(out->value, out->raw, n);
         out->value[n] = '\0';
+    } else {
+        out->since_ms = -1;
     }
     freeReplyObject(rep);
     return 0;

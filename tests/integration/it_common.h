@@ -99,7 +99,9 @@ typedef struct it_hash {
     size_t fields;       /* number of fields */
     char field[128];     /* first field (NUL-terminated, truncated) */
     size_t field_len;    /* its real length */
-    char value[32];      /* its value */
+    char value[32];      /* its hold count: the value up to the first space */
+    char raw[48];        /* its value as stored: "<count>" or "<count> <since_ms>" */
+    long long since_ms;  /* the value's "held since" (unix ms); -1: none */
 } it_hash;
 
 /** HGETALL key; 0 on success (also for an absent key: fields 0), -1 on error. */

@@ -77,14 +77,15 @@ static long long keyslot(redisContext *rc, const void *key, size_t len)
     return slot;
 }
 
-/* The only key under rl: (the test holds one lock at a time), into buf. */
+/* The only lock key under rl: (the test holds one lock at a time; the
+ * client's owner record rl:owner:{..} is not one), into buf. */
 static size_t the_lock_key(redisContext *rc, char *buf, size_t cap)
 {
-    redisReply *r = redisCommand(rc, "KEYS rl:*");
+    redisReply *r = redisCommand(rc, "KEYS rl:{*");
     size_t n;
 
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1)
-        fail_msg("KEYS rl:* found %zu keys, expected the lock's one",
+        fail_msg("KEYS rl:{* found %zu keys, expected the lock's one",
                  r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0);
     n = r->element[0]->len;
     if (n > cap)

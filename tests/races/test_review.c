@@ -76,7 +76,9 @@ static long long info_field(redisContext *rc, const char *section, const char *n
  * how many there are (-1 on error). */
 static int rl_keys(redisContext *rc, char *buf, size_t cap)
 {
-    redisReply *r = redisCommand(rc, "KEYS rl:*");
+    /* Lock keys only: a live client's owner record (rl:owner:{..}) is not
+     * an acquisition. */
+    redisReply *r = redisCommand(rc, "KEYS rl:{*");
     size_t i, used = 0;
     int n = -1;
 

@@ -107,6 +107,27 @@ static void test_count(void **state)
     assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
     r.len = 0;
     assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    /* "<count> <since_ms>": the count leads, the suffix is digits. */
+    {
+        static char t1[] = "3 1732350000123", t2[] = "3 ", t3[] = "3 17x", t4[] = " 3",
+                    t5[] = "3 1 2";
+        r.str = t1;
+        r.len = strlen(t1);
+        assert_int_equal(rl__reply_count(&r, &n), RL_OK);
+        assert_int_equal(n, 3);
+        r.str = t2;
+        r.len = strlen(t2);
+        assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+        r.str = t3;
+        r.len = strlen(t3);
+        assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+        r.str = t4;
+        r.len = strlen(t4);
+        assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+        r.str = t5;
+        r.len = strlen(t5);
+        assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+    }
     r = mk(REDIS_REPLY_ARRAY);
     assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
 }

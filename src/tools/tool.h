@@ -1,0 +1,67 @@
+/*
+ * The rlock command: shared declarations of its files.
+ *
+ * rlock links the library's objects (rlock_objects), not the shared
+ * library: `exec` and `release` use the public API only, while `list` and
+ * `show` reach every master of a Cluster or Redlock set through the
+ * client's own servers and connections (rl__* internals), so that the
+ * URL, credentials, mode detection and slot map are the library's, never
+ * a second implementation of them.
+ */
+#ifndef RLOCK_TOOL_H
+#define RLOCK_TOOL_H
+
+#include <stdio.h>
+
+#include "rlock.h"
+
+/* Exit statuses (rlock --help, rlock.1). */
+#define RT_EXIT_OK       0
+#define RT_EXIT_USAGE    1
+#define RT_EXIT_REDIS    2   /* cannot connect, Redis refused, other failure */
+#define RT_EXIT_NOTTAKEN 3   /* exec: the lock was not acquired in time */
+#define RT_EXIT_LOST     4   /* exec: the lease was lost, the command stopped */
+#define RT_EXIT_NOEXEC   126 /* exec: the command could not be run */
+#define RT_EXIT_NOTFOUND 127 /* exec: the command was not found */
+
+/* Options common to every subcommand. */
+typedef struct rt_common {
+    const char *url;        /* --url, else $RLOCK_URL, else the default */
+    const char *prefix;     /* --prefix (NULL: the library's, "rl:") */
+    const char *name;       /* --name: the client name shown to others */
+    int json;               /* --json */
+    long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
+} rt_common;
+
+extern const char *rt_prog;
+
+void rt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The URL with any password replaced by "***", into buf. */
+const char *rt_url_safe(const char *url, char *buf, size_t cap);
+/* Parse a non-negative count of ms (at most RL_TIME_MAX_MS): 0 or -1. */
+int rt_parse_ms(const char *s, long *out);
+/* A client for the common options: RL_OK or a status (reported). */
+int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
+              void *payload);
+/* An rl_* status as an exit status. */
+int rt_exit_of(int status);
+
+/* The common options, for each subcommand's getopt_long. */
+#define RT_COMMON_SHORT "u:p:n:jh"
+#define RT_COMMON_LONGS \
+    { "url", required_argument, NULL, 'u' }, \
+    { "prefix", required_argument, NULL, 'p' }, \
+    { "name", required_argument, NULL, 'n' }, \
+    { "json", no_argument, NULL, 'j' }, \
+    { "help", no_argument, NULL, 'h' }
+/* Apply a common option: 0 done, 1 --help (print `usage` and exit 0),
+ * -1 not a common option (a usage error). */
+int rt_common_opt(int opt, const char *arg, rt_common *co);
+void rt_usage(FILE *f);
+
+int rt_cmd_exec(int argc, char **argv, rt_common *co);
+int rt_cmd_list(int argc, char **argv, rt_common *co);
+int rt_cmd_show(int argc, char **argv, rt_common *co);
+int rt_cmd_release(int argc, char **argv, rt_common *co);
+
+#endif

@@ -1,0 +1,813 @@
+/*
+ * The rlock command (src/tools), run as a separate process against the
+ * test's own redis-server (RLOCK_URL), and the owner identity it shows:
+ * exec passes the command's status on, stops the command when the lease is
+ * lost, stops it and releases when rlock itself is told to stop; list and
+ * show name the holders of other processes; release --force wakes a waiter
+ * of another process at once. Without redis-server every test FAILS.
+ */
+#include "it_common.h"
+#include "rt_cluster.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RLOCK_CLI
+#error "RLOCK_CLI: the path of the built rlock binary"
+#endif
+
+extern char **environ;
+
+/* A running rlock: its pid and where its stdout goes. */
+typedef struct cli {
+    pid_t pid;
+    char out[400];
+    int status;
+    int done;
+} cli;
+
+static char tmpdir[300];
+
+/* Every rlock started, so that a failed test leaves none behind (a waiter
+ * of a stopped Redis waits as long as it takes, and would keep ctest's
+ * output pipe open). */
+static pid_t started[64];
+static int nstarted;
+
+static int teardown(void **state)
+{
+    int i, st;
+
+    for (i = 0; i < nstarted; i++) {
+        if (started[i] > 0 && waitpid(started[i], &st, WNOHANG) == 0) {
+            kill(started[i], SIGKILL);
+            waitpid(started[i], &st, 0);
+        }
+    }
+    nstarted = 0;
+    return it_teardown(state);
+}
+
+static void cli_start(cli *x, const char *const *args)
+{
+    const char *argv[32];
+    posix_spawn_file_actions_t fa;
+    static int seq;
+    int n, rc;
+
+    argv[0] = RLOCK_CLI;
+    for (n = 0; args[n]; n++)
+        argv[n + 1] = args[n];
+    argv[n + 1] = NULL;
+    memset(x, 0, sizeof *x);
+    snprintf(x->out, sizeof x->out, "%s/out.%d", tmpdir, ++seq);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, x->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    rc = posix_spawn(&x->pid, RLOCK_CLI, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        fail_msg("cannot run %s: %s", RLOCK_CLI, strerror(rc));
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = x->pid;
+}
+
+static int cli_reaped(cli *x)
+{
+    if (!x->done && waitpid(x->pid, &x->status, WNOHANG) == x->pid)
+        x->done = 1;
+    return x->done;
+}
+
+/* Wait for it to exit (fails the test after timeout_ms): its exit status,
+ * or 1000 + signal when a signal ended it. */
+static int cli_wait(cli *x, long timeout_ms)
+{
+    if (!RT_WAIT_UNTIL(cli_reaped(x), timeout_ms)) {
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, &x->status, 0);
+        fail_msg("rlock (pid %d) still running after %ld ms", (int)x->pid, timeout_ms);
+    }
+    return WIFEXITED(x->status) ? WEXITSTATUS(x->status) : 1000 + WTERMSIG(x->status);
+}
+
+/* Kill a leftover (a failed test's), never a reaped pid. */
+static void cli_kill(cli *x)
+{
+    if (x->pid > 0 && !cli_reaped(x)) {
+        kill(x->pid, SIGKILL);
+        waitpid(x->pid, &x->status, 0);
+        x->done = 1;
+    }
+}
+
+/* Run to the end; its stdout into buf. */
+static int cli_run(const char *const *args, char *buf, size_t cap, long timeout_ms)
+{
+    cli x;
+    int st;
+    FILE *f;
+    size_t n = 0;
+
+    cli_start(&x, args);
+    st = cli_wait(&x, timeout_ms);
+    if (buf) {
+        buf[0] = '\0';
+        if ((f = fopen(x.out, "r"))) {
+            n = fread(buf, 1, cap - 1, f);
+            fclose(f);
+        }
+        buf[n] = '\0';
+    }
+    return st;
+}
+
+static int key_exists(it_env *e, const char *name)
+{
+    char key[128];
+    size_t kl = it_key(key, sizeof key, "rl:", name, strlen(name), NULL);
+    return rt_redis_exists(e->rc, key, kl) == 1;
+}
+
+/* The pid a command wrote into path, 0 while the file is not complete. */
+static pid_t read_pid(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = 0;
+    char nl = 0;
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%ld%c", &v, &nl) != 2 || nl != '\n')
+        v = 0;
+    fclose(f);
+    return (pid_t)v;
+}
+
+static int gone(pid_t pid)
+{
+    return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+static int setup(void **state)
+{
+    int rc = it_setup(state);
+    it_env *e;
+
+    if (rc != 0)
+        return rc;
+    e = *state;
+    snprintf(tmpdir, sizeof tmpdir, "%s", e->redis->dir);
+    setenv("RLOCK_URL", e->redis->url, 1);
+    return 0;
+}
+
+/* ---- exec ------------------------------------------------------------ */
+
+static void test_exec_status(void **state)
+{
+    it_env *e = *state;
+    char marker[400], script[500];
+    rl_client *c;
+    rl_lock *l;
+    struct stat sb;
+
+    IT_EQ(cli_run((const char *[]){ "exec", "st", "--", "true", NULL }, NULL, 0, 20000), 0);
+    IT_EQ(cli_run((const char *[]){ "exec", "st", "--", "sh", "-c", "exit 3", NULL }, NULL, 0,
+                  20000), 3);
+    IT_EQ(cli_run((const char *[]){ "exec", "st", "sh", "-c", "kill -9 $$", NULL }, NULL, 0,
+                  20000), 128 + 9);
+    IT_EQ(cli_run((const char *[]){ "exec", "st", "--", "/nonexistent/cmd", NULL }, NULL, 0,
+                  20000), 127);
+    IT_EQ(key_exists(e, "st"), 0);
+    /* Usage errors. */
+    IT_EQ(cli_run((const char *[]){ "exec", "st", NULL }, NULL, 0, 20000), 1);
+    IT_EQ(cli_run((const char *[]){ "frobnicate", NULL }, NULL, 0, 20000), 1);
+
+    /* Held by another: --wait 0 gives 3 and never runs the command; a
+     * wait that runs out too. */
+    c = it_client(e, 0);
+    l = it_lock(c, "st");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    snprintf(marker, sizeof marker, "%s/ran", tmpdir);
+    snprintf(script, sizeof script, "touch %s", marker);
+    IT_EQ(cli_run((const char *[]){ "exec", "--wait", "0", "st", "--", "sh", "-c", script,
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_EQ(cli_run((const char *[]){ "exec", "--wait", "300", "st", "--", "sh", "-c", script,
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_EQ(stat(marker, &sb), -1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+
+    /* Unreachable Redis: 2, and the password never printed. */
+    {
+        char err[256] = "";
+        cli x;
+        FILE *f;
+        const char *args[] = { "--url", "redis://:hunter2@127.0.0.1:1", "list", NULL };
+        char errpath[400];
+        posix_spawn_file_actions_t fa;
+        const char *argv[8] = { RLOCK_CLI, args[0], args[1], args[2], NULL };
+        int rc;
+        snprintf(errpath, sizeof errpath, "%s/err", tmpdir);
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 2, errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        memset(&x, 0, sizeof x);
+        rc = posix_spawn(&x.pid, RLOCK_CLI, &fa, NULL, (char *const *)argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        IT_EQ(rc, 0);
+        IT_EQ(cli_wait(&x, 20000), 2);
+        f = fopen(errpath, "r");
+        assert_non_null(f);
+        err[fread(err, 1, sizeof err - 1, f)] = '\0';
+        fclose(f);
+        if (!strstr(err, "redis://:***@127.0.0.1:1") || strstr(err, "hunter2"))
+            fail_msg("stderr: %s", err);
+    }
+}
+
+/* rlock exec NAME -- sh -c 'echo $$ > pidfile; exec sleep 60', started;
+ * returns once the lock is held and the command runs (its pid). */
+static pid_t start_sleeper(it_env *e, cli *x, const char *name, const char *const *opts,
+                           char *pidfile, size_t cap)
+{
+    static int seq;
+    const char *args[24];
+    char script[1200];
+    int n = 0, i;
+    pid_t child = 0;
+
+    snprintf(pidfile, cap, "%s/cmd.%d.pid", tmpdir, ++seq);
+    snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s && exec sleep 60",
+             pidfile, pidfile, pidfile);
+    args[n++] = "exec";
+    for (i = 0; opts && opts[i]; i++)
+        args[n++] = opts[i];
+    args[n++] = name;
+    args[n++] = "--";
+    args[n++] = "sh";
+    args[n++] = "-c";
+    args[n++] = script;
+    args[n] = NULL;
+    cli_start(x, args);
+    IT_WAIT((child = read_pid(pidfile)) > 0 || cli_reaped(x), 10000);
+    if (x->done)
+        fail_msg("rlock exec ended early, status 0x%x", x->status);
+    assert_true(key_exists(e, name));
+    return child;
+}
+
+static void test_exec_lost_on_delete(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400], key[64];
+    size_t kl = it_key(key, sizeof key, "rl:", "del", 3, NULL);
+    pid_t child;
+    cli x;
+    redisReply *r;
+
+    /* Renewed every 200 ms: the delete is seen at the next renewal. */
+    child = start_sleeper(e, &x, "del", (const char *[]){ "--watchdog-lease", "600",
+                                                          "--grace", "300", NULL },
+                          pidfile, sizeof pidfile);
+    r = redisCommand(e->rc, "DEL %b", key, kl);
+    assert_non_null(r);
+    freeReplyObject(r);
+    IT_EQ(cli_wait(&x, 10000), 4);
+    assert_true(gone(child));
+    cli_kill(&x);
+}
+
+static void test_exec_lost_on_pause(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400];
+    redisReply *r;
+    pid_t child;
+    int64_t t0;
+    cli x;
+
+    /* Redis stops answering for longer than the lease: the lease can no
+     * longer be proven, and the command is stopped. */
+    child = start_sleeper(e, &x, "pause", (const char *[]){ "--watchdog-lease", "900",
+                                                            "--grace", "200", NULL },
+                          pidfile, sizeof pidfile);
+    r = redisCommand(e->rc, "CLIENT PAUSE 4000 ALL");
+    assert_non_null(r);
+    IT_EQ(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    t0 = rt_now_ms();
+    IT_WAIT(gone(child), 3000);
+    /* Not before the lease (less its margin) could have run out. */
+    IT_RANGE(rt_now_ms() - t0, 400, 3000);
+    IT_EQ(cli_wait(&x, 15000), 4);
+    cli_kill(&x);
+}
+
+static void test_exec_sigterm(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400];
+    pid_t child;
+    cli x;
+
+    child = start_sleeper(e, &x, "term", NULL, pidfile, sizeof pidfile);
+    IT_EQ(kill(x.pid, SIGTERM), 0);
+    IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
+    assert_true(gone(child));
+    IT_EQ(key_exists(e, "term"), 0);
+
+    /* A command that ignores SIGTERM is killed after the grace. */
+    {
+        const char *args[] = { "exec", "--grace", "300", "term2", "--", "sh", "-c", NULL,
+                               NULL };
+        char script[1400];
+        snprintf(pidfile, sizeof pidfile, "%s/trap.pid", tmpdir);
+        snprintf(script, sizeof script,
+                 "trap '' TERM; echo $$ > %s.tmp && mv %s.tmp %s; while :; do sleep 1; done",
+                 pidfile, pidfile, pidfile);
+        args[7] = script;
+        cli_start(&x, args);
+        IT_WAIT((child = read_pid(pidfile)) > 0, 10000);
+        IT_EQ(kill(x.pid, SIGINT), 0);
+        IT_EQ(cli_wait(&x, 10000), 128 + SIGINT);
+        assert_true(gone(child));
+        IT_EQ(key_exists(e, "term2"), 0);
+    }
+
+    /* Stopped while waiting for the lock: the wait ends, nothing runs. */
+    {
+        rl_client *c = it_client(e, 0);
+        rl_lock *l = it_lock(c, "term3");
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        cli_start(&x, (const char *[]){ "exec", "term3", "--", "true", NULL });
+        /* Its wait is on: it listens for the release notice. */
+        IT_WAIT(({
+                    redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{term3}:release");
+                    int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                             r->element[1]->integer == 1;
+                    if (r)
+                        freeReplyObject(r);
+                    on;
+                }), 10000);
+        IT_EQ(kill(x.pid, SIGTERM), 0);
+        IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
+        IT_RC(rl_lock_release(l), RL_OK);
+        rl_lock_free(l);
+        rl_client_free(c);
+    }
+}
+
+/* ---- list, show, owner identity -------------------------------------- */
+
+static void test_list_show(void **state)
+{
+    it_env *e = *state;
+    char out[8192], pidfile[300], host[256], want[512];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    cli holder, waiter;
+    redisReply *r;
+    it_hash h;
+    char key[64];
+    size_t kl;
+    int64_t before = 0;
+
+    assert_int_equal(gethostname(host, sizeof host), 0);
+    /* Another process holds "alpha"; another waits for it. */
+    start_sleeper(e, &holder, "alpha", (const char *[]){ "--name", "holder-one", NULL },
+                  pidfile, sizeof pidfile);
+    cli_start(&waiter, (const char *[]){ "exec", "alpha", "--", "true", NULL });
+    /* This process holds "beta" twice, under its own name. */
+    it_options(&o, e->redis->url, 0, 0);
+    o.client_name = "tester.2";
+    c = it_client_opts(&o);
+    l = it_lock(c, "beta");
+    before = (int64_t)time(NULL) * 1000 - 1000;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_RC(rl_lock_acquire(l), RL_OK);
+
+    /* The value: count and since, the since kept by reentry. */
+    kl = it_key(key, sizeof key, "rl:", "beta", 4, NULL);
+    IT_EQ(it_hgetall(e->rc, key, kl, &h), 0);
+    assert_string_equal(h.value, "2");
+    IT_RANGE(h.since_ms, before, before + 60000);
+
+    IT_WAIT(({
+                r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{alpha}:release");
+                int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                         r->element[1]->integer == 1;
+                if (r)
+                    freeReplyObject(r);
+                on;
+            }), 10000);
+
+    IT_EQ(cli_run((const char *[]){ "list", NULL }, out, sizeof out, 20000), 0);
+    /* alpha: the holder's host, rlock's pid, its name, count 1, one waiter. */
+    snprintf(want, sizeof want, " %s ", host);
+    if (!strstr(out, "alpha ") || !strstr(out, want) || !strstr(out, "holder-one") ||
+        !strstr(out, "tester.2"))
+        fail_msg("list:\n%s", out);
+    {
+        char line[1024], line2[1024], pid[32];
+        const char *a = strstr(out, "\nalpha "), *b = strstr(out, "\nbeta ");
+        if (!a || !b)
+            fail_msg("list:\n%s", out);
+        snprintf(line, sizeof line, "%.*s", (int)strcspn(a + 1, "\n"), a + 1);
+        snprintf(line2, sizeof line2, "%.*s", (int)strcspn(b + 1, "\n"), b + 1);
+        snprintf(pid, sizeof pid, " %d ", (int)holder.pid);
+        if (!strstr(line, pid) || !strstr(line, " 1 ") || !strstr(line, "Z ") ||
+            !strstr(line, "s ") || line[strlen(line) - 1] != '1')
+            fail_msg("alpha's line: %s (want pid %d, count 1, since, lease, 1 waiter)", line,
+                     (int)holder.pid);
+        snprintf(pid, sizeof pid, " %d ", (int)getpid());
+        if (!strstr(line2, pid) || !strstr(line2, " 2 ") || !strstr(line2, "tester.2"))
+            fail_msg("beta's line: %s (want pid %d, count 2)", line2, (int)getpid());
+    }
+    /* A pattern. */
+    IT_EQ(cli_run((const char *[]){ "list", "bet*", NULL }, out, sizeof out, 20000), 0);
+    if (strstr(out, "alpha") || !strstr(out, "beta"))
+        fail_msg("list bet*:\n%s", out);
+
+    /* show, and JSON. */
+    IT_EQ(cli_run((const char *[]){ "show", "alpha", NULL }, out, sizeof out, 20000), 0);
+    snprintf(want, sizeof want, "pid:       %d\n", (int)holder.pid);
+    if (!strstr(out, want) || !strstr(out, "client:    holder-one") ||
+        !strstr(out, "count:     1") || !strstr(out, "waiting:     1 "))
+        fail_msg("show alpha:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--json", "show", "beta", NULL }, out, sizeof out, 20000),
+          0);
+    snprintf(want, sizeof want, "\"pid\": %d, \"client_name\": \"tester.2\"", (int)getpid());
+    if (!strstr(out, want) || !strstr(out, "\"count\": 2"))
+        fail_msg("show --json beta:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "show", "free-one", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "not held"))
+        fail_msg("show free-one:\n%s", out);
+
+    /* A holder without an owner record: shown, as unknown. */
+    r = redisCommand(e->rc, "HSET rl:{gamma} 00000000-0000-4000-8000-00000000abcd:3 1");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "list", "gamma", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "gamma ") || !strstr(out, "unknown") || !strstr(out, "00000000 "))
+        fail_msg("list gamma:\n%s", out);
+
+    /* The connection names: rlock:<name>:<host>:<pid>:<uuid8>. */
+    r = redisCommand(e->rc, "CLIENT LIST");
+    assert_non_null(r);
+    snprintf(want, sizeof want, "name=rlock:tester.2:%s:%d:", host, (int)getpid());
+    if (!strstr(r->str, want))
+        fail_msg("CLIENT LIST lacks %s:\n%s", want, r->str);
+    snprintf(want, sizeof want, "name=rlock:holder-one:%s:%d:", host, (int)holder.pid);
+    if (!strstr(r->str, want))
+        fail_msg("CLIENT LIST lacks %s:\n%s", want, r->str);
+    freeReplyObject(r);
+
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    kill(holder.pid, SIGTERM);
+    IT_EQ(cli_wait(&holder, 10000), 128 + SIGTERM);
+    IT_EQ(cli_wait(&waiter, 10000), 0);
+}
+
+static void test_release_force_wakes(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400], out[4096];
+    int64_t t0, t1;
+    cli holder, waiter;
+
+    /* Held for 30 s leases by another process; a waiter in a third. */
+    start_sleeper(e, &holder, "stuck", NULL, pidfile, sizeof pidfile);
+    cli_start(&waiter, (const char *[]){ "exec", "stuck", "--", "true", NULL });
+    IT_WAIT(({
+                redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{stuck}:release");
+                int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                         r->element[1]->integer == 1;
+                if (r)
+                    freeReplyObject(r);
+                on;
+            }), 10000);
+    IT_EQ(cli_run((const char *[]){ "release", "stuck", NULL }, NULL, 0, 20000), 1);
+    t0 = rt_now_ms();
+    IT_EQ(cli_run((const char *[]){ "release", "--force", "stuck", NULL }, out, sizeof out,
+                  20000), 0);
+    /* The waiter took it, ran `true` and exited: well within the lease. */
+    IT_EQ(cli_wait(&waiter, 25000), 0);
+    t1 = rt_now_ms();
+    print_message("wake latency after release --force: %lld ms (lease 30000)\n",
+                  (long long)(t1 - t0));
+    IT_RANGE(t1 - t0, 0, 2000);
+    /* The holder learns it at its next renewal (every 10 s): status 4. */
+    IT_EQ(cli_wait(&holder, 15000), 4);
+}
+
+/* ---- the option -------------------------------------------------------- */
+
+static void test_client_name_option(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *c = NULL;
+    char longname[RL_CLIENT_NAME_MAX + 2];
+    const char *bad[] = { "", "has space", "colon:x", "new\nline", "brace{", longname };
+    size_t i;
+    redisReply *r;
+
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        it_options(&o, e->redis->url, 0, 0);
+        o.client_name = bad[i];
+        IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    }
+    /* Nothing was written. */
+    r = redisCommand(e->rc, "DBSIZE");
+    IT_EQ(r->integer, 0);
+    freeReplyObject(r);
+    /* 64 bytes is fine; a layout-2 caller has no name and still works. */
+    longname[RL_CLIENT_NAME_MAX] = '\0';
+    it_options(&o, e->redis->url, 0, 0);
+    o.client_name = longname;
+    IT_RC(rl_client_new(&c, &o), RL_OK);
+    /* Its owner record: exactly host, pid, name, started, version. */
+    r = redisCommand(e->rc, "KEYS rl:owner:{*}");
+    IT_EQ(r->elements, 1);
+    {
+        redisReply *h = redisCommand(e->rc, "HGETALL %s", r->element[0]->str);
+        char pid[24];
+        IT_EQ(h->elements, 10);
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        for (i = 0; i < h->elements; i += 2) {
+            const char *f = h->element[i]->str, *v = h->element[i + 1]->str;
+            if (!strcmp(f, "pid"))
+                assert_string_equal(v, pid);
+            else if (!strcmp(f, "name"))
+                assert_string_equal(v, longname);
+            else if (!strcmp(f, "version"))
+                assert_string_equal(v, rl_version());
+            else if (!strcmp(f, "started"))
+                IT_RANGE(atoll(v), (long long)time(NULL) * 1000 - 60000,
+                         (long long)time(NULL) * 1000 + 1000);
+            else if (strcmp(f, "host") != 0)
+                fail_msg("unexpected field %s in the owner record", f);
+        }
+        freeReplyObject(h);
+    }
+    freeReplyObject(r);
+    rl_client_free(c);
+    {
+        rl_options o2;
+        IT_RC(rl_options_init(&o2, 2), RL_OK);
+        o2.url = e->redis->url;
+        IT_RC(rl_client_new(&c, &o2), RL_OK);
+        rl_client_free(c);
+    }
+    /* A graceful exit leaves nothing behind, owner records included. */
+    r = redisCommand(e->rc, "DBSIZE");
+    IT_EQ(r->integer, 0);
+    freeReplyObject(r);
+}
+
+/* The owner record of the holder of `name` (HGET field): its pid, -1 when
+ * there is none. */
+static long record_pid(redisContext *rc, const char *name, long long *pttl)
+{
+    char key[128], okey[128];
+    size_t kl = it_key(key, sizeof key, "rl:", name, strlen(name), NULL);
+    it_hash h;
+    redisReply *r;
+    long pid = -1;
+
+    if (it_hgetall(rc, key, kl, &h) != 0 || h.fields != 1 || h.field_len < 36)
+        return -1;
+    snprintf(okey, sizeof okey, "rl:owner:{%.36s}", h.field);
+    r = redisCommand(rc, "HGET %s pid", okey);
+    if (r && r->type == REDIS_REPLY_STRING)
+        pid = atol(r->str);
+    if (r)
+        freeReplyObject(r);
+    r = redisCommand(rc, "PTTL %s", okey);
+    if (pttl)
+        *pttl = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+    if (r)
+        freeReplyObject(r);
+    return pid;
+}
+
+static void test_owner_record(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    long long pttl = 0;
+    int up[2], down[2];
+    pid_t child;
+    char b;
+
+    /* Lease 300 ms: the record lives 1 s, refreshed while a lock is held. */
+    it_options(&o, e->redis->url, 300, 0);
+    o.client_name = "rec";
+    c = it_client_opts(&o);
+    l = it_lock(c, "rec");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_EQ(record_pid(e->rc, "rec", &pttl), getpid());
+    IT_RANGE(pttl, 1, 1000);
+    /* Refreshed while held (its PTTL goes up again), never missing. */
+    {
+        long long last = pttl;
+        int refreshes = 0;
+        IT_WAIT(({
+                    long long p = 0;
+                    long pid = record_pid(e->rc, "rec", &p);
+                    if (pid != getpid() || p <= 0)
+                        fail_msg("owner record pid %ld, pttl %lld", pid, p);
+                    if (p > last + 50)
+                        refreshes++;
+                    last = p;
+                    refreshes >= 3;
+                }), 5000);
+    }
+    IT_RC(rl_lock_release(l), RL_OK);
+
+    /* A fork child is a new owner: its own record, with its pid. */
+    assert_int_equal(pipe(up), 0);
+    assert_int_equal(pipe(down), 0);
+    child = fork();
+    if (child == 0) {
+        int ok = rl_lock_acquire(l) == RL_OK;
+        if (write(up[1], ok ? "y" : "n", 1) != 1 || read(down[0], &b, 1) != 1)
+            _exit(2);
+        _exit(rl_lock_release(l) == RL_OK ? 0 : 1);
+    }
+    assert_true(child > 0);
+    close(up[1]);
+    close(down[0]);
+    /* EOF (0) when the child died first: the assertion fails, no hang. */
+    IT_EQ(read(up[0], &b, 1), 1);
+    IT_EQ(b, 'y');
+    IT_EQ(record_pid(e->rc, "rec", NULL), child);
+    IT_EQ(write(down[1], "g", 1), 1);
+    {
+        int st;
+        IT_WAIT(waitpid(child, &st, WNOHANG) == child, 10000);
+        IT_EQ(WIFEXITED(st) && WEXITSTATUS(st) == 0, 1);
+    }
+    close(up[0]);
+    close(down[1]);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* list on a Cluster of 3 masters and on a Redlock of 3: every master. */
+static void test_cluster_and_redlock(void **state)
+{
+    char out[16384], url[256];
+    const char *names[] = { "n1", "n2", "n3", "n4", "n5", "n6" };
+    rt_cluster *cl = rt_cluster_start(3, 0, 1000, NULL);
+    rt_redis *node[3] = { NULL, NULL, NULL };
+    redisContext *ctl[3] = { NULL, NULL, NULL };
+    rl_options o;
+    rl_client *c;
+    rl_lock *l[6];
+    size_t i;
+    int nodes_seen = 0;
+
+    (void)state;
+    if (!cl)
+        fail_msg("cannot start a cluster");
+    it_options(&o, cl->url, 0, 0);
+    o.client_name = "clus";
+    c = it_client_opts(&o);
+    for (i = 0; i < 6; i++) {
+        l[i] = it_lock(c, names[i]);
+        IT_RC(rl_lock_acquire(l[i]), RL_OK);
+    }
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "list", NULL }, out, sizeof out, 20000),
+          0);
+    for (i = 0; i < 6; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\n%s ", names[i]);
+        if (!strstr(out, want))
+            fail_msg("cluster list lacks %s:\n%s", names[i], out);
+    }
+    for (i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, ":%d ", cl->node[i]->port);
+        nodes_seen += strstr(out, want) != NULL;
+    }
+    if (nodes_seen < 2 || strstr(out, "unknown") || !strstr(out, "clus"))
+        fail_msg("cluster list (names on %d masters):\n%s", nodes_seen, out);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "release", "--force", "n4", NULL }, NULL,
+                  0, 20000), 0);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "show", "n4", NULL }, out, sizeof out,
+                  20000), 0);
+    if (!strstr(out, "not held"))
+        fail_msg("show n4 after release --force:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n5", "--", "true",
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n4", "--", "true",
+                                     NULL }, NULL, 0, 20000), 0);
+    for (i = 0; i < 6; i++)
+        rl_lock_free(l[i]);
+    rl_client_free(c);
+    rt_cluster_stop(cl);
+
+    /* Redlock: the name on every master, each with the owner record. */
+    for (i = 0; i < 3; i++)
+        if (rt_redis_open("it_cli", NULL, &node[i], &ctl[i]) != 0)
+            fail_msg("cannot start redis %zu", i);
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, node[2]->port);
+    it_options(&o, url, 0, 0);
+    o.client_name = "redl";
+    c = it_client_opts(&o);
+    l[0] = it_lock(c, "rl1");
+    IT_RC(rl_lock_acquire(l[0]), RL_OK);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "list", NULL }, out, sizeof out, 20000), 0);
+    for (i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "rl1   127.0.0.1:%d ", node[i]->port);
+        if (!strstr(out, want))
+            fail_msg("redlock list lacks node %d:\n%s", node[i]->port, out);
+    }
+    if (strstr(out, "unknown") || !strstr(out, "redl"))
+        fail_msg("redlock list:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
+                                     NULL }, NULL, 0, 20000), 3);
+    IT_RC(rl_lock_release(l[0]), RL_OK);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
+                                     NULL }, NULL, 0, 20000), 0);
+    rl_lock_free(l[0]);
+    rl_client_free(c);
+    for (i = 0; i < 3; i++) {
+        redisFree(ctl[i]);
+        rt_redis_stop(node[i]);
+    }
+}
+
+/* A user that may not use CLIENT (no SETNAME, no fence) nor write owner
+ * records: everything works, and the holder is shown as unknown. */
+static void test_acl_without_client(void **state)
+{
+    it_env *e = *state;
+    char url[256], out[4096];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    redisReply *r;
+
+    r = redisCommand(e->rc, "ACL SETUSER locker on >pw ~rl:{* &* +@all -client");
+    assert_non_null(r);
+    IT_EQ(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    snprintf(url, sizeof url, "redis://locker:pw@127.0.0.1:%d", e->redis->port);
+    it_options(&o, url, 0, 0);
+    o.client_name = "acl";
+    c = it_client_opts(&o);
+    l = it_lock(c, "acl");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    r = redisCommand(e->rc, "KEYS rl:owner:*");
+    IT_EQ(r->elements, 0);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "CLIENT LIST");
+    if (strstr(r->str, "name=rlock:acl:"))
+        fail_msg("a user without CLIENT named its connection:\n%s", r->str);
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "list", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "\nacl ") || !strstr(out, "unknown"))
+        fail_msg("list:\n%s", out);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_exec_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -122,22 +122,14 @@ rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s)
     return conn;
 }
 
-int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+/* A new connection to s within within_ms, counted in s->conns while it is
+ * made (so the pool's limit holds). Called with the mutex held; returns with
+ * it released. */
+static int open_counted(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
 {
     rl__conn *conn;
     int rc;
 
-    pthread_mutex_lock(&c->mu);
-    if ((conn = s->idle)) {
-        s->idle = conn->next;
-        pthread_mutex_unlock(&c->mu);
-        *out = conn;
-        return RL_OK;
-    }
-    if (s->conns >= c->pool_size || atomic_load(&s->down_until) > rl__now_ms()) {
-        pthread_mutex_unlock(&c->mu);
-        return rl__err(RL_EBUSY, "no connection to %s to spare now", s->name);
-    }
     s->conns++;
     pthread_mutex_unlock(&c->mu);
     rc = rl__conn_open_within(c, s, within_ms, &conn);
@@ -155,10 +147,27 @@ int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **
     return rc;
 }
 
-int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
 {
     rl__conn *conn;
-    int idle, rc;
+
+    pthread_mutex_lock(&c->mu);
+    if ((conn = s->idle)) {
+        s->idle = conn->next;
+        pthread_mutex_unlock(&c->mu);
+        *out = conn;
+        return RL_OK;
+    }
+    if (s->conns >= c->pool_size || atomic_load(&s->down_until) > rl__now_ms()) {
+        pthread_mutex_unlock(&c->mu);
+        return rl__err(RL_EBUSY, "no connection to %s to spare now", s->name);
+    }
+    return open_counted(c, s, within_ms, out);
+}
+
+int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    int idle;
 
     pthread_mutex_lock(&c->mu);
     idle = s->idle != NULL;
@@ -176,21 +185,7 @@ int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **
         pthread_mutex_unlock(&c->mu);
         return rl__pool_get(c, s, out);
     }
-    s->conns++;
-    pthread_mutex_unlock(&c->mu);
-    rc = rl__conn_open_within(c, s, within_ms, &conn);
-    pthread_mutex_lock(&c->mu);
-    if (rc != RL_OK) {
-        s->conns--;
-        if (c->pool_waiters)
-            pthread_cond_broadcast(&c->pool_cond);
-    } else {
-        track(s, conn);
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (rc == RL_OK)
-        *out = conn;
-    return rc;
+    return open_counted(c, s, within_ms, out);
 }
 
 void rl__pool_adopt(rl_client *c, rl__conn *conn)

@@ -475,47 +475,77 @@ static void test_sentinel_silent_sentinel_flags_healthy_hold(void **state)
     rt_redis_stop(primary);
 }
 
+/* Two primaries (the old and the current one) and three fake sentinels,
+ * all naming the old one with config epoch 1 until a test says otherwise. */
+typedef struct sn_trio {
+    rt_redis *old, *cur;
+    redisContext *oc, *cc;
+    fake_sentinel *fs[3];
+    char url[256];
+} sn_trio;
+
+static void trio_start(sn_trio *t)
+{
+    int k;
+
+    memset(t, 0, sizeof *t);
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &t->old, &t->oc), 0);
+    assert_int_equal(rt_redis_open("it_modes_review", NULL, &t->cur, &t->cc), 0);
+    for (k = 0; k < 3; k++) {
+        t->fs[k] = fs_start(t->old->port);
+        atomic_store(&t->fs[k]->epoch, 1);
+    }
+    snprintf(t->url, sizeof t->url,
+             "sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster", t->fs[0]->port,
+             t->fs[1]->port, t->fs[2]->port);
+}
+
+/* Sentinel k names the current primary, with epoch 2. */
+static void trio_switch(sn_trio *t, int k)
+{
+    atomic_store(&t->fs[k]->master_port, t->cur->port);
+    atomic_store(&t->fs[k]->epoch, 2);
+}
+
+static void trio_stop(sn_trio *t)
+{
+    int k;
+
+    for (k = 0; k < 3; k++)
+        fs_stop(t->fs[k]);
+    redisFree(t->oc);
+    redisFree(t->cc);
+    rt_redis_stop(t->old);
+    rt_redis_stop(t->cur);
+}
+
 /* Three sentinels; the first in the URL still names the old primary (epoch
  * 1), the other two the new one (epoch 2) after a failover they agreed on.
  * The client must take the new one: a majority names it, with the higher
  * epoch. */
 static void test_sentinel_first_answer_names_old_primary(void **state)
 {
-    rt_redis *old = NULL, *cur = NULL;
-    redisContext *oc = NULL, *cc = NULL;
-    fake_sentinel *fs[3];
-    char url[256];
+    sn_trio t;
     rl_options o;
     rl_client *c;
     rl_lock *l;
-    int k;
 
     (void)state;
-    assert_int_equal(rt_redis_open("it_modes_review", NULL, &old, &oc), 0);
-    assert_int_equal(rt_redis_open("it_modes_review", NULL, &cur, &cc), 0);
-    for (k = 0; k < 3; k++) {
-        fs[k] = fs_start(k == 0 ? old->port : cur->port);
-        atomic_store(&fs[k]->epoch, k == 0 ? 1 : 2);
-    }
-    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster",
-             fs[0]->port, fs[1]->port, fs[2]->port);
-    it_options(&o, url, 5000, 1000);
+    trio_start(&t);
+    trio_switch(&t, 1);
+    trio_switch(&t, 2);
+    it_options(&o, t.url, 5000, 1000);
     c = it_client_opts(&o);
     l = it_lock(c, "rv-epoch");
     IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_OK);
-    if (count_in(oc, "rv-epoch") != 0)
+    if (count_in(t.oc, "rv-epoch") != 0)
         fail_msg("the lock was taken on the old primary named by one sentinel of three "
                  "(epoch 1), not on the one two sentinels name (epoch 2)");
-    IT_EQ(count_in(cc, "rv-epoch"), 1);
+    IT_EQ(count_in(t.cc, "rv-epoch"), 1);
     IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
     rl_client_free(c);
-    for (k = 0; k < 3; k++)
-        fs_stop(fs[k]);
-    redisFree(oc);
-    redisFree(cc);
-    rt_redis_stop(old);
-    rt_redis_stop(cur);
+    trio_stop(&t);
 }
 
 /* The client works on the primary; the sentinels then name another one
@@ -525,58 +555,41 @@ static void test_sentinel_first_answer_names_old_primary(void **state)
  * the empty node it finds at the address it had. */
 static void test_sentinel_new_conn_after_loss_not_checked(void **state)
 {
-    rt_redis *old = NULL, *cur = NULL;
-    redisContext *oc = NULL, *cc = NULL;
-    fake_sentinel *fs[3];
-    char url[256];
+    sn_trio t;
     rl_options o;
     rl_client *c;
     rl_lock *l0, *l1;
     int k, rc;
 
     (void)state;
-    assert_int_equal(rt_redis_open("it_modes_review", NULL, &old, &oc), 0);
-    assert_int_equal(rt_redis_open("it_modes_review", NULL, &cur, &cc), 0);
-    for (k = 0; k < 3; k++) {
-        fs[k] = fs_start(old->port);
-        atomic_store(&fs[k]->epoch, 1);
-    }
-    snprintf(url, sizeof url, "sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster",
-             fs[0]->port, fs[1]->port, fs[2]->port);
-    it_options(&o, url, 5000, 1000);
+    trio_start(&t);
+    it_options(&o, t.url, 5000, 1000);
     c = it_client_opts(&o);
     l0 = it_lock(c, "rv-before");
     l1 = it_lock(c, "rv-after");
     IT_RC(rl_lock_try_acquire(l0, 0, 5000), RL_OK);
-    IT_EQ(count_in(oc, "rv-before"), 1);
+    IT_EQ(count_in(t.oc, "rv-before"), 1);
     IT_RC(rl_lock_release(l0), RL_OK);
 
-    for (k = 0; k < 3; k++) {
-        atomic_store(&fs[k]->master_port, cur->port);
-        atomic_store(&fs[k]->epoch, 2);
-    }
-    redisFree(oc);
-    assert_int_equal(rt_redis_restart(old), 0);
-    oc = rt_redis_connect(old);
-    assert_non_null(oc);
+    for (k = 0; k < 3; k++)
+        trio_switch(&t, k);
+    redisFree(t.oc);
+    assert_int_equal(rt_redis_restart(t.old), 0);
+    t.oc = rt_redis_connect(t.old);
+    assert_non_null(t.oc);
 
     rc = rl_lock_try_acquire(l1, 0, 5000);
-    if (count_in(oc, "rv-after") != 0)
+    if (count_in(t.oc, "rv-after") != 0)
         fail_msg("after its connections were lost the client took a lock on the empty "
                  "node restarted at the old primary's address (try_acquire %s), not on "
                  "the primary the sentinels name", rl_strerror(rc));
     IT_RC(rc, RL_OK);
-    IT_EQ(count_in(cc, "rv-after"), 1);
+    IT_EQ(count_in(t.cc, "rv-after"), 1);
     IT_RC(rl_lock_release(l1), RL_OK);
     rl_lock_free(l0);
     rl_lock_free(l1);
     rl_client_free(c);
-    for (k = 0; k < 3; k++)
-        fs_stop(fs[k]);
-    redisFree(oc);
-    redisFree(cc);
-    rt_redis_stop(old);
-    rt_redis_stop(cur);
+    trio_stop(&t);
 }
 
 int main(void)

@@ -4,11 +4,13 @@
 #      include/rlock/version.h, sections, Depends, the copyright file, every
 #      file under /usr, in one package only, and every file of a full
 #      `cmake --install` in some package;
-#   2. installed on this system (apt-get install ./*.deb): a consumer built
+#   2. unpacked alone into an empty tree (a clean root): a consumer built and
+#      run against that tree only, with pkg-config and with find_package;
+#   3. installed on this system (apt-get install ./*.deb): a consumer built
 #      against /usr with pkg-config and with find_package(rlock) (shared,
 #      static, and with no pkg-config at all), run; `rlock --help` when the
 #      tree builds the rlock command (package rlock-tools);
-#   3. purged: the packages gone, and every file and new directory with them.
+#   4. purged: the packages gone, and every file and new directory with them.
 # The system's package set is left as it was found, on every exit path:
 # whatever this script installed (the packages, any dependency pulled in) is
 # purged. It refuses to start if a package of that name is installed, or a
@@ -180,6 +182,50 @@ for deb in "${debs[@]}"; do
     dpkg-deb -f "$deb" Package Version Section Depends | sed 's/^/   /'
     sed 's/^/   \//' "$work/$(dpkg-deb -f "$deb" Package).files"
 done
+
+# --- a clean root ---------------------------------------------------------------
+# The packages alone, unpacked into an empty directory tree (dpkg-deb -x: no
+# maintainer script runs, nothing of the system is there): a program must
+# build and run against that tree only (its headers, its rlock.pc, its CMake
+# package, its libraries), with the system giving nothing of rlock's.
+say "clean root: unpacking ${pkgs[*]} into an empty tree"
+croot=$work/root
+mkdir -p "$croot"
+for deb in "${debs[@]}"; do
+    dpkg-deb -x "$deb" "$croot"
+done
+[[ -z $(find "$croot" -mindepth 1 -maxdepth 1 ! -name usr) ]] ||
+    fail "the packages put something outside /usr"
+# rlock.pc from the tree, its prefix moved there; hiredis.pc and uuid.pc
+# (its private requirements) from the system.
+rpc=(pkg-config --define-variable=prefix="$croot/usr")
+(export PKG_CONFIG_PATH=$croot/$libdir/pkgconfig
+ [[ $("${rpc[@]}" --variable=pcfiledir rlock) == "$croot/$libdir/pkgconfig" ]] ||
+     fail "pkg-config did not take the clean root's rlock.pc"
+ [[ $("${rpc[@]}" --modversion rlock) == "$version" ]] ||
+     fail "the clean root's rlock.pc says $("${rpc[@]}" --modversion rlock)"
+ # Word splitting of the pkg-config output is intended.
+ # shellcheck disable=SC2046
+ "${CC:-cc}" -Wall -Wextra -Werror -o "$work/app-root" "$here/app.c" \
+     $("${rpc[@]}" --cflags --libs rlock))
+loaded=$(LD_LIBRARY_PATH=$croot/$libdir ldd "$work/app-root" |
+    awk -v so="librlock.so.$major" '$1 == so { print $3 }')
+[[ $loaded == "$croot/$libdir/librlock.so.$major" ]] ||
+    fail "app-root loads '$loaded', not the clean root's librlock.so.$major"
+LD_LIBRARY_PATH=$croot/$libdir "$work/app-root"
+cmake -S "$here" -B "$work/cmake-root" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$croot/usr" -DCMAKE_FIND_ROOT_PATH="$croot"
+found=$(sed -n 's/^rlock_DIR:[A-Z]*=//p' "$work/cmake-root/CMakeCache.txt")
+[[ $found == "$croot/$libdir/cmake/rlock" ]] ||
+    fail "find_package(rlock) found $found, not the clean root's package"
+cmake --build "$work/cmake-root"
+LD_LIBRARY_PATH=$croot/$libdir "$work/cmake-root/app"
+"$work/cmake-root/app_static"
+if ((${#pkgs[@]} == 3)); then
+    LD_LIBRARY_PATH=$croot/$libdir "$croot/usr/bin/rlock" --version >/dev/null ||
+        fail "the clean root's rlock --version failed"
+fi
+say "clean root: ok"
 
 # --- install -----------------------------------------------------------------
 for p in "${pkgs[@]}"; do

@@ -3,6 +3,7 @@
  * select the database, learn its server-side id), and running one command
  * or one of rlock's scripts on it. The pools are server.c's.
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -81,6 +82,9 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         rl__map_lost(c, s);    /* a Cluster may have moved on without it */
         return rc;
     }
+    /* Not inherited by a program the application (or `rlock exec`) runs:
+     * hiredis 0.14 opens its sockets without SOCK_CLOEXEC. */
+    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
     if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
         rc = io_error(ctx, reply_ms, "set timeout");
         redisFree(ctx);

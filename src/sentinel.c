@@ -16,6 +16,7 @@
  * Sentinels are asked without credentials: those of the URL are the
  * primary's.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ redisContext *rl__sentinel_connect(rl_client *c, int i)
         redisFree(ctx);
         return NULL;
     }
+    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);   /* see rl__conn_open_within */
     return ctx;
 }
 

@@ -73,20 +73,16 @@ void rt_err(const char *fmt, ...)
 
 const char *rt_url_safe(const char *url, char *buf, size_t cap)
 {
-    const char *scheme = strstr(url, "://"), *at, *colon, *end;
+    const char *scheme = strstr(url, "://"), *at, *colon;
 
     snprintf(buf, cap, "%s", url);
     if (!scheme)
         return buf;
     scheme += 3;
-    /* The authority ends at the first '/' after the scheme (or the end). */
-    end = strchr(scheme, '/');
-    if (!end)
-        end = scheme + strlen(scheme);
-    at = NULL;
-    for (const char *p = scheme; p < end; p++)
-        if (*p == '@')
-            at = p;
+    /* The credentials end at the last '@': a password may hold '/' (base64)
+     * or '@' written raw, and the URL may be one rlock cannot parse, so the
+     * first '/' is no bound. */
+    at = strrchr(scheme, '@');
     if (!at)
         return buf;
     colon = memchr(scheme, ':', (size_t)(at - scheme));

@@ -72,6 +72,9 @@ static void cli_start(cli *x, const char *const *args)
     snprintf(x->out, sizeof x->out, "%s/out.%d", tmpdir, ++seq);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, x->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    /* None of the test's own descriptors (its Redis connections): what a
+     * command run by rlock holds is rlock's. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     rc = posix_spawn(&x->pid, RLOCK_CLI, &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
@@ -208,15 +211,17 @@ static void test_exec_status(void **state)
     rl_lock_free(l);
     rl_client_free(c);
 
-    /* Unreachable Redis: 2, and the password never printed. */
-    {
+    /* Unreachable Redis: 2, and the password never printed, even one
+     * holding a '/' (base64) that ends no host. */
+    for (int k = 0; k < 2; k++) {
+        static const char *const urls[] = { "redis://:hunter2@127.0.0.1:1",
+                                             "redis://:hun/ter2@127.0.0.1:1" };
         char err[256] = "";
         cli x;
         FILE *f;
-        const char *args[] = { "--url", "redis://:hunter2@127.0.0.1:1", "list", NULL };
         char errpath[400];
         posix_spawn_file_actions_t fa;
-        const char *argv[8] = { RLOCK_CLI, args[0], args[1], args[2], NULL };
+        const char *argv[8] = { RLOCK_CLI, "--url", urls[k], "list", NULL };
         int rc;
         snprintf(errpath, sizeof errpath, "%s/err", tmpdir);
         posix_spawn_file_actions_init(&fa);
@@ -230,8 +235,19 @@ static void test_exec_status(void **state)
         assert_non_null(f);
         err[fread(err, 1, sizeof err - 1, f)] = '\0';
         fclose(f);
-        if (!strstr(err, "redis://:***@127.0.0.1:1") || strstr(err, "hunter2"))
+        if (!strstr(err, "redis://:***@127.0.0.1:1") || strstr(err, "hunter2") ||
+            strstr(err, "ter2"))
             fail_msg("stderr: %s", err);
+    }
+
+    /* The command inherits none of rlock's connections to Redis. */
+    {
+        char out[4096];
+        IT_EQ(cli_run((const char *[]){ "exec", "fds", "--", "sh", "-c",
+                                         "ls -l /proc/$$/fd; echo done", NULL },
+                      out, sizeof out, 20000), 0);
+        if (!strstr(out, "done") || strstr(out, "socket:"))
+            fail_msg("the command inherited sockets:\n%s", out);
     }
 }
 

@@ -379,12 +379,12 @@ static rl__conn *conn_on(rl_client *c, rl__conn **conn, rl__server *s)
                                      : rl__pool_get(c, s, &conn[s->index]);
     if (rc != RL_OK)
         return conn[s->index] = NULL;
-    /* Sentinel: a new connection may be to an old primary restarted empty. */
-    if (c->mode == RL__MODE_SENTINEL && conn[s->index]->fresh &&
-        rl__router_check_fresh(c, conn[s->index], c->command_ms) != RL_OK) {
-        rl__pool_put(c, conn[s->index]);
-        return conn[s->index] = NULL;
-    }
+    /* Sentinel: a new connection may be to an old primary restarted empty;
+     * it is not checked here. A drop removes only our own fields, so on
+     * such a node it does nothing, and a check would wait for the
+     * sentinels, who no longer answer once a shutdown has stopped the
+     * subscriber: the drop would be skipped and the name kept a lease. The
+     * connection stays `fresh`, checked before any other use. */
     /* The drops are pipelined and their replies not read one by one: a
      * master that never ran our scripts (a Cluster node this client only
      * met through MOVED, a restarted one) would answer NOSCRIPT to each and

@@ -60,6 +60,7 @@ static void child(void)
         rl__cond_init(&c->leftover_cond);
         rl__cond_init(&c->round_cond);
         rl__cond_init(&c->calls_cond);
+        rl__cond_init(&c->map_cond);
         pthread_mutex_unlock(&c->mu);
     }
     pthread_mutex_unlock(&registry_mu);

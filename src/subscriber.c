@@ -308,6 +308,33 @@ static int handle(sub_state *st, redisReply *r)
     return 0;
 }
 
+/*
+ * Sentinel: a link made after a loss may be to an old primary restarted
+ * empty at its address, where no release notice would ever come; the
+ * sentinels, asked after the connect, must name it. This thread is the one
+ * that asks them, so it asks here itself. Mutex NOT held. 1 when vouched.
+ */
+static int link_vouched(rl_client *c, rl__server *s)
+{
+    unsigned losses = atomic_load(&s->losses);
+    uint64_t begun;
+    int ok;
+
+    pthread_mutex_lock(&c->mu);
+    ok = losses == s->vouched && c->home == s;
+    begun = c->asks_begun;
+    pthread_mutex_unlock(&c->mu);
+    if (ok)
+        return 1;
+    rl__router_refresh(c, 1);
+    pthread_mutex_lock(&c->mu);
+    ok = c->asks_done > begun && c->home == s;
+    if (ok)
+        s->vouched = losses;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
 /* Connect to st's server when it is wanted and due. Mutex held, dropped
  * while connecting. 1 when something changed. */
 static int maybe_connect(sub_state *st, int64_t now)
@@ -320,6 +347,11 @@ static int maybe_connect(sub_state *st, int64_t now)
         return 0;
     pthread_mutex_unlock(&c->mu);
     rc = rl__conn_open(c, st->srv, &conn);
+    if (rc == RL_OK && c->mode == RL__MODE_SENTINEL && conn->fresh &&
+        !link_vouched(c, st->srv)) {
+        rl__conn_close(c, conn);
+        rc = RL_ECONN;
+    }
     pthread_mutex_lock(&c->mu);
     if (rc != RL_OK) {
         st->backoff = rl__backoff_ms(st->backoff, RL__RETRY_FIRST_MS, RL__RETRY_MAX_MS);

@@ -57,6 +57,17 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out)
     return rl__conn_open_within(c, s, 0, out);
 }
 
+/* Queue CLIENT SETNAME <conn_name> (owner.c builds the name); its reply,
+ * an error included, is the handshake's to read and pass over. 1 when
+ * queued. */
+static int append_setname(const rl_client *c, redisContext *ctx)
+{
+    const char *argv[3] = { "CLIENT", "SETNAME", c->conn_name };
+    size_t lens[3] = { 6, 7, strlen(c->conn_name) };
+
+    return redisAppendCommandArgv(ctx, 3, argv, lens) == REDIS_OK;
+}
+
 int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
 {
     long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
@@ -118,7 +129,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     }
     /* Who we are, in CLIENT LIST (owner.c). A refusal (an ACL without
      * CLIENT) only costs the name: its reply is passed over. */
-    setname_at = rl__owner_append_setname(c, ctx) ? n++ : -1;
+    setname_at = append_setname(c, ctx) ? n++ : -1;
     /* The fence against late commands after a lost reply: our id, our
      * address as the server sees it, and whether we may kill at all (a probe
      * that kills nothing). Without any of them, lost replies are still read

@@ -64,14 +64,6 @@ long rl__owner_ttl_ms(const rl_client *c)
     return ttl > RL_TIME_MAX_MS ? RL_TIME_MAX_MS : (long)ttl;
 }
 
-int rl__owner_append_setname(const rl_client *c, redisContext *ctx)
-{
-    const char *argv[3] = { "CLIENT", "SETNAME", c->conn_name };
-    size_t lens[3] = { 6, 7, strlen(c->conn_name) };
-
-    return redisAppendCommandArgv(ctx, 3, argv, lens) == REDIS_OK;
-}
-
 /* Queue HSET and PEXPIRE of the record on conn; returns 2. */
 static int append_record(rl_client *c, rl__conn *conn)
 {

@@ -791,9 +791,6 @@ static inline void rl__sub_poke(rl_client *c)
  * connection name, the record's key; the record is due now. */
 void rl__owner_identity(rl_client *c);
 long rl__owner_ttl_ms(const rl_client *c);
-/* Queue CLIENT SETNAME <conn_name> (a handshake's; its reply, an error
- * included, is the caller's to read and pass over). 1 when queued. */
-int rl__owner_append_setname(const rl_client *c, redisContext *ctx);
 /* Queue the record's HSET and PEXPIRE on conn (returns how many: 2), and
  * read those replies (RL_OK, RL_EREDIS refused (logged), RL_ECONN). */
 int rl__owner_append(rl_client *c, rl__conn *conn);

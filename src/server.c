@@ -63,65 +63,6 @@ static void untrack(rl__server *s, rl__conn *conn)
     conn->all_next = conn->all_prev = NULL;
 }
 
-int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out)
-{
-    rl__conn *conn;
-    int rc;
-
-    pthread_mutex_lock(&c->mu);
-    for (;;) {
-        if (s->idle) {
-            conn = s->idle;
-            s->idle = conn->next;
-            pthread_mutex_unlock(&c->mu);
-            *out = conn;
-            return RL_OK;
-        }
-        if (s->conns < c->pool_size)
-            break;
-        if (atomic_load(&c->closing)) {
-            pthread_mutex_unlock(&c->mu);
-            return rl__err(RL_ECANCELED, "the client is shutting down");
-        }
-        c->pool_waiters++;
-        pthread_cond_wait(&c->pool_cond, &c->mu);
-        c->pool_waiters--;
-    }
-    s->conns++;
-    pthread_mutex_unlock(&c->mu);
-
-    rc = rl__conn_open(c, s, &conn);
-
-    pthread_mutex_lock(&c->mu);
-    if (rc != RL_OK) {
-        s->conns--;
-        if (c->pool_waiters)
-            pthread_cond_broadcast(&c->pool_cond);
-    } else {
-        track(s, conn);
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (rc == RL_OK)
-        *out = conn;
-    return rc;
-}
-
-int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out)
-{
-    return rl__pool_get_within(c, s, 0, out);
-}
-
-rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s)
-{
-    rl__conn *conn;
-
-    pthread_mutex_lock(&c->mu);
-    if ((conn = s->idle))
-        s->idle = conn->next;
-    pthread_mutex_unlock(&c->mu);
-    return conn;
-}
-
 /* A new connection to s within within_ms, counted in s->conns while it is
  * made (so the pool's limit holds). Called with the mutex held; returns with
  * it released. */
@@ -145,6 +86,48 @@ static int open_counted(rl_client *c, rl__server *s, long within_ms, rl__conn **
     if (rc == RL_OK)
         *out = conn;
     return rc;
+}
+
+int rl__pool_get(rl_client *c, rl__server *s, rl__conn **out)
+{
+    rl__conn *conn;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (s->idle) {
+            conn = s->idle;
+            s->idle = conn->next;
+            pthread_mutex_unlock(&c->mu);
+            *out = conn;
+            return RL_OK;
+        }
+        if (s->conns < c->pool_size)
+            break;
+        if (atomic_load(&c->closing)) {
+            pthread_mutex_unlock(&c->mu);
+            return rl__err(RL_ECANCELED, "the client is shutting down");
+        }
+        c->pool_waiters++;
+        pthread_cond_wait(&c->pool_cond, &c->mu);
+        c->pool_waiters--;
+    }
+    return open_counted(c, s, 0, out);
+}
+
+int rl__pool_get_quick(rl_client *c, rl__server *s, rl__conn **out)
+{
+    return rl__pool_get_within(c, s, 0, out);
+}
+
+rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s)
+{
+    rl__conn *conn;
+
+    pthread_mutex_lock(&c->mu);
+    if ((conn = s->idle))
+        s->idle = conn->next;
+    pthread_mutex_unlock(&c->mu);
+    return conn;
 }
 
 int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **out)

@@ -88,6 +88,8 @@ typedef struct rl_lock rl_lock;
 #define RL_ECANCELED (-11) /* the client was shut down while the call waited */
 #define RL_EREPLICA  (-12) /* too few replicas acknowledged the acquisition in time:
                               it was undone (rl_options.wait_replicas) */
+#define RL_ENOTSUP   (-13) /* not available in this mode, for this kind of lock, or
+                              with these options; see the call's documentation */
 
 /* Log levels passed to rl_options.log. */
 #define RL_LOG_ERROR 0

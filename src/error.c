@@ -22,6 +22,7 @@ const char *rl_strerror(int status)
     case RL_EAUTH:     return "Redis refused the credentials";
     case RL_ECANCELED: return "cancelled: the client was shut down";
     case RL_EREPLICA:  return "too few replicas acknowledged in time";
+    case RL_ENOTSUP:   return "not supported here";
     default:           return "unknown status";
     }
 }

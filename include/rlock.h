@@ -98,7 +98,7 @@ typedef struct rl_lock rl_lock;
 #define RL_LOG_DEBUG 3
 
 /** The layout version of rl_options this header describes. */
-#define RL_OPTIONS_VERSION 3
+#define RL_OPTIONS_VERSION 4
 
 /**
  * Settings of a client. Fill it with rl_options_init(), then change what you
@@ -209,6 +209,42 @@ typedef struct rl_options {
      * "rlock:<name or ->:<host>:<pid>:<first 8 chars of the uuid>".
      */
     const char *client_name;
+
+    /* ---- version 4 ---- */
+
+    /*
+     * Fencing tokens (rl_lock_token()). When non-zero, every new
+     * acquisition of a name through this client (not a reentry) is handed
+     * a token greater than every token handed out for that name before,
+     * by any client with fencing on, counted in a key
+     * `<prefix>{<name>}:fence` that never expires (about 60 bytes per
+     * name ever fenced: leave it off for names made up per request).
+     * Tokens are exact up to 2^53. While a Redis Cluster slot migrates,
+     * a fenced acquisition of a name of that slot can fail (RL_ECONN or
+     * RL_EREDIS): Redis refuses a script with two keys until both have
+     * moved. Single server, Cluster and Sentinel; a redlock:// URL
+     * returns RL_ENOTSUP from rl_client_new() (independent masters keep
+     * no one counter). 0: off.
+     */
+    int fencing;
+
+    /*
+     * Lock-delay, in ms (0..RL_TIME_MAX_MS). When a hold taken through this
+     * client is lost rather than released (its lease ran out, it was
+     * flagged and then given up with RL_ELOST, it was force-released, or it
+     * was still held at shutdown), nobody may take the name until this long
+     * after the lease ran out or the hold was given up: a late write of the
+     * old holder then cannot land inside the next holder's section, if it
+     * comes within the delay. A clean rl_lock_release() ends it at once.
+     * Waiters sleep until the delay is over. Kept in the lock's own key
+     * (Redis keeps it for the lease plus the delay; a lost hold leaves a
+     * field "~delay" alone in it for the delay), so every client of the
+     * name honours it, whatever its own setting; rl_lock_ttl() and
+     * rl_lock_is_locked() count the delay. Single server, Cluster and
+     * Sentinel; a redlock:// URL returns RL_ENOTSUP from rl_client_new().
+     * 0: off.
+     */
+    long lock_delay_ms;
 } rl_options;
 
 /** Longest rl_options.client_name, in bytes. */
@@ -391,6 +427,24 @@ RL_EXTERN int rl_lock_force_release(rl_lock *lock);
  * No I/O. Returns RL_EINVAL for NULL or a client shut down.
  */
 RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
+
+/**
+ * The fencing token of the calling thread's hold of this lock, into *out:
+ * the number its acquisition was handed (a reentry keeps it). Pass it with
+ * every write to the resource the lock guards, and have the resource
+ * refuse a token lower than the highest it has accepted: a holder that
+ * stalled past its lease (a pause, swap, SIGSTOP) is then refused even
+ * when it writes without checking rl_interrupted() first (examples/fencing.c).
+ * Tokens of a name rise strictly across releases, expiries and client
+ * restarts while Redis keeps its data (with Sentinel: while a failover
+ * keeps the primary's writes; set wait_replicas for that). No I/O.
+ * Returns RL_OK; RL_ENOTOWNER (the thread does not hold it); RL_ENOTSUP
+ * (the client was made without rl_options.fencing); RL_EPROTO (the hold's
+ * value in Redis carries no token: written by hand); RL_EINVAL (NULL, or a
+ * client shut down); *out is set only on RL_OK. A hold flagged as lost
+ * keeps its token: the resource decides.
+ */
+RL_EXTERN int rl_lock_token(unsigned long long *out, const rl_lock *lock);
 
 /**
  * Whether anyone (any thread, any process) holds the lock now: 1 or 0, or

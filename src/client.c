@@ -29,6 +29,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rl_options, wait_replicas_ms) + sizeof(long);
     case 3:
         return offsetof(rl_options, client_name) + sizeof(const char *);
+    case 4:
+        return offsetof(rl_options, lock_delay_ms) + sizeof(long);
     default:
         return 0;
     }
@@ -122,6 +124,8 @@ static int check_options(const rl_options *o)
             return rl__err(RL_EINVAL, "client_name must be 1..%d bytes of [A-Za-z0-9._-]",
                            RL_CLIENT_NAME_MAX);
     }
+    if (o->lock_delay_ms < 0 || o->lock_delay_ms > RL_TIME_MAX_MS)
+        return rl__err(RL_EINVAL, "lock_delay_ms must be 0..%ld", RL_TIME_MAX_MS);
     if (o->key_prefix && (strlen(o->key_prefix) > RL__PREFIX_MAX ||
                           strpbrk(o->key_prefix, "{}")))
         return rl__err(RL_EINVAL, "key_prefix must be at most %d bytes without '{' or '}'",
@@ -277,6 +281,17 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
         return rl__err(RL_EINVAL, "wait_replicas does not apply to redlock:// (the masters "
                        "are independent; the majority is the safeguard)");
     }
+    if ((opts->fencing || opts->lock_delay_ms) && c->url.redlock) {
+        rl__url_clear(&c->url);
+        free(c->prefix);
+        free(c->name);
+        free(c);
+        return rl__err(RL_ENOTSUP, "%s is not offered with redlock:// (independent masters "
+                       "keep no one counter or delay)",
+                       opts->fencing ? "fencing" : "lock_delay_ms");
+    }
+    c->fencing = opts->fencing != 0;
+    c->delay_ms = opts->lock_delay_ms;
     c->on_lost = opts->on_lost;
     c->log = opts->log;
     c->payload = opts->payload;

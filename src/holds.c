@@ -58,6 +58,25 @@ static size_t tag_escaped(const unsigned char *name, size_t len)
     return len && (name[0] == '}' || name[0] == RL__TAG_ESC);
 }
 
+static void entry_free(rl__entry *e)
+{
+    free(e->name);
+    free(e->key);
+    free(e->channel);
+    free(e->fence_key);
+    free(e);
+}
+
+/* A key beside the lock's, of the same hash tag: "<key><suffix>". */
+static size_t companion(char *out, const char *key, size_t klen, const char *suffix)
+{
+    size_t n = strlen(suffix);
+
+    memcpy(out, key, klen);
+    memcpy(out + klen, suffix, n + 1);
+    return klen + n;
+}
+
 rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
 {
     uint64_t hash = rl__hash(name, len);
@@ -75,11 +94,9 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
     e->name = rl__memdup(name, len);
     e->key = malloc(klen + 1);
     e->channel = malloc(klen + sizeof ":release");
-    if (!e->name || !e->key || !e->channel) {
-        free(e->name);
-        free(e->key);
-        free(e->channel);
-        free(e);
+    e->fence_key = malloc(klen + sizeof ":fence");
+    if (!e->name || !e->key || !e->channel || !e->fence_key) {
+        entry_free(e);
         return NULL;
     }
     e->name_len = len;
@@ -92,22 +109,13 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
     e->key[klen - 1] = '}';
     e->key[klen] = '\0';
     e->key_len = klen;
-    memcpy(e->channel, e->key, klen);
-    memcpy(e->channel + klen, ":release", sizeof ":release");
-    e->channel_len = klen + sizeof ":release" - 1;
+    e->channel_len = companion(e->channel, e->key, klen, ":release");
+    e->fence_key_len = companion(e->fence_key, e->key, klen, ":fence");
     e->slot = rl__slot(e->key, e->key_len);
     e->next = c->buckets[hash & (c->nbuckets - 1)];
     c->buckets[hash & (c->nbuckets - 1)] = e;
     c->nentries++;
     return e;
-}
-
-static void entry_free(rl__entry *e)
-{
-    free(e->name);
-    free(e->key);
-    free(e->channel);
-    free(e);
 }
 
 void rl__entry_maybe_free(rl_client *c, rl__entry *e)
@@ -354,6 +362,11 @@ void rl__hold_free_spares(rl_client *c)
     }
     c->spare_holds = NULL;
     c->nspare = 0;
+}
+
+long rl__redis_lease(const rl_client *c, long lease_ms)
+{
+    return lease_ms > RL_TIME_MAX_MS - c->delay_ms ? RL_TIME_MAX_MS : lease_ms + c->delay_ms;
 }
 
 long rl__drift_ms(long lease_ms)

@@ -170,6 +170,8 @@ static int reenter(rl__op *o, rl__hold *h)
             return cancelled();
         }
         h->count++;
+        if (res.token)
+            h->token = res.token;
         rl__hold_confirm(h, sent);
         return RL_OK;
     }
@@ -311,6 +313,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
             if (rc == RL_OK && res.code == RL__R_DONE) {
                 rl__hold_insert(c, h);
                 h->count = 1;
+                h->token = res.token;
                 rl__hold_confirm(h, sent);
                 /* A force-release of the name ended while this acquisition
                  * was on its way: its delete may have come after our script,
@@ -643,6 +646,26 @@ int rl_lock_hold_count(const rl_lock *lock)
         return rl__err(RL_EINVAL, "the client was shut down");
     h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
     return h ? h->count : 0;
+}
+
+int rl_lock_token(unsigned long long *out, const rl_lock *lock)
+{
+    const rl__hold *h;
+
+    rl__err_clear();
+    if (!out || !lock)
+        return rl__err(RL_EINVAL, "out and lock must not be NULL");
+    if (atomic_load(&lock->client->closed))
+        return rl__err(RL_EINVAL, "the client was shut down");
+    if (!lock->client->fencing)
+        return rl__err(RL_ENOTSUP, "the client was made without rl_options.fencing");
+    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    if (!h)
+        return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
+    if (!h->token)
+        return rl__err(RL_EPROTO, "the hold has no fencing token in Redis");
+    *out = h->token;
+    return RL_OK;
 }
 
 int rl_lock_interrupted(const rl_lock *lock)

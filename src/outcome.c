@@ -49,7 +49,8 @@ static int fence(rl_client *c, rl__conn *conn, const rl__fence *dead)
 
 /* After a lost reply: fence off the connection that carried the change,
  * then read our count back from the name's server. */
-static int read_count(rl__op *o, const rl__fence *dead, long long *count)
+static int read_count(rl__op *o, const rl__fence *dead, long long *count,
+                      unsigned long long *token)
 {
     const char *argv[3] = { "HGET", o->e->key, o->owner };
     size_t lens[3] = { 4, o->e->key_len, o->owner_len };
@@ -78,7 +79,7 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
                             r->str);
             } else if (r->type != REDIS_REPLY_ERROR ||
                        (rc = rl__route_error(o->c, &rt, r->str, r->len)) == RL_OK) {
-                rc = rl__reply_count(r, count);    /* else redirected (RL__RETRY) or failed */
+                rc = rl__reply_hold(r, count, token); /* else redirected (RL__RETRY) or failed */
             }
             freeReplyObject(r);
         }
@@ -93,10 +94,10 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
  * the server before use (nothing was sent). *conn is left set when the
  * command was sent and its reply (in *resp, read in place) is the caller's
  * to judge; NULL when nothing ran. */
-static int send_script(rl__op *o, int script, int nargs, const char **args, const size_t *lens,
-                       rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+static int send_script(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                       const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
-    int rc, nkeys = 1, unsent = 0;
+    int rc, unsent = 0;
     rl__route rt;
 
     rl__route_init(&rt, o->c, o->e->slot);
@@ -131,6 +132,27 @@ static int send_script(rl__op *o, int script, int nargs, const char **args, cons
     }
 }
 
+/* The release script's arguments (keys first; *nkeys of them) for a hold
+ * of ours counted `held`, with the lease given (as Redis is to keep it:
+ * rl__redis_lease()). Returns their number; args and lens need room for 6. */
+static int release_args(const rl__op *o, const char *held, size_t held_len, const char *lease,
+                        size_t lease_len, const char **args, size_t *lens, int *nkeys)
+{
+    int n = 0;
+
+    args[n] = o->e->key;
+    lens[n++] = o->e->key_len;
+    *nkeys = n;
+    args[n] = o->owner;         lens[n++] = o->owner_len;
+    args[n] = held;             lens[n++] = held_len;
+    args[n] = lease;            lens[n++] = lease_len;
+    /* Without channel rights, spare Redis a PUBLISH it would refuse. */
+    args[n] = rl__notice_arg(o->c);
+    lens[n++] = 1;
+    args[n] = o->e->channel;    lens[n++] = o->e->channel_len;
+    return n;
+}
+
 /* Take back an acquisition that made our count `count`, on conn (the
  * release script, checked: count - 1 left). 1 when done. */
 static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
@@ -140,15 +162,13 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
     size_t lens[6];
     rl__resp resp;
     rl__result res;
+    int nkeys, nargs;
 
-    args[0] = o->e->key;     lens[0] = o->e->key_len;
-    args[1] = o->owner;      lens[1] = o->owner_len;
-    args[2] = heldbuf;       lens[2] = rl__fmt_ll(heldbuf, count);
-    args[3] = leasebuf;      lens[3] = rl__fmt_ll(leasebuf, count > 1 ? lease_ms : 0);
-    args[4] = rl__notice_arg(o->c);
-    lens[4] = 1;
-    args[5] = o->e->channel; lens[5] = o->e->channel_len;
-    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens) == RL_OK &&
+    nargs = release_args(o, heldbuf, rl__fmt_ll(heldbuf, count), leasebuf,
+                         rl__fmt_ll(leasebuf, count > 1 ? rl__redis_lease(o->c, lease_ms) : 0),
+                         args, lens, &nkeys);
+    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, nkeys, nargs, args, lens) ==
+               RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
 }
@@ -244,44 +264,50 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24];
-    const char *args[6];
-    size_t lens[6];
+    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24];
+    const char *args[8];
+    size_t lens[8];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
     long long count;
-    int rc, nargs;
-    size_t heldlen = rl__fmt_ll(heldbuf, held), leaselen = rl__fmt_ll(leasebuf, lease_ms);
+    unsigned long long token;
+    int rc, nargs, nkeys = 1;
+    size_t heldlen = rl__fmt_ll(heldbuf, held);
+    /* Redis keeps a lease plus the lock-delay (scripts.c); 0 stays 0. */
+    size_t leaselen = rl__fmt_ll(leasebuf, lease_ms > 0 ? rl__redis_lease(o->c, lease_ms) : 0);
 
-    args[0] = o->e->key;
-    lens[0] = o->e->key_len;
-    if (script == RL__S_ACQUIRE) {
-        args[1] = leasebuf;   lens[1] = leaselen;
-        args[2] = o->owner;   lens[2] = o->owner_len;
-        args[3] = heldbuf;    lens[3] = heldlen;
-        nargs = 4;
-        if (held == 0) {
-            /* A new hold: "held since", for operators (scripts.c). */
-            args[4] = sincebuf;
-            lens[4] = rl__fmt_ll(sincebuf, rl__wall_ms());
-            nargs = 5;
-        }
+    if (script != RL__S_ACQUIRE) {
+        nargs = release_args(o, heldbuf, heldlen, leasebuf, leaselen, args, lens, &nkeys);
     } else {
-        args[1] = o->owner;      lens[1] = o->owner_len;
-        args[2] = heldbuf;       lens[2] = heldlen;
-        args[3] = leasebuf;      lens[3] = leaselen;
-        /* Without channel rights, spare Redis a PUBLISH it would refuse. */
-        args[4] = rl__notice_arg(o->c);
-        lens[4] = 1;
-        args[5] = o->e->channel; lens[5] = o->e->channel_len;
-        nargs = 6;
+        args[0] = o->e->key;
+        lens[0] = o->e->key_len;
+        if (o->c->fencing) {
+            args[nkeys] = o->e->fence_key;
+            lens[nkeys++] = o->e->fence_key_len;
+        }
+        nargs = nkeys;
+        args[nargs] = leasebuf;     lens[nargs++] = leaselen;
+        args[nargs] = o->owner;     lens[nargs++] = o->owner_len;
+        args[nargs] = heldbuf;      lens[nargs++] = heldlen;
+        /* A new hold: "held since", for operators (scripts.c). */
+        if (held == 0 || o->c->fencing || o->c->delay_ms) {
+            args[nargs] = sincebuf;
+            lens[nargs++] = rl__fmt_ll(sincebuf, held == 0 ? rl__wall_ms() : 0);
+        }
+        /* The rest only when used: each argument costs Redis a little. */
+        if (o->c->fencing || o->c->delay_ms) {
+            args[nargs] = o->c->fencing ? "1" : "0";
+            lens[nargs++] = 1;
+            args[nargs] = delaybuf;
+            lens[nargs++] = rl__fmt_ll(delaybuf, o->c->delay_ms);
+        }
     }
 
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = send_script(o, script, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = send_script(o, script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;
@@ -308,7 +334,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
             "reading the hold count back",
             (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key, rl_last_error());
     *read_back = 1;
-    if ((rc = read_count(o, &dead, &count)) != RL_OK) {
+    if ((rc = read_count(o, &dead, &count, &token)) != RL_OK) {
         RL__STAT_INC(o->c, replies_unresolved);
         *unresolved = dead;
         if (unresolved->id < 0)
@@ -318,6 +344,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     }
     RL__STAT_INC(o->c, replies_resolved);
     rc = rl__outcome(script, held, count, res);
+    res->token = token;
     if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
         o->c->wait_replicas)
         return undo_unacknowledged(o, res->value, lease_ms, unresolved);
@@ -378,7 +405,8 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
 {
     /* held 0 (the whole field), lease untouched; a notice where the name
      * comes free, for the waiters of other processes (Redlock: also where
-     * it is free already, for those that listen to this node). */
+     * it is free already, for those that listen to this node). A hold with
+     * a lock-delay leaves its tombstone instead (scripts.c). */
     const char *argv[9] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0",
                             rl__notice_arg(c), e->channel };
     size_t lens[9] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };

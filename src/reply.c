@@ -2,6 +2,7 @@
  * How rlock reads Redis replies. Pure: takes a parsed reply, trusts nothing
  * about its shape, and turns it into a status or a value.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "rlock_int.h"
@@ -30,13 +31,15 @@ int rl__resp_result(const rl__resp *resp, rl__result *out)
 {
     if (resp->type == RL__RESP_ERROR)
         return rl__error_status(resp->str, resp->str_len);
-    if (resp->type != RL__RESP_ARRAY || resp->nints != 2)
+    /* {code, value} or, with a fencing token, {code, value, token}. */
+    if (resp->type != RL__RESP_ARRAY || resp->nints < 2 || resp->nints > 3)
         return rl__err(RL_EPROTO, "unexpected reply shape from an rlock script");
     if (resp->ints[0] < RL__R_MISMATCH || resp->ints[0] > RL__R_DONE)
         return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
                        resp->ints[0]);
     out->code = (int)resp->ints[0];
     out->value = resp->ints[1];
+    out->token = resp->nints == 3 ? (unsigned long long)resp->ints[2] : 0;
     return RL_OK;
 }
 
@@ -91,54 +94,70 @@ int rl__reply_result(const redisReply *reply, rl__result *out)
         return rl__err(RL_EPROTO, "no reply");
     if (reply->type == REDIS_REPLY_ERROR)
         return rl__reply_error_status(reply);
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        !is_int(reply->element[0]) || !is_int(reply->element[1]))
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 || reply->elements > 3 ||
+        !is_int(reply->element[0]) || !is_int(reply->element[1]) ||
+        (reply->elements == 3 && !is_int(reply->element[2])))
         return rl__err(RL_EPROTO, "unexpected reply shape from an rlock script");
     out->code = (int)reply->element[0]->integer;
     out->value = reply->element[1]->integer;
+    out->token = reply->elements == 3 ? (unsigned long long)reply->element[2]->integer : 0;
     if (out->code < RL__R_MISMATCH || out->code > RL__R_DONE)
         return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
                        (long long)reply->element[0]->integer);
     return RL_OK;
 }
 
-int rl__reply_count(const redisReply *reply, long long *out)
+/* Digits from s[*i] up to a space or the end, at most `max` of them. */
+static int digits(const char *s, size_t n, size_t *i, int max, unsigned long long *out)
 {
-    long long v = 0;
-    size_t i;
+    unsigned long long v = 0;
+    size_t start = *i;
+
+    for (; *i < n && s[*i] != ' '; (*i)++) {
+        unsigned d = (unsigned)(s[*i] - '0');
+        if (s[*i] < '0' || s[*i] > '9' || (int)(*i - start) >= max ||
+            v > (ULLONG_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return *i > start ? 0 : -1;
+}
+
+int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long *token)
+{
+    unsigned long long v, since, tok = 0;
+    size_t i = 0;
 
     if (!reply)
         return rl__err(RL_EPROTO, "no reply");
     if (reply->type == REDIS_REPLY_ERROR)
         return rl__reply_error_status(reply);
-    if (reply->type == REDIS_REPLY_NIL) {
-        *out = 0;
+    if (reply->type == REDIS_REPLY_NIL || reply->type == REDIS_REPLY_INTEGER) {
+        *count = reply->type == REDIS_REPLY_NIL ? 0 : reply->integer;
+        *token = 0;
         return RL_OK;
     }
-    if (reply->type == REDIS_REPLY_INTEGER) {
-        *out = reply->integer;
-        return RL_OK;
-    }
-    /* "<count>" or "<count> <since_ms>" (scripts.c): the count leads. */
-    if (reply->type != REDIS_REPLY_STRING || reply->len == 0)
+    /* "<count>", "<count> <since_ms>" or "<count> <since_ms> <token>"
+     * (scripts.c): the count leads. */
+    if (reply->type != REDIS_REPLY_STRING ||
+        digits(reply->str, reply->len, &i, 18, &v) != 0)
         return rl__err(RL_EPROTO, "hold count is not a number");
-    for (i = 0; i < reply->len && reply->str[i] != ' '; i++) {
-        if (reply->str[i] < '0' || reply->str[i] > '9' || i >= 18)
-            return rl__err(RL_EPROTO, "hold count is not a number");
-        v = v * 10 + (reply->str[i] - '0');
-    }
-    if (i == 0)
-        return rl__err(RL_EPROTO, "hold count is not a number");
-    if (i < reply->len) {
-        size_t j = i + 1;
-        if (j == reply->len || reply->len - j > 19)
-            return rl__err(RL_EPROTO, "hold value is not \"<count> <since>\"");
-        for (; j < reply->len; j++)
-            if (reply->str[j] < '0' || reply->str[j] > '9')
-                return rl__err(RL_EPROTO, "hold value is not \"<count> <since>\"");
-    }
-    *out = v;
+    if (i < reply->len && (i++, digits(reply->str, reply->len, &i, 19, &since) != 0))
+        return rl__err(RL_EPROTO, "hold value is not \"<count> <since> [<token>]\"");
+    if (i < reply->len && (i++, digits(reply->str, reply->len, &i, 20, &tok) != 0 ||
+                           i < reply->len))
+        return rl__err(RL_EPROTO, "hold value is not \"<count> <since> [<token>]\"");
+    *count = (long long)v;
+    *token = tok;
     return RL_OK;
+}
+
+int rl__reply_count(const redisReply *reply, long long *out)
+{
+    unsigned long long token;
+
+    return rl__reply_hold(reply, out, &token);
 }
 
 int rl__reply_flags(const redisReply *reply, size_t n, const char **out)

@@ -126,6 +126,7 @@ int rl__resp_read(const char *buf, size_t len, rl__resp *out, size_t *used);
 typedef struct rl__result {
     int code;           /* see RL__R_* */
     long long value;    /* count, or PTTL when busy */
+    unsigned long long token; /* done: the hold's fencing token (0: none) */
 } rl__result;
 
 #define RL__R_DONE      1   /* applied; value = new count */
@@ -135,6 +136,8 @@ typedef struct rl__result {
 
 int rl__reply_result(const redisReply *reply, rl__result *out);
 int rl__reply_count(const redisReply *reply, long long *out); /* HGET: nil → 0 */
+/* HGET of a hold's value: its count (nil → 0) and fencing token (0: none). */
+int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long *token);
 int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
 int rl__reply_error_status(const redisReply *reply);
 int rl__error_status(const char *msg, size_t len);
@@ -416,6 +419,8 @@ typedef struct rl__entry {
     size_t key_len;
     char *channel;                  /* <prefix>{<tag>}:release */
     size_t channel_len;
+    char *fence_key;                /* <prefix>{<tag>}:fence: tokens handed out */
+    size_t fence_key_len;
     uint16_t slot;                  /* Cluster slot of key and channel alike */
     int handles, holds, waiters;    /* what keeps the entry alive */
     rl__waiter *q_head, *q_tail;    /* local FIFO of waiting threads */
@@ -448,6 +453,7 @@ struct rl__hold {
     size_t owner_len;
     char owner[RL__OWNER_MAX];      /* <uuid>:<tid>, the hash field */
     int count;                      /* owner thread only */
+    unsigned long long token;       /* owner thread only: fencing token (0: none) */
     long lease_ms;
     int watchdog;                   /* renewed by the watchdog */
     atomic_int lost;
@@ -517,6 +523,9 @@ int rl__hold_mark_lost(rl_client *c, rl__hold *h, int cause, const char *why); /
 void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex held */
 void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */
 long rl__drift_ms(long lease_ms);
+/* The lease Redis is asked to keep for a hold of lease_ms: the lease plus
+ * the client's lock-delay (scripts.c), at most RL_TIME_MAX_MS. */
+long rl__redis_lease(const rl_client *c, long lease_ms);
 
 /* ---- outcome.c: changes sent, lost replies resolved, leftovers -------- */
 
@@ -628,6 +637,8 @@ struct rl_client {
     int pool_size;
     int wait_replicas;              /* WAIT for this many replicas (0: off) */
     long wait_replicas_ms;
+    int fencing;                    /* rl_options.fencing: tokens handed out */
+    long delay_ms;                  /* rl_options.lock_delay_ms (0: off) */
     void (*on_lost)(const char *name, size_t len, void *payload);
     void (*log)(int level, const char *message, void *payload);
     void *payload;

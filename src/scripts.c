@@ -47,22 +47,61 @@
     "if " arg " == 's' then redis.pcall('spublish', " chan ", '0')\n" \
     "elseif " arg " ~= '0' then redis.pcall('publish', " chan ", '0') end\n"
 
-/* KEYS[1] lock; ARGV lease_ms, owner, held, since (the caller's
- * CLOCK_REALTIME in ms; may be left out). Few calls on the common paths:
- * Redis counts each call a script makes. */
+/* The fencing token of a hold's value v ("<count> <since> <token>"), or nil. */
+#define RL__TOKEN(v) "tonumber(string.match(" v ", '^%d+ %d+ (%d+)$'))"
+
+/*
+ * KEYS[1] lock, and KEYS[2] its fence key when the caller hands out
+ * fencing tokens. ARGV lease_ms, owner, held, since (the caller's
+ * CLOCK_REALTIME in ms; '0' or left out on reentry), fence ('1': hand out
+ * a token), delay_ms (lock-delay; '0' or left out: none). Few calls on the
+ * common paths: Redis counts each call a script makes.
+ *
+ * Fencing: KEYS[2] counts the tokens handed out and never expires; a new
+ * hold's token is the third word of its value ("<count> <since> <token>"),
+ * so reentry, release and a lost reply's read-back all see it. It is the
+ * one script that declares two keys, and only for a fencing client: while
+ * a Cluster slot migrates, Redis refuses a script whose declared keys are
+ * not all present (TRYAGAIN).
+ *
+ * Lock-delay lives in the lock's own key, so that every client honours it
+ * without a second key: a holder with a delay passes lease + delay as its
+ * lease (its own flag still rises at the lease) and marks the hash with a
+ * field RL__DELAY_FIELD = <delay_ms>, which is not an owner. A clean last
+ * release deletes the key; a hold given up as lost (release held 0, or a
+ * force-release) leaves the key with only that field for the delay (a
+ * tombstone), and a key that runs out holds the name for its last delay
+ * anyway. To every acquirer the name is simply held until then.
+ */
+#define RL__DELAY_FIELD "'~delay'"
+
 static const char acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     "local held = tonumber(ARGV[3])\n"
     "if held == 0 then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
-    /* Held: by another, or by us through an acquire that was reported
-     * failed but applied late. Ours is ours: start the count afresh. */
+    /* Held (or blocked by a delay): by another, or by us through an
+     * acquire that was reported failed but applied late. Ours is ours:
+     * start the count afresh. */
     "    if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
     "      return {0, redis.call('pttl', KEYS[1])}\n"
     "    end\n"
     "  end\n"
-    "  redis.call('hset', KEYS[1], ARGV[2], ARGV[4] and ('1 ' .. ARGV[4]) or 1)\n"
+    "  local v = (ARGV[4] and ARGV[4] ~= '0') and ('1 ' .. ARGV[4]) or '1'\n"
+    "  local token\n"
+    "  if ARGV[5] == '1' and KEYS[2] then\n"
+    "    token = redis.call('incr', KEYS[2])\n"
+    "    if v == '1' then v = '1 0' end\n"
+    "    v = v .. ' ' .. string.format('%d', token)\n"
+    "  end\n"
+    "  local delay = tonumber(ARGV[6])\n"
+    "  if delay and delay > 0 then\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], v, " RL__DELAY_FIELD ", delay)\n"
+    "  else\n"
+    "    redis.call('hset', KEYS[1], ARGV[2], v)\n"
+    "  end\n"
     "  redis.call('pexpire', KEYS[1], lease)\n"
+    "  if token then return {1, 1, token} end\n"
     "  return {1, 1}\n"
     "end\n"
     "local v = redis.call('hget', KEYS[1], ARGV[2])\n"
@@ -71,15 +110,23 @@ static const char acquire_src[] =
     "if n ~= held then return {-2, n or -1} end\n"
     "redis.call('hset', KEYS[1], ARGV[2], (n + 1) .. " RL__SUFFIX("v") ")\n"
     "redis.call('pexpire', KEYS[1], lease)\n"
+    "local token = " RL__TOKEN("v") "\n"
+    "if token then return {1, n + 1, token} end\n"
     "return {1, n + 1}\n";
 
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
  * RL__NOTICE; both may be left out for no notice). Only our own field is
- * ever removed: the lock is deleted only when no other field is left. */
+ * ever removed: the lock is deleted only when no other owner is left.
+ *
+ * A last release of a counted hold (held > 0) is a clean one: the key goes,
+ * and a lock-delay with it. A drop (held 0: a hold lost, given up at
+ * shutdown, or an outcome never read back) leaves the delay's tombstone
+ * for the delay, and sends no notice: nobody could take the name. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
-    "local v = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "local got = redis.call('hmget', KEYS[1], ARGV[1], " RL__DELAY_FIELD ")\n"
+    "local v, delay = got[1], tonumber(got[2])\n"
     "if not v then\n"
     /* Redlock's last release, on a node that never granted us the lock:
      * if the name is free here, say so, for the waiters that listen to
@@ -100,12 +147,21 @@ static const char release_src[] =
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
     "  return {1, n}\n"
     "end\n"
-    /* Whether ours is the last field is asked before the delete: once the
+    /* Whether ours is the last owner is asked before the delete: once the
      * key is gone, a script may not touch it again while its slot migrates
      * (Redis: "non local key"), and the delete would then be reported as
      * an error. */
-    "local last = redis.call('hlen', KEYS[1]) == 1\n"
-    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "local last = redis.call('hlen', KEYS[1]) == (delay and 2 or 1)\n"
+    "if last and delay and held == 0 and delay > 0 then\n"
+    "  redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "  redis.call('pexpire', KEYS[1], delay)\n"
+    "  return {1, 0}\n"
+    "end\n"
+    "if last and delay then\n"
+    "  redis.call('del', KEYS[1])\n"
+    "else\n"
+    "  redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "end\n"
     "if last and ARGV[4] ~= '0' then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
@@ -113,7 +169,8 @@ static const char release_src[] =
 
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
  * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
- * counts as gone and does not stop the others. */
+ * counts as gone and does not stop the others. (A client with a lock-delay
+ * passes its lease plus the delay.) */
 static const char renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     "local out = {}\n"
@@ -137,7 +194,9 @@ static const char renew_src[] =
  * the lock and reports the thread ids of our own fields it removed, so
  * that exactly those holds are flagged, however the delete interleaved
  * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
- * were too many to list (then every local hold of the name is flagged). */
+ * were too many to list (then every local hold of the name is flagged).
+ * A holder with a lock-delay loses its hold now: the delay's tombstone is
+ * left for the delay, and no notice is sent. */
 static const char force_src[] =
     "if redis.call('type', KEYS[1]).ok ~= 'hash' then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
@@ -147,7 +206,8 @@ static const char force_src[] =
     "end\n"
     "local out = {1, 0}\n"
     "local plen = #ARGV[1]\n"
-    "for _, f in ipairs(redis.call('hkeys', KEYS[1])) do\n"
+    "local fields = redis.call('hkeys', KEYS[1])\n"
+    "for _, f in ipairs(fields) do\n"
     "  if string.sub(f, 1, plen) == ARGV[1] then\n"
     "    local tid = tonumber(string.sub(f, plen + 1))\n"
     "    if tid then\n"
@@ -157,6 +217,14 @@ static const char force_src[] =
     "  end\n"
     "end\n"
     "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
+    "local delay = tonumber(redis.call('hget', KEYS[1], " RL__DELAY_FIELD "))\n"
+    "if delay and delay > 0 then\n"
+    "  for _, f in ipairs(fields) do\n"
+    "    if f ~= " RL__DELAY_FIELD " then redis.call('hdel', KEYS[1], f) end\n"
+    "  end\n"
+    "  redis.call('pexpire', KEYS[1], delay)\n"
+    "  return out\n"
+    "end\n"
     "redis.call('del', KEYS[1])\n"
     RL__NOTICE("ARGV[2]", "ARGV[3]")
     "return out\n";

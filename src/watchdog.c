@@ -142,7 +142,8 @@ static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t 
     char nk[16], lease[24];
     size_t j;
 
-    snprintf(lease, sizeof lease, "%ld", c->lease_ms);
+    /* With a lock-delay, Redis keeps the lease plus the delay (scripts.c). */
+    snprintf(lease, sizeof lease, "%ld", rl__redis_lease(c, c->lease_ms));
     argv[0] = "EVALSHA"; lens[0] = 7;
     argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
     snprintf(nk, sizeof nk, "%zu", m);

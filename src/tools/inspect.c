@@ -43,6 +43,7 @@ typedef struct row {
     const rl__server *node;
     long long pttl;
     long long waiters;          /* -1: unknown */
+    long long delay_ms;         /* the holder's lock-delay; 0: none */
     int nh;
     holder *h;
 } row;
@@ -295,6 +296,11 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
         char val[48];
         if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
             continue;
+        if (f->len == 6 && memcmp(f->str, "~delay", 6) == 0) {
+            /* Not an owner: the holder's lock-delay (src/scripts.c). */
+            w->delay_ms = strtoll(v->str, NULL, 10);
+            continue;
+        }
         colon = memchr(f->str, ':', f->len);
         if (colon && colon - f->str == RL__UUID_LEN) {
             memcpy(h->uuid, f->str, RL__UUID_LEN);
@@ -604,6 +610,9 @@ static void print_detail(const scan *sc, const char *name, FILE *f)
         fprintf(f, "node:        %s\n", w->node->name);
         lease_left(d, sizeof d, w->pttl);
         fprintf(f, "lease left:  %s\n", d);
+        if (w->delay_ms > 0)
+            fprintf(f, "lock-delay:  %lld ms (included in the lease left)%s\n", w->delay_ms,
+                    w->nh ? "" : "; a hold was lost: nobody may take it until it runs out");
         if (w->waiters >= 0)
             fprintf(f, "waiting:     %lld process(es) listening for its release\n",
                     w->waiters);

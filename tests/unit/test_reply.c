@@ -38,6 +38,20 @@ static void test_result_ok(void **state)
     x.integer = -2;
     assert_int_equal(rl__reply_result(&a, &res), RL_OK);
     assert_int_equal(res.code, RL__R_MISMATCH);
+    assert_int_equal(res.token, 0);
+    /* {code, value, token}: a fenced acquisition. */
+    {
+        redisReply z = mk(REDIS_REPLY_INTEGER);
+        redisReply *el3[3] = { &x, &y, &z };
+        x.integer = 1;
+        y.integer = 1;
+        z.integer = 42;
+        a.element = el3;
+        a.elements = 3;
+        assert_int_equal(rl__reply_result(&a, &res), RL_OK);
+        assert_int_equal(res.value, 1);
+        assert_int_equal(res.token, 42);
+    }
 }
 
 static void test_result_bad_shapes(void **state)
@@ -50,8 +64,13 @@ static void test_result_bad_shapes(void **state)
     a.element = el;
     a.elements = 2;           /* second is a string */
     assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
-    a.elements = 3;
+    a.elements = 3;           /* second a string */
     assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    el[1] = &x;
+    el[2] = &s;               /* the token a string */
+    assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
+    el[1] = &s;
+    el[2] = &x;
     a.elements = 0;
     assert_int_equal(rl__reply_result(&a, &res), RL_EPROTO);
     el[1] = &x;
@@ -126,7 +145,36 @@ static void test_count(void **state)
         assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
         r.str = t5;
         r.len = strlen(t5);
-        assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);
+        assert_int_equal(rl__reply_count(&r, &n), RL_OK);
+        assert_int_equal(n, 3);
+    }
+    /* "<count> <since_ms> <token>": a fenced hold. */
+    {
+        static char f1[] = "2 1732350000123 18446744073709551615", f2[] = "2 1 7 9",
+                    f3[] = "2 1 ", f4[] = "2 1 7x", f5[] = "2 1 123456789012345678901";
+        unsigned long long token = 99;
+
+        r.str = f1;
+        r.len = strlen(f1);
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_OK);
+        assert_int_equal(n, 2);
+        assert_true(token == 18446744073709551615ULL);
+        r.str = f1;
+        r.len = 15;           /* "2 1732350000123": no token */
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_OK);
+        assert_int_equal(token, 0);
+        r.str = f2;
+        r.len = strlen(f2);
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        r.str = f3;
+        r.len = strlen(f3);
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        r.str = f4;
+        r.len = strlen(f4);
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        r.str = f5;
+        r.len = strlen(f5);
+        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
     }
     r = mk(REDIS_REPLY_ARRAY);
     assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);

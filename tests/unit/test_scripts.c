@@ -10,9 +10,12 @@
  * that nobody can ever take again.
  *
  * Layouts (src/scripts.c):
- *   acquire  KEYS lock;          ARGV lease_ms, owner, held
+ *   acquire  KEYS lock[, fence]; ARGV lease_ms, owner, held[, since, fence, delay_ms]
  *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
  *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
+ *   force    KEYS lock;          ARGV "<uuid>:", notice, channel
+ *
+ * The second half checks fencing tokens and lock-delay at the script level.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +33,16 @@
 #define OWNER "00000000-0000-4000-8000-000000000001:7"
 #define KEY "rl:{s}"
 #define CHANNEL "rl:{s}:release"
+#define FENCE_KEY "rl:{s}:fence"
+#define OTHER "00000000-0000-4000-8000-000000000002:9"
+
+#define IT_ASSERT_RANGE(expr, lo, hi)                                              \
+    do {                                                                           \
+        long long v_ = (expr);                                                     \
+        if (v_ < (lo) || v_ > (hi))                                                \
+            fail_msg("%s = %lld, expected %lld..%lld", #expr, v_, (long long)(lo), \
+                     (long long)(hi));                                             \
+    } while (0)
 
 /* Finding 3b: lease arguments a script must refuse: the review's five, and
  * RL_TIME_MAX_MS + 1, a fraction and an empty string. */
@@ -348,6 +361,177 @@ static void test_renew_with_bad_lease_keeps_the_expiry(void **state)
     assert_true(pttl(e) > 60000);
 }
 
+
+/* ---- fencing tokens and lock-delay ---------------------------------------- */
+
+/* The acquire script as the library sends it: fenced, or with a delay
+ * (the lease then already holds lease + delay, as the client sends it). */
+static redisReply *acquire_as(env *e, const char *owner, const char *lease, const char *held,
+                              const char *fence, const char *delay)
+{
+    const char *a[8] = { KEY, FENCE_KEY, lease, owner, held, "1700000000000", fence, delay };
+    if (fence[0] == '1')
+        return run(e, RL__S_ACQUIRE, 2, 8, a);
+    a[1] = KEY;
+    return run(e, RL__S_ACQUIRE, 1, 7, a + 1);
+}
+
+/* {1, count, token}: the token, after checking the rest. */
+static long long expect_token(redisReply *r, long long n)
+{
+    char d[256];
+    long long t;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != 1 ||
+        r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer != n ||
+        r->element[2]->type != REDIS_REPLY_INTEGER)
+        fail_msg("expected {1, %lld, token}, got %s", n, describe(r, d, sizeof d));
+    t = r->element[2]->integer;
+    freeReplyObject(r);
+    return t;
+}
+
+static void drop_key(env *e, const char *key)
+{
+    redisReply *r = redisCommand(e->rc, "DEL %s", key);
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* Tokens rise strictly across release, expiry (here: the key deleted) and
+ * a second owner; a reentry and a partial release keep the token. */
+static void test_fencing_tokens_rise(void **state)
+{
+    env *e = *state;
+    const char *rel[6] = { KEY, OWNER, "2", "60000", "1", CHANNEL };
+    long long t1, t2, t3, t4;
+    redisReply *r;
+
+    flush(e);
+    t1 = expect_token(acquire_as(e, OWNER, "60000", "0", "1", "0"), 1);
+    assert_int_equal(expect_token(acquire_as(e, OWNER, "60000", "1", "1", "0"), 2), t1);
+    r = run(e, RL__S_RELEASE, 1, 6, rel);       /* 2 -> 1 keeps the token */
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    assert_int_equal(expect_token(acquire_as(e, OWNER, "60000", "1", "1", "0"), 2), t1);
+    drop_key(e, KEY);                            /* as if its lease ran out */
+    t2 = expect_token(acquire_as(e, OTHER, "60000", "0", "1", "0"), 1);
+    assert_true(t2 > t1);
+    /* Without fencing: no token, and the counter is left alone. */
+    drop_key(e, KEY);
+    r = acquire_as(e, OWNER, "60000", "0", "0", "0");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    drop_key(e, KEY);
+    t3 = expect_token(acquire_as(e, OWNER, "60000", "0", "1", "0"), 1);
+    assert_int_equal(t3, t2 + 1);
+    /* A busy name hands out nothing. */
+    r = acquire_as(e, OTHER, "60000", "0", "1", "0");
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    drop_key(e, KEY);
+    t4 = expect_token(acquire_as(e, OTHER, "60000", "0", "1", "0"), 1);
+    assert_int_equal(t4, t3 + 1);
+}
+
+static long long hlen(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "HLEN %s", KEY);
+    long long n;
+
+    assert_true(r && r->type == REDIS_REPLY_INTEGER);
+    n = r->integer;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Lock-delay: the holder's key carries the delay; a clean release ends it,
+ * a drop or a force-release leaves a tombstone for the delay, which every
+ * acquirer sees as busy; the holder's own thread too. */
+static void test_lock_delay(void **state)
+{
+    env *e = *state;
+    const char *rel[6] = { KEY, OWNER, "1", "0", "1", CHANNEL };
+    const char *drop[6] = { KEY, OWNER, "0", "0", "1", CHANNEL };
+    const char *force[4] = { KEY, "00000000-0000-4000-8000-000000000002:", "1", CHANNEL };
+    long long left;
+    redisReply *r;
+
+    /* Held with lease 1000 + delay 5000: Redis keeps 6000. */
+    flush(e);
+    r = acquire_as(e, OWNER, "6000", "0", "0", "5000");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(pttl(e), 5000, 6000);
+    assert_int_equal(hlen(e), 2);
+    /* A clean release: gone, delay and all. */
+    r = run(e, RL__S_RELEASE, 1, 6, rel);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+
+    /* A drop (held 0: given up as lost) leaves the tombstone for the delay. */
+    r = acquire_as(e, OWNER, "60000", "0", "0", "5000");
+    freeReplyObject(r);
+    r = run(e, RL__S_RELEASE, 1, 6, drop);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 1);
+    assert_int_equal(count(e), 0);
+    assert_int_equal(hlen(e), 1);
+    left = pttl(e);
+    IT_ASSERT_RANGE(left, 4000, 5000);
+    /* Busy for everyone, the old owner included, until it runs out. */
+    r = acquire_as(e, OTHER, "1000", "0", "0", "0");
+    assert_int_equal(r->element[0]->integer, 0);
+    IT_ASSERT_RANGE(r->element[1]->integer, 4000, 5000);
+    freeReplyObject(r);
+    r = acquire_as(e, OWNER, "1000", "0", "0", "0");
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    /* Its release by anyone finds no field and changes nothing. */
+    r = run(e, RL__S_RELEASE, 1, 6, rel);
+    expect_pair(r, -1, 0);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 1);
+
+    /* A force-release leaves the tombstone too, and reports the holder. */
+    flush(e);
+    r = acquire_as(e, OTHER, "60000", "0", "0", "5000");
+    freeReplyObject(r);
+    r = run(e, RL__S_FORCE, 1, 4, force);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 3);
+    assert_int_equal(r->element[2]->integer, 9);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 1);
+    IT_ASSERT_RANGE(pttl(e), 4000, 5000);
+
+    /* Without a delay, a drop deletes as before. */
+    flush(e);
+    r = acquire_as(e, OWNER, "60000", "0", "0", "0");
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 1);
+    r = run(e, RL__S_RELEASE, 1, 6, drop);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+
+    /* Two owners (a leftover beside a hold): the first to go leaves the
+     * other's hold and the delay alone. */
+    flush(e);
+    r = acquire_as(e, OWNER, "60000", "0", "0", "5000");
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HSET %s %s 1", KEY, OTHER);
+    freeReplyObject(r);
+    r = run(e, RL__S_RELEASE, 1, 6, rel);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 2);               /* OTHER and the delay */
+    IT_ASSERT_RANGE(pttl(e), 59000, 60000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +541,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_release_with_bad_lease_keeps_the_count, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_fencing_tokens_rise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
                                         teardown),
     };

@@ -45,6 +45,8 @@ static const struct {
     { "sentinel_failover", sc_sentinel_failover },
     { "sentinel_failover_noack", sc_sentinel_failover_noack },
     { "sentinel_restart_early", sc_sentinel_restart_early },
+    { "fencing_stall", sc_fencing_stall },
+    { "lock_delay", sc_lock_delay },
 };
 
 static const struct {
@@ -64,6 +66,8 @@ static const struct {
     { "renew_race", role_renew_race },
     { "probe", role_probe },
     { "sn_hold", role_sn_hold },
+    { "late_writer", role_late_writer },
+    { "next_writer", role_next_writer },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -35,6 +35,8 @@ int sc_redlock_contention(void);
 int sc_sentinel_failover(void);
 int sc_sentinel_failover_noack(void);
 int sc_sentinel_restart_early(void);
+int sc_fencing_stall(void);
+int sc_lock_delay(void);
 
 /* worker roles */
 int role_loop(void);
@@ -50,10 +52,13 @@ int role_shutdown(void);
 int role_renew_race(void);
 int role_probe(void);
 int role_sn_hold(void);
+int role_late_writer(void);
+int role_next_writer(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say
- * (url= or lock_port=; lease=, renew=, cmd_to=, conn_to=, pool=; log=<level>: the
+ * (url= or lock_port=; lease=, renew=, cmd_to=, conn_to=, pool=, fencing=,
+ * delay= (lock_delay_ms); log=<level>: the
  * library's diagnostics on stderr).
  * Exits the worker with status 90 when it cannot be made.
  */

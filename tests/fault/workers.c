@@ -82,6 +82,8 @@ rl_client *fx_worker_client(void)
     o.pool_size = (int)fx_argl("pool", 0);
     o.wait_replicas = (int)fx_argl("wait_replicas", 0);
     o.wait_replicas_ms = fx_argl("wait_replicas_ms", 0);
+    o.fencing = (int)fx_argl("fencing", 0);
+    o.lock_delay_ms = fx_argl("delay", 0);
     if (fx_argl("log", -1) >= 0) {
         o.log = worker_log;
         o.payload = (void *)(intptr_t)fx_argl("log", -1);

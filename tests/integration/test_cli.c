@@ -477,6 +477,23 @@ static void test_list_show(void **state)
     if (!strstr(out, "gamma ") || !strstr(out, "unknown") || !strstr(out, "00000000 "))
         fail_msg("list gamma:\n%s", out);
 
+    /* Lock-delay: the "~delay" field is not a holder; a lost hold's
+     * tombstone is shown as such. */
+    r = redisCommand(e->rc, "HSET rl:{delta} 00000000-0000-4000-8000-00000000abcd:3 1 ~delay 700");
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HSET rl:{omega} ~delay 5000");
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "PEXPIRE rl:{omega} 60000");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "show", "delta", NULL }, out, sizeof out, 20000), 0);
+    if (strstr(out, "~delay") || !strstr(out, "lock-delay:  700 ms") ||
+        strstr(out, "a hold was lost") || !strstr(out, "count:     1"))
+        fail_msg("show delta:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "show", "omega", NULL }, out, sizeof out, 20000), 0);
+    if (strstr(out, "~delay") || strstr(out, "holder:") ||
+        !strstr(out, "lock-delay:  5000 ms") || !strstr(out, "a hold was lost"))
+        fail_msg("show omega:\n%s", out);
+
     /* The connection names: rlock:<name>:<host>:<pid>:<uuid8>. */
     r = redisCommand(e->rc, "CLIENT LIST");
     assert_non_null(r);

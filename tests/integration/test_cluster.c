@@ -471,6 +471,66 @@ static void test_cluster_slots_refused_is_an_error(void **state)
     assert_non_null(strstr(rl_last_error(), "+cluster|slots"));
 }
 
+/* Fencing tokens and lock-delay on names of every master: the counter and
+ * the delay key live beside the lock, on its slot's master (one hash tag);
+ * tokens rise; a lost hold blocks its name for the delay, a clean release
+ * does not. */
+static void test_fencing_and_delay_on_every_master(void **state)
+{
+    it_cluster *e = *state;
+    rl_options o;
+    rl_client *c, *d;
+    char name[32], key[2200], fkey[2200];
+    int covered[RT_CLUSTER_MAX_NODES] = { 0 }, ncovered = 0, i, m, slot;
+    size_t kl, fl;
+
+    it_options(&o, e->cl->seeds, LEASE_MS, 0);
+    o.fencing = 1;
+    o.lock_delay_ms = 700;
+    c = it_client_opts(&o);
+    d = cl_client(e->cl->url, LEASE_MS);
+    for (i = 0; i < 200 && ncovered < e->cl->n; i++) {
+        unsigned long long t1 = 0, t2 = 0;
+        rl_lock *l, *w;
+        int64_t t0;
+
+        snprintf(name, sizeof name, "fd-%d", i);
+        m = owner_of(e->cl, name, strlen(name), key, &kl, &slot);
+        assert_true(m >= 0);
+        if (covered[m])
+            continue;
+        covered[m] = 1;
+        ncovered++;
+        l = cl_lock(c, name, strlen(name));
+        w = cl_lock(d, name, strlen(name));
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_RC(rl_lock_token(&t1, l), RL_OK);
+        IT_RC(rl_lock_release(l), RL_OK);
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_RC(rl_lock_token(&t2, l), RL_OK);
+        if (t2 <= t1)
+            fail_msg("%s: token %llu after %llu", name, t2, t1);
+        fl = it_key(fkey, sizeof fkey, "rl:", name, strlen(name), ":fence");
+        IT_EQ(node_has(e->cl, m, fkey, fl), 1);
+        IT_RC(rl_lock_release(l), RL_OK);
+        /* Clean: the other client gets it at once. */
+        IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
+        IT_RC(rl_lock_release(w), RL_OK);
+        /* Lost (a fixed lease of 100 ms): not before 100 + 700 ms. */
+        t0 = rt_now_ms();
+        IT_RC(rl_lock_try_acquire(l, 0, 100), RL_OK);
+        IT_RC(rl_lock_try_acquire(w, 5000, RL_LEASE_WATCHDOG), RL_OK);
+        IT_RANGE(rt_now_ms() - t0, 790, 5000);
+        IT_RC(rl_lock_release(w), RL_OK);
+        IT_RC(rl_lock_release(l), RL_ELOST);
+        rl_lock_free(l);
+        rl_lock_free(w);
+    }
+    IT_EQ(ncovered, e->cl->n);
+    rl_client_free(c);
+    rl_client_free(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +542,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_changes_while_the_slot_migrates),
         cmocka_unit_test(test_cluster_down_within_the_callers_deadline),
         cmocka_unit_test(test_cluster_slots_refused_is_an_error),
+        cmocka_unit_test(test_fencing_and_delay_on_every_master),
     };
 
     if (argc > 1)

@@ -65,6 +65,7 @@ static rl_client *client_s(const char *url, long lease_ms, int replicas)
 
     it_options(&o, url, lease_ms, 1000);
     o.wait_replicas = replicas;
+    o.fencing = replicas > 0;   /* the tokens' guarantee needs the replicas' WAIT */
     o.log = keep_log;
     return it_client_opts(&o);
 }
@@ -123,19 +124,23 @@ static void test_finds_the_primary(void **state)
  * release RL_OK), and a waiter that waited through it takes the name on
  * the new primary. (With 2, the new primary, left with one replica, could
  * never acknowledge a renewal: the hold would be flagged, as it must.)
- * Another client, with no hold, finds the new primary for a new name. */
+ * Another client, with no hold, finds the new primary for a new name.
+ * Fencing tokens go on rising across the failover: the counter was on the
+ * replica before the acquisition returned. */
 static void test_follows_a_failover(void **state)
 {
     rl_client *a = client_s(rt_sentinel_url(dep), 10000, 1);
     rl_client *b = client_s(rt_sentinel_url(dep), 10000, 1);
     rl_lock *la = it_lock(a, "s-fail"), *lb = it_lock(b, "s-fail"), *ln = it_lock(b, "s-new");
     int old = rt_sentinel_primary(dep), now;
+    unsigned long long t1 = 0, t2 = 0;
     int64_t killed, until;
     it_acq w;
 
     (void)state;
     assert_true(old >= 0);
     IT_RC(rl_lock_acquire(la), RL_OK);
+    IT_RC(rl_lock_token(&t1, la), RL_OK);
     memset(&w, 0, sizeof w);
     w.lock = lb;
     w.wait_ms = 30000;
@@ -169,6 +174,11 @@ static void test_follows_a_failover(void **state)
     IT_RC(w.rc, RL_OK);
     IT_RC(w.release_rc, RL_OK);
     IT_EQ(exists_on_node(now, "s-fail"), 0);
+    IT_RC(rl_lock_acquire(la), RL_OK);
+    IT_RC(rl_lock_token(&t2, la), RL_OK);
+    if (t2 < t1 + 2)        /* the waiter's acquisition took one in between */
+        fail_msg("token %llu after the failover, %llu before", t2, t1);
+    IT_RC(rl_lock_release(la), RL_OK);
     assert_int_equal(rl_interrupted(), 0);
     rl_lock_free(la);
     rl_lock_free(lb);

@@ -146,7 +146,7 @@ fi
 
 step_begin "7 examples: valgrind, then workers on a cluster"
 absent=0
-for ex in minimal workers long_job; do
+for ex in minimal workers long_job fencing; do
     if [[ ! -x build/examples/$ex ]]; then
         printf '\n!!!!!!!!\n!!!! build/examples/%s is MISSING: it must exist before landing\n!!!!!!!!\n\n' "$ex" >&2
         absent=1
@@ -158,6 +158,8 @@ valgrind_run build/examples/workers --url "$RL_TEST_URL" \
     --procs 2 --threads 2 --jobs 20 --accounts 4
 flush_redis
 valgrind_run build/examples/long_job --url "$RL_TEST_URL"
+flush_redis
+valgrind_run build/examples/fencing --url "$RL_TEST_URL" --lease-ms 1000
 flush_redis
 out=$(valgrind_run build/examples/minimal "$RL_TEST_URL" readme:minimal)
 printf '%s\n' "$out"
@@ -171,6 +173,8 @@ sed -n '/^<!-- examples\/minimal.c -->$/,/^```$/p' README.md | sed '1,2d;$d' |
 rl_cluster_start 3
 printf -- '-- %s on %s\n' build/examples/workers "$RL_CLUSTER_URL"
 build/examples/workers --url "$RL_CLUSTER_URL" --procs 2 --threads 2 --jobs 20 --accounts 4
+printf -- '-- %s on %s\n' build/examples/fencing "$RL_CLUSTER_URL"
+build/examples/fencing --url "$RL_CLUSTER_URL"
 rl_cluster_stop
 step_end
 

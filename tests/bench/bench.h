@@ -199,6 +199,7 @@ typedef struct bn_wdres {
 
 void bn_run_baseline(int n);
 void bn_run_solo(int n);
+void bn_run_solo_features(int n);
 bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_out *at4);
 bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int names, long dur_ms,
                                  const bn_contend_out *single);

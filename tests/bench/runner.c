@@ -11,7 +11,7 @@
  * Workloads, one file each: baseline (wl_baseline.c), solo (wl_solo.c),
  * contend and contend_mp (wl_contend.c), spread (wl_spread.c), watchdog
  * (wl_watchdog.c), reentry (wl_reentry.c), alloc (wl_alloc.c), solo_redlock
- * (wl_redlock.c). See usage(). Given --cluster-url, spread and watchdog run
+ * (wl_redlock.c), solo_features (wl_features.c: fencing and lock-delay). See usage(). Given --cluster-url, spread and watchdog run
  * on that Redis Cluster too, right after their single-server run, and print
  * the cluster's figures as ratios to the single server's. Given
  * --redlock-url, solo_redlock and contend_redlock (wl_contend.c) compare
@@ -735,7 +735,8 @@ static void usage(void)
             "  --csv FILE          also write the figures as CSV\n"
             "  --rb C:RATE,...     redis-benchmark EVALSHA rates by client count (baseline)\n"
             "  --only LIST         workloads, comma-separated (default: all):\n"
-            "                      solo,contend,contend_mp,spread,watchdog,reentry,alloc,\n"
+            "                      solo,solo_features,contend,contend_mp,spread,watchdog,\n"
+            "                      reentry,alloc,\n"
             "                      solo_redlock,contend_redlock (redlock: both)\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
@@ -863,6 +864,8 @@ int main(int argc, char **argv)
     bn_run_baseline(5000);
     if (wanted(only, "solo"))
         bn_run_solo(solo_n);
+    if (wanted(only, "solo_features"))
+        bn_run_solo_features(solo_n);
     if (wanted(only, "reentry"))
         bn_run_reentry(300);
     if (wanted(only, "alloc"))

@@ -367,16 +367,13 @@ int rl__client_enter(rl_client *c)
     if (atomic_load_explicit(&c->closed, memory_order_acquire))
         return rl__err(RL_EINVAL, "the client was shut down");
     if (atomic_load_explicit(&c->forked, memory_order_acquire)) {
-        int rebuilt = 0;
         pthread_mutex_lock(&c->mu);
-        if (atomic_load(&c->forked)) {
+        /* The child is a new owner. Its record is written by its watchdog
+         * once it holds something (owner_due is 0), not here: this thread
+         * must not wait for every master on its first call. */
+        if (atomic_load(&c->forked))
             rl__rebuild_after_fork(c);
-            rebuilt = !atomic_load(&c->closing);
-        }
         pthread_mutex_unlock(&c->mu);
-        /* The child is a new owner: it says who it is. */
-        if (rebuilt)
-            rl__owner_write(c);
     }
     return RL_OK;
 }

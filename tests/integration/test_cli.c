@@ -691,7 +691,8 @@ static void test_owner_record(void **state)
     /* EOF (0) when the child died first: the assertion fails, no hang. */
     IT_EQ(read(up[0], &b, 1), 1);
     IT_EQ(b, 'y');
-    IT_EQ(record_pid(e->rc, "rec", NULL), child);
+    /* Written by the child's watchdog once it holds the lock. */
+    IT_WAIT(record_pid(e->rc, "rec", NULL) == child, 5000);
     IT_EQ(write(down[1], "g", 1), 1);
     {
         int st;

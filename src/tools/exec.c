@@ -257,8 +257,12 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
             int sig = (int)si.ssi_signo;
             if (sig == SIGCHLD)
                 continue;
-            /* Passed on to the command; we leave once it is gone. */
-            kill(pid, sig);
+            /* Passed on to the command; we leave once it is gone. Not
+             * when the terminal sent it (Ctrl-C, Ctrl-\, a hangup): it
+             * went to the whole foreground group, the command included,
+             * and a second one would read as "press again to force". */
+            if (si.ssi_code != SI_KERNEL || getpgid(pid) != getpgrp())
+                kill(pid, sig);
             if (!why) {
                 why = 's';
                 stop_sig = sig;

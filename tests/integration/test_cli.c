@@ -828,13 +828,153 @@ static void test_acl_without_client(void **state)
     rl_client_free(c);
 }
 
-int main(void)
+/* ---- a terminal's Ctrl-C ------------------------------------------------ */
+
+/* The command of the test below: it records the si_code of every SIGINT it
+ * gets (SI_KERNEL from a terminal, SI_USER from kill()), each handled
+ * slowly so that one more coming meanwhile is kept pending, not merged. */
+static volatile sig_atomic_t int_count;
+static volatile sig_atomic_t int_codes[8];
+
+static void on_sigint(int sig, siginfo_t *si, void *ctx)
+{
+    struct timespec ts = { 0, 100 * 1000000L };
+
+    (void)sig;
+    (void)ctx;
+    if (int_count < 8)
+        int_codes[int_count] = si->si_code;
+    int_count++;
+    nanosleep(&ts, NULL);
+}
+
+static int sigint_recorder(const char *codes_path, const char *pid_path)
+{
+    struct sigaction sa;
+    char tmp[512];
+    int64_t until;
+    FILE *f;
+    int i;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigint;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGINT, &sa, NULL);
+    alarm(30);
+    snprintf(tmp, sizeof tmp, "%s.tmp", pid_path);
+    if (!(f = fopen(tmp, "w")))
+        return 3;
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+    rename(tmp, pid_path);
+    while (int_count == 0)
+        pause();
+    /* Taken: say so, then leave room for rlock's own, if it sends one. */
+    snprintf(tmp, sizeof tmp, "%s.got", pid_path);
+    if ((f = fopen(tmp, "w")))
+        fclose(f);
+    until = rt_now_ms() + 1500;
+    while (rt_now_ms() < until)
+        rt_sleep_ms(10);
+    if (!(f = fopen(codes_path, "w")))
+        return 3;
+    for (i = 0; i < int_count && i < 8; i++)
+        fprintf(f, "%d\n", (int)int_codes[i]);
+    fclose(f);
+    return 0;
+}
+
+/* Review finding: Ctrl-C in a terminal reaches the whole foreground group,
+ * rlock and its command alike; rlock passed it on once more, so the
+ * command got two (for many programs, "press again to force"). Now the
+ * command gets the terminal's only, and rlock still stops, releases and
+ * exits 130. Run in a pseudo-terminal of its own; rlock is stopped while
+ * the command takes the terminal's signal, so that a second one cannot
+ * merge with the first while both are pending. */
+static void test_exec_terminal_ctrl_c(void **state)
+{
+    it_env *e = *state;
+    char self[300], codes[400], pidfile[400], buf[64];
+    const char *argv[16];
+    int master, st = 0, n, kernel = 0, user = 0;
+    ssize_t len;
+    pid_t pid;
+    FILE *f;
+
+    len = readlink("/proc/self/exe", self, sizeof self - 1);
+    assert_true(len > 0);
+    self[len] = '\0';
+    snprintf(codes, sizeof codes, "%s/codes", tmpdir);
+    snprintf(pidfile, sizeof pidfile, "%s/rec.pid", tmpdir);
+    master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    argv[0] = RLOCK_CLI;
+    argv[1] = "exec";
+    argv[2] = "--grace";
+    argv[3] = "5000";
+    argv[4] = "tty";
+    argv[5] = "--";
+    argv[6] = self;
+    argv[7] = "--sigint-recorder";
+    argv[8] = codes;
+    argv[9] = pidfile;
+    argv[10] = NULL;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* A session of its own, with the terminal as its controlling one:
+         * rlock's group is the terminal's foreground group. */
+        int slave;
+        setsid();
+        if ((slave = open(ptsname(master), O_RDWR)) < 0)
+            _exit(126);
+        dup2(slave, 0);
+        dup2(slave, 1);
+        dup2(slave, 2);
+        closefrom(3);
+        execve(RLOCK_CLI, (char *const *)argv, environ);
+        _exit(127);
+    }
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = pid;
+    IT_WAIT(read_pid(pidfile) > 0, 10000);
+    IT_EQ(key_exists(e, "tty"), 1);
+    {
+        char got[420];
+        snprintf(got, sizeof got, "%s.got", pidfile);
+        IT_EQ(kill(pid, SIGSTOP), 0);
+        IT_WAIT(waitpid(pid, &st, WNOHANG | WUNTRACED) == pid && WIFSTOPPED(st), 5000);
+        IT_EQ(write(master, "\003", 1), 1);      /* Ctrl-C */
+        IT_WAIT(access(got, F_OK) == 0, 5000);
+        IT_EQ(kill(pid, SIGCONT), 0);
+    }
+    IT_WAIT(waitpid(pid, &st, WNOHANG) == pid, 10000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 128 + SIGINT);
+    IT_EQ(key_exists(e, "tty"), 0);
+    close(master);
+    f = fopen(codes, "r");
+    assert_non_null(f);
+    while (fgets(buf, sizeof buf, f)) {
+        n = atoi(buf);
+        kernel += n == SI_KERNEL;
+        user += n == SI_USER;
+    }
+    fclose(f);
+    if (kernel != 1 || user != 0)
+        fail_msg("the command got %d SIGINT from the terminal and %d from rlock (want 1, 0)",
+                 kernel, user);
+}
+
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_exec_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
@@ -843,5 +983,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
     };
 
+    if (argc == 4 && strcmp(argv[1], "--sigint-recorder") == 0)
+        return sigint_recorder(argv[2], argv[3]);
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

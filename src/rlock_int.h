@@ -660,7 +660,9 @@ struct rl_client {
      * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
      * out of date. The router refreshes it at the next routed call or
      * watchdog round and lowers the flag. A flag, not a call, so that the
-     * server layer needs nothing from the router above it. */
+     * server layer needs nothing from the router above it. A count of the
+     * times it was raised (rl__map_suspect()): a Sentinel ask lowers it
+     * only when nobody raised it again while it asked (rl__router_refresh). */
     atomic_int map_suspect;
     atomic_int closing;             /* shutdown begun: calls fail, waits are cancelled */
     atomic_int calls;               /* API calls in flight */
@@ -730,10 +732,15 @@ void rl__client_unref(rl_client *c);
  * (holds, outcome) ring it without calling up into watchdog.c. Mutex held. */
 /* A connection to s was lost or refused: the map (Cluster) or the
  * primary's address (Sentinel) may be out of date. */
+static inline void rl__map_suspect(rl_client *c)
+{
+    atomic_fetch_add(&c->map_suspect, 1);
+}
+
 static inline void rl__map_lost(rl_client *c, rl__server *s)
 {
     atomic_fetch_add(&s->losses, 1);
-    atomic_store(&c->map_suspect, 1);
+    rl__map_suspect(c);
 }
 
 static inline void rl__watchdog_poke(rl_client *c)

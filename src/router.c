@@ -120,7 +120,7 @@ int rl__router_check_fresh(rl_client *c, rl__conn *conn, long within_ms)
     /* An ask that begins from now on, after the connect: one under way,
      * or one answered while the server was down, may predate a failover. */
     want = c->asks_begun + 1;
-    atomic_store(&c->map_suspect, 1);
+    rl__map_suspect(c);
     rl__sub_poke(c);
     while (c->asks_done < want && !atomic_load(&c->closing) && rl__now_ms() < until)
         rl__cond_wait_until(&c->map_cond, &c->mu, until);
@@ -359,13 +359,18 @@ void rl__router_refresh(rl_client *c, int force)
     if (c->mode == RL__MODE_SENTINEL) {
         /* The "map" is the primary's address, which the sentinels know. */
         uint64_t begun = ++c->asks_begun;
+        int seen = atomic_load(&c->map_suspect);
         pthread_mutex_unlock(&c->mu);
         rc = rl__sentinel_refresh(c);
         pthread_mutex_lock(&c->mu);
         c->map_refreshing = 0;
         if (rc == RL_OK)
             c->asks_done = begun;   /* a failed ask vouches for nothing */
-        atomic_store(&c->map_suspect, 0);
+        /* Lowered only when not raised again meanwhile: a loss (or a caller
+         * that wants an answer asked after its connect) while this ask was
+         * under way wants another ask, which this one's answer, asked
+         * before, cannot stand for. */
+        atomic_compare_exchange_strong(&c->map_suspect, &seen, 0);
         c->map_refresh_at = rl__now_ms() + (rc == RL_OK ? RL__MAP_MAX_AGE_MS : 100);
         pthread_cond_broadcast(&c->map_cond);
         pthread_mutex_unlock(&c->mu);
@@ -437,7 +442,7 @@ int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
     if (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8)) {
         /* Written to a replica: the primary moved (a failover, or this
          * one was demoted). Nothing ran; ask the sentinels again. */
-        atomic_store(&c->map_suspect, 1);
+        rl__map_suspect(c);
     }
     if (rl__cluster_retryable(msg, len) ||
         (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8))) {
@@ -447,7 +452,7 @@ int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
             return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
                            (int)(len > 200 ? 200 : len), msg);
         pause_ms(rt->backoff);
-        atomic_store(&c->map_suspect, 1);
+        rl__map_suspect(c);
         return RL__RETRY;
     }
     return RL_OK;

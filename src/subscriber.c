@@ -299,7 +299,7 @@ static int handle(sub_state *st, redisReply *r)
         /* Asked for, or (sharded) the slot moved away: then the waiter
          * asks Redis again, and we subscribe where the slot lives now. */
         if (e->sub_state == RL__SUB_ON) {
-            atomic_store(&c->map_suspect, 1);
+            rl__map_suspect(c);
             rl__queue_kick_head(e);
         }
         e->sub_state = RL__SUB_NONE;
@@ -535,7 +535,7 @@ static void switch_read(rl_client *c, switch_link *sl)
              * the new primary now rather than at their holders' leases. */
             rl__log(c, RL_LOG_INFO, "rlock: the sentinels say: +switch-master %.200s",
                     r->element[2]->str);
-            atomic_store(&c->map_suspect, 1);
+            rl__map_suspect(c);
             c->map_refresh_at = 0;
             FOR_EACH_ENTRY(c, e)
                 rl__queue_kick_head(e);

@@ -237,6 +237,10 @@ typedef struct fake_sentinel {
     int fd[FS_MAX];
     int sub[FS_MAX];
     atomic_int silent;
+    atomic_int delay_ms;        /* answers to questions go out this late */
+    char pend[FS_MAX][512];     /* per connection: answers held back (delay_ms) */
+    size_t pend_len[FS_MAX];
+    int64_t pend_due[FS_MAX];
     atomic_int publish;         /* requests not served yet */
     atomic_int subscribers;
     atomic_int queries;         /* questions for the primary seen */
@@ -265,6 +269,24 @@ static void fs_send(int fd, const char *s, size_t len)
     }
 }
 
+/* An answer to connection k: now, or held back delay_ms (computed now:
+ * what the sentinel knew when asked). */
+static void fs_answer(fake_sentinel *f, int k, const char *s, size_t len)
+{
+    int delay = atomic_load(&f->delay_ms);
+
+    if (delay <= 0 && f->pend_len[k] == 0) {
+        fs_send(f->fd[k], s, len);
+        return;
+    }
+    if (f->pend_len[k] == 0)
+        f->pend_due[k] = rt_now_ms() + delay;
+    if (f->pend_len[k] + len <= sizeof f->pend[k]) {
+        memcpy(f->pend[k] + f->pend_len[k], s, len);
+        f->pend_len[k] += len;
+    }
+}
+
 static void fs_serve(fake_sentinel *f, int k)
 {
     char buf[4096], out[256];
@@ -274,6 +296,7 @@ static void fs_serve(fake_sentinel *f, int k)
         close(f->fd[k]);
         f->fd[k] = -1;
         f->sub[k] = 0;
+        f->pend_len[k] = 0;
         return;
     }
     if (contains(buf, (size_t)n, "get-master-addr-by-name")) {
@@ -283,7 +306,7 @@ static void fs_serve(fake_sentinel *f, int k)
             int pl = snprintf(port, sizeof port, "%d", atomic_load(&f->master_port));
             int ol = snprintf(out, sizeof out, "*2\r\n$9\r\n127.0.0.1\r\n$%d\r\n%s\r\n", pl,
                               port);
-            fs_send(f->fd[k], out, (size_t)ol);
+            fs_answer(f, k, out, (size_t)ol);
         }
     }
     if (contains(buf, (size_t)n, "$6\r\nmaster\r\n")) {
@@ -297,7 +320,7 @@ static void fs_serve(fake_sentinel *f, int k)
                               "*6\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nport\r\n$%d\r\n%s\r\n"
                               "$12\r\nconfig-epoch\r\n$%d\r\n%s\r\n",
                               pl, port, el, epoch);
-            fs_send(f->fd[k], out, (size_t)ol);
+            fs_answer(f, k, out, (size_t)ol);
         }
     } else if (contains(buf, (size_t)n, "subscribe")) {
         static const char ack[] = "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n";
@@ -342,8 +365,14 @@ static void *fs_main(void *arg)
             pfd[np].events = POLLIN;
             at[np++] = k;
         }
-        if (poll(pfd, (nfds_t)np, 100) < 0 && errno != EINTR)
+        if (poll(pfd, (nfds_t)np, 5) < 0 && errno != EINTR)
             break;
+        for (k = 0; k < FS_MAX; k++) {
+            if (f->fd[k] >= 0 && f->pend_len[k] && rt_now_ms() >= f->pend_due[k]) {
+                fs_send(f->fd[k], f->pend[k], f->pend_len[k]);
+                f->pend_len[k] = 0;
+            }
+        }
         if (pfd[0].revents & POLLIN) {
             char junk[16];
             while (read(f->wake[0], junk, sizeof junk) > 0)
@@ -592,6 +621,66 @@ static void test_sentinel_new_conn_after_loss_not_checked(void **state)
     trio_stop(&t);
 }
 
+/* Review finding (stop 17): an ask of the sentinels that began before a
+ * loss lowered the "ask again" flag when it ended, though its answer was
+ * older than the loss. Here the sentinels answer 1.5 s late; an ask is
+ * under way (answers: the old primary) when the sentinels switch to the new
+ * one and the old primary comes back empty at its address. The next call
+ * must wait for an ask made after the loss and go to the new primary; it
+ * took the stale answer, connected to the empty node, and failed RL_ECONN. */
+static void test_sentinel_stale_ask_does_not_clear_a_newer_loss(void **state)
+{
+    sn_trio t;
+    rl_options o;
+    rl_client *c;
+    rl_lock *l0, *l1;
+    int k, q0 = 0, rc;
+
+    (void)state;
+    trio_start(&t);
+    it_options(&o, t.url, 10000, 4000);
+    c = it_client_opts(&o);
+    l0 = it_lock(c, "rv-gen0");
+    l1 = it_lock(c, "rv-gen1");
+    IT_RC(rl_lock_try_acquire(l0, 0, 5000), RL_OK);
+    IT_EQ(count_in(t.oc, "rv-gen0"), 1);
+    IT_RC(rl_lock_release(l0), RL_OK);
+    /* Let every sentinel link settle: the +switch-master below must reach it. */
+    IT_WAIT(atomic_load(&t.fs[0]->subscribers) >= 1, 5000);
+
+    for (k = 0; k < 3; k++) {
+        atomic_store(&t.fs[k]->delay_ms, 1500);
+        q0 += atomic_load(&t.fs[k]->queries);
+    }
+    /* An ask begins (a +switch-master that still names the old primary). */
+    atomic_fetch_add(&t.fs[0]->publish, 1);
+    fs_poke(t.fs[0]);
+    IT_WAIT(atomic_load(&t.fs[0]->queries) + atomic_load(&t.fs[1]->queries) +
+                    atomic_load(&t.fs[2]->queries) > q0, 3000);
+    /* Meanwhile: a failover, and the old primary back empty. */
+    for (k = 0; k < 3; k++)
+        trio_switch(&t, k);
+    redisFree(t.oc);
+    assert_int_equal(rt_redis_restart(t.old), 0);
+    t.oc = rt_redis_connect(t.old);
+    assert_non_null(t.oc);
+
+    rc = rl_lock_try_acquire(l1, 0, 5000);
+    if (count_in(t.oc, "rv-gen1") != 0)
+        fail_msg("the lock went to the empty old primary");
+    if (rc != RL_OK)
+        fail_msg("one try after the loss: %s (%s); an ask begun before the loss must not "
+                 "stand for one after it", rl_strerror(rc), rl_last_error());
+    IT_EQ(count_in(t.cc, "rv-gen1"), 1);
+    IT_RC(rl_lock_release(l1), RL_OK);
+    for (k = 0; k < 3; k++)
+        atomic_store(&t.fs[k]->delay_ms, 0);
+    rl_lock_free(l0);
+    rl_lock_free(l1);
+    rl_client_free(c);
+    trio_stop(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_sentinel_silent_sentinel_flags_healthy_hold),
         cmocka_unit_test(test_sentinel_first_answer_names_old_primary),
         cmocka_unit_test(test_sentinel_new_conn_after_loss_not_checked),
+        cmocka_unit_test(test_sentinel_stale_ask_does_not_clear_a_newer_loss),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -219,10 +219,10 @@ typedef struct rl_options {
      * by any client with fencing on, counted in a key
      * `<prefix>{<name>}:fence` that never expires (about 60 bytes per
      * name ever fenced: leave it off for names made up per request).
-     * Tokens are exact up to 2^53. While a Redis Cluster slot migrates,
-     * a fenced acquisition of a name of that slot can fail (RL_ECONN or
-     * RL_EREDIS): Redis refuses a script with two keys until both have
-     * moved. Single server, Cluster and Sentinel; a redlock:// URL
+     * Tokens go up to 2^53; past it an acquisition returns RL_EREDIS.
+     * While a Redis Cluster slot migrates, a fenced new acquisition of a
+     * name of that slot can fail (RL_ECONN or RL_EREDIS): Redis refuses a
+     * script with two keys until both have moved. Single server, Cluster and Sentinel; a redlock:// URL
      * returns RL_ENOTSUP from rl_client_new() (independent masters keep
      * no one counter). 0: off.
      */
@@ -235,7 +235,9 @@ typedef struct rl_options {
      * was still held at shutdown), nobody may take the name until this long
      * after the lease ran out or the hold was given up: a late write of the
      * old holder then cannot land inside the next holder's section, if it
-     * comes within the delay. A clean rl_lock_release() ends it at once.
+     * comes within the delay. A clean rl_lock_release() (before the lease
+     * ran out) ends it at once; once the lease has run out in Redis the
+     * hold is gone for its holder too (release returns RL_ELOST).
      * Waiters sleep until the delay is over. Kept in the lock's own key
      * (Redis keeps it for the lease plus the delay; a lost hold leaves a
      * field "~delay" alone in it for the delay), so every client of the

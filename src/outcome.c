@@ -282,7 +282,9 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     } else {
         args[0] = o->e->key;
         lens[0] = o->e->key_len;
-        if (o->c->fencing) {
+        if (o->c->fencing && held == 0) {
+            /* Only a new hold takes a token: a reentry declares one key, and
+             * is not refused (TRYAGAIN) while its Cluster slot migrates. */
             args[nkeys] = o->e->fence_key;
             lens[nkeys++] = o->e->fence_key_len;
         }

@@ -67,13 +67,21 @@
  * Lock-delay lives in the lock's own key, so that every client honours it
  * without a second key: a holder with a delay passes lease + delay as its
  * lease (its own flag still rises at the lease) and marks the hash with a
- * field RL__DELAY_FIELD = <delay_ms>, which is not an owner. A clean last
- * release deletes the key; a hold given up as lost (release held 0, or a
- * force-release) leaves the key with only that field for the delay (a
- * tombstone), and a key that runs out holds the name for its last delay
- * anyway. To every acquirer the name is simply held until then.
+ * field RL__DELAY_FIELD = <delay_ms>, which is not an owner. Redis itself
+ * tells when the lease part has run out: PTTL <= delay (RL__LEASE_OVER).
+ * From then on the hold counts as gone for every script (reentry, renewal
+ * and release answer "not owner", as they would for an expired key), while
+ * the key stays for the rest of the delay. A clean last release (counted,
+ * the lease still running) deletes the key; a hold given up as lost (release
+ * held 0, or a force-release) leaves the key with only that field for the
+ * delay (a tombstone), or for what is left of it when the lease ran out
+ * first. To every acquirer the name is simply held until then. Tombstones
+ * are announced like releases: a waiter woken asks again and sleeps for the
+ * delay left, not for the lease it saw before.
  */
 #define RL__DELAY_FIELD "'~delay'"
+/* Whether a hold with lock-delay d (nil: none) has run out of lease. */
+#define RL__LEASE_OVER(d) "(" d " and redis.call('pttl', KEYS[1]) <= " d ")"
 
 static const char acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
@@ -82,8 +90,9 @@ static const char acquire_src[] =
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
     /* Held (or blocked by a delay): by another, or by us through an
      * acquire that was reported failed but applied late. Ours is ours:
-     * start the count afresh. */
-    "    if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
+     * start the count afresh; unless its lease ran out (a delay runs). */
+    "    local got = redis.call('hmget', KEYS[1], ARGV[2], " RL__DELAY_FIELD ")\n"
+    "    if not got[1] or " RL__LEASE_OVER("tonumber(got[2])") " then\n"
     "      return {0, redis.call('pttl', KEYS[1])}\n"
     "    end\n"
     "  end\n"
@@ -91,6 +100,10 @@ static const char acquire_src[] =
     "  local token\n"
     "  if ARGV[5] == '1' and KEYS[2] then\n"
     "    token = redis.call('incr', KEYS[2])\n"
+    /* Lua numbers are doubles: past 2^53 tokens would stop rising. */
+    "    if token >= 9007199254740992 then\n"
+    "      return redis.error_reply('ERR rlock: fencing counter past 2^53')\n"
+    "    end\n"
     "    if v == '1' then v = '1 0' end\n"
     "    v = v .. ' ' .. string.format('%d', token)\n"
     "  end\n"
@@ -104,8 +117,9 @@ static const char acquire_src[] =
     "  if token then return {1, 1, token} end\n"
     "  return {1, 1}\n"
     "end\n"
-    "local v = redis.call('hget', KEYS[1], ARGV[2])\n"
-    "if not v then return {-1, 0} end\n"
+    "local got = redis.call('hmget', KEYS[1], ARGV[2], " RL__DELAY_FIELD ")\n"
+    "local v = got[1]\n"
+    "if not v or " RL__LEASE_OVER("tonumber(got[2])") " then return {-1, 0} end\n"
     "local n = " RL__COUNT("v") "\n"
     "if n ~= held then return {-2, n or -1} end\n"
     "redis.call('hset', KEYS[1], ARGV[2], (n + 1) .. " RL__SUFFIX("v") ")\n"
@@ -119,15 +133,19 @@ static const char acquire_src[] =
  * RL__NOTICE; both may be left out for no notice). Only our own field is
  * ever removed: the lock is deleted only when no other owner is left.
  *
- * A last release of a counted hold (held > 0) is a clean one: the key goes,
- * and a lock-delay with it. A drop (held 0: a hold lost, given up at
- * shutdown, or an outcome never read back) leaves the delay's tombstone
- * for the delay, and sends no notice: nobody could take the name. */
+ * Lock-delay: a last release of a counted hold (held > 0) whose lease is
+ * still running is a clean one: the key goes, and the delay with it. A drop
+ * (held 0: a hold lost, given up at shutdown, or an outcome never read
+ * back) leaves the tombstone for the delay; a release that comes after the
+ * lease ran out (a holder stalled past its check) finds the hold gone, as
+ * it would find an expired key, and leaves the rest of the delay. */
 static const char release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     "local got = redis.call('hmget', KEYS[1], ARGV[1], " RL__DELAY_FIELD ")\n"
     "local v, delay = got[1], tonumber(got[2])\n"
-    "if not v then\n"
+    "local over = v and " RL__LEASE_OVER("delay") "\n"
+    "if not v or (over and ARGV[2] ~= '0') then\n"
+    "  if over then redis.call('hdel', KEYS[1], ARGV[1]) end\n"
     /* Redlock's last release, on a node that never granted us the lock:
      * if the name is free here, say so, for the waiters that listen to
      * this node. */
@@ -152,12 +170,12 @@ static const char release_src[] =
      * (Redis: "non local key"), and the delete would then be reported as
      * an error. */
     "local last = redis.call('hlen', KEYS[1]) == (delay and 2 or 1)\n"
-    "if last and delay and held == 0 and delay > 0 then\n"
+    "if last and delay and delay > 0 and held == 0 then\n"
+    /* A drop: the tombstone, for the delay from now (or what is left of
+     * it, when the lease ran out first). */
     "  redis.call('hdel', KEYS[1], ARGV[1])\n"
-    "  redis.call('pexpire', KEYS[1], delay)\n"
-    "  return {1, 0}\n"
-    "end\n"
-    "if last and delay then\n"
+    "  if not over then redis.call('pexpire', KEYS[1], delay) end\n"
+    "elseif last and delay then\n"
     "  redis.call('del', KEYS[1])\n"
     "else\n"
     "  redis.call('hdel', KEYS[1], ARGV[1])\n"
@@ -170,13 +188,16 @@ static const char release_src[] =
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
  * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
  * counts as gone and does not stop the others. (A client with a lock-delay
- * passes its lease plus the delay.) */
+ * passes its lease plus the delay; a hold whose lease part ran out is gone.) */
 static const char renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
-    "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
-    "  if r == 1 then\n"
+    "  local r = redis.pcall('hmget', KEYS[i], ARGV[i + 1], " RL__DELAY_FIELD ")\n"
+    "  local d = type(r) == 'table' and r[1] and tonumber(r[2])\n"
+    /* With a lock-delay, a lease that ran out leaves the field: gone all the same. */
+    "  if d and redis.call('pttl', KEYS[i]) <= d then r = nil end\n"
+    "  if type(r) == 'table' and r[1] then\n"
     /* Never shorten. (The client never sends a renewal that could land on
      * a newer hold of the same owner: see the watchdog.) */
     "    if redis.call('pttl', KEYS[i]) < lease then\n"
@@ -196,7 +217,7 @@ static const char renew_src[] =
  * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
  * were too many to list (then every local hold of the name is flagged).
  * A holder with a lock-delay loses its hold now: the delay's tombstone is
- * left for the delay, and no notice is sent. */
+ * left for the delay (a force-release of a tombstone alone deletes it). */
 static const char force_src[] =
     "if redis.call('type', KEYS[1]).ok ~= 'hash' then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
@@ -218,14 +239,19 @@ static const char force_src[] =
     "end\n"
     "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
     "local delay = tonumber(redis.call('hget', KEYS[1], " RL__DELAY_FIELD "))\n"
-    "if delay and delay > 0 then\n"
+    /* Held by an owner with a lock-delay: it loses the hold now, the
+     * tombstone stays for the delay. Only a tombstone: the operator ends
+     * the delay. */
+    "if delay and delay > 0 and #fields > 1 then\n"
     "  for _, f in ipairs(fields) do\n"
     "    if f ~= " RL__DELAY_FIELD " then redis.call('hdel', KEYS[1], f) end\n"
     "  end\n"
-    "  redis.call('pexpire', KEYS[1], delay)\n"
-    "  return out\n"
+    "  if redis.call('pttl', KEYS[1]) > delay then\n"
+    "    redis.call('pexpire', KEYS[1], delay)\n"
+    "  end\n"
+    "else\n"
+    "  redis.call('del', KEYS[1])\n"
     "end\n"
-    "redis.call('del', KEYS[1])\n"
     RL__NOTICE("ARGV[2]", "ARGV[3]")
     "return out\n";
 

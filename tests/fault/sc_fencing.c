@@ -305,9 +305,11 @@ int sc_lock_delay(void)
         fx_note("round %d: lock gone, late write at +%ld ms (%s), next writer in at about "
                 "+%lld ms; log order: late #%ld, new #%ld", r, thaw_after,
                 late == 1 ? "landed" : "?", gap, li, ni);
+        /* The next writer not in before the delay (counted from the lease's
+         * end at the soonest: stop + 2/3 lease, the last renewal's round). */
         if (li >= 0 && ni >= 0 && li < ni) {
             late_first++;
-            if (late == 1 && a2 == 1)
+            if (late == 1 && a2 == 1 && gap >= delay - FS_LEASE / 3)
                 ok_rounds++;
         }
     }

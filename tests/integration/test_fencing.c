@@ -133,7 +133,7 @@ static void test_tokens_rise(void **state)
     t4 = on_thread_token;
     if (t4 <= t3)
         fail_msg("token %llu after an expiry, after %llu", t4, t3);
-    rl_lock_release(l);                         /* lost: RL_ELOST, given up */
+    IT_RC(rl_lock_release(l), RL_ELOST);        /* its fixed lease ran out */
 
     /* A new client (a restart) continues the count. */
     rl_lock_free(l);
@@ -182,6 +182,8 @@ static void test_token_after_lost_reply(void **state)
     if (after <= before)
         fail_msg("token %llu read back after %llu", after, before);
     IT_EQ(after, token_in_redis(e, "ft-lost"));
+    /* Read back, not sent again: one token taken, not two. */
+    IT_EQ(after, before + 1);
     IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
     rl_client_free(c);
@@ -309,6 +311,59 @@ static void test_delay_renewed_and_started(void **state)
     rl_client_free(b);
 }
 
+/* Review finding: a force-release or a shutdown of a holder with a delay
+ * leaves a tombstone; a waiter of another client that slept on the
+ * holder's lease (lease + delay) must be woken and sleep only for the delay
+ * (it overslept by the whole lease: the tombstone sent no notice). */
+static void test_delay_wakes_waiters(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = fenced_client(e, NULL, 10000, 300), *b = it_client(e, 0);
+    rl_lock *la = it_lock(a, "dl-wake"), *lb = it_lock(b, "dl-wake");
+    it_acq w;
+    int round;
+
+    for (round = 0; round < 2; round++) {
+        int64_t t0;
+        IT_RC(rl_lock_acquire(la), RL_OK);
+        memset(&w, 0, sizeof w);
+        w.lock = lb;
+        w.wait_ms = 20000;
+        w.lease_ms = RL_LEASE_WATCHDOG;
+        it_acq_start(&w);
+        /* The waiter sleeps on the lease it saw: it listens for the notice. */
+        IT_WAIT(({
+                    redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{dl-wake}:release");
+                    int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                             r->element[1]->integer >= 1;
+                    if (r)
+                        freeReplyObject(r);
+                    on;
+                }), 5000);
+        t0 = now_ms();
+        if (round == 0) {
+            IT_RC(rl_lock_force_release(lb), RL_OK);
+        } else {
+            IT_RC(rl_client_shutdown(a), RL_OK);
+        }
+        /* In after the delay (300 ms), not after the lease (10 s). */
+        IT_EQ(it_acq_join(&w, 5000), 0);
+        IT_RC(w.rc, RL_OK);
+        print_message("%s: the waiter in %lld ms later (delay 300, lease 10000)\n",
+                      round == 0 ? "force-release" : "shutdown", (long long)(now_ms() - t0));
+        IT_RC(w.release_rc, RL_OK);
+        if (round == 0) {
+            /* The holder learns at its next renewal (every 3.3 s). */
+            IT_WAIT(rl_lock_interrupted(la) == 1, 6000);
+            IT_RC(rl_lock_release(la), RL_ELOST);
+        }
+    }
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +373,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_refused_where_not_offered, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_after_a_lost_hold, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_renewed_and_started, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_delay_wakes_waiters, it_setup, it_teardown),
     };
 
     if (argc > 1)

@@ -532,6 +532,68 @@ static void test_lock_delay(void **state)
     IT_ASSERT_RANGE(pttl(e), 59000, 60000);
 }
 
+/* Review findings on lock-delay: a hold whose lease part ran out (PTTL <=
+ * delay) is gone for its owner too: a late clean release, a reentry, a
+ * renewal and an acquisition anew all find it gone, and the rest of the
+ * delay stays; a force-release of a tombstone alone ends the delay. */
+static void test_lock_delay_after_the_lease(void **state)
+{
+    env *e = *state;
+    const char *rel[6] = { KEY, OWNER, "1", "0", "1", CHANNEL };
+    const char *drop[6] = { KEY, OWNER, "0", "0", "1", CHANNEL };
+    const char *ren[3] = { KEY, "2300", OWNER };
+    const char *force[4] = { KEY, "00000000-0000-4000-8000-000000000002:", "1", CHANNEL };
+    redisReply *r;
+    long long left;
+
+    /* Lease 300 + delay 2000: the lease part is over once PTTL <= 2000. */
+    flush(e);
+    r = acquire_as(e, OWNER, "2300", "0", "0", "2000");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    if (!RT_WAIT_UNTIL(pttl(e) <= 1950, 2000))
+        fail_msg("the lease part never ran out");
+    r = acquire_as(e, OWNER, "2300", "1", "0", "2000");        /* reentry */
+    expect_pair(r, -1, 0);
+    freeReplyObject(r);
+    r = run(e, RL__S_RENEW, 1, 3, ren);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "0");
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(pttl(e), 1, 1950);                       /* not renewed */
+    r = acquire_as(e, OWNER, "2300", "0", "0", "2000");        /* anew: busy */
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    r = run(e, RL__S_RELEASE, 1, 6, rel);                      /* late and "clean" */
+    expect_pair(r, -1, 0);
+    freeReplyObject(r);
+    assert_int_equal(count(e), 0);
+    assert_int_equal(hlen(e), 1);                              /* the tombstone */
+    left = pttl(e);
+    IT_ASSERT_RANGE(left, 1, 1950);
+    r = acquire_as(e, OTHER, "1000", "0", "0", "0");
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+
+    /* A drop after the lease: the rest of the delay, not a new one. */
+    flush(e);
+    r = acquire_as(e, OWNER, "2300", "0", "0", "2000");
+    freeReplyObject(r);
+    if (!RT_WAIT_UNTIL(pttl(e) <= 1950, 2000))
+        fail_msg("the lease part never ran out");
+    r = run(e, RL__S_RELEASE, 1, 6, drop);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 1);
+    IT_ASSERT_RANGE(pttl(e), 1, 1950);
+
+    /* A force-release of the tombstone alone ends the delay. */
+    r = run(e, RL__S_FORCE, 1, 4, force);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +605,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fencing_tokens_rise, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_delay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_delay_after_the_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
                                         teardown),
     };

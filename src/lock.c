@@ -12,6 +12,7 @@
 struct rl_lock {
     rl_client *client;
     rl__entry *entry;
+    int kind;                       /* RL_KIND_* */
 };
 
 /* Every call on a handle that reaches the client's state: counted in
@@ -24,21 +25,45 @@ static int begin(const rl_lock *lock)
     return rl__call_begin(lock->client);
 }
 
-int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
+static int kind_family(int kind)
+{
+    switch (kind) {
+    case RL_KIND_PLAIN: return RL__FAM_PLAIN;
+    case RL_KIND_FAIR:  return RL__FAM_FAIR;
+    case RL_KIND_READ:
+    case RL_KIND_WRITE: return RL__FAM_RW;
+    default:            return -1;
+    }
+}
+
+/* Whether the client's mode offers the kind. */
+static int kind_offered(const rl_client *c, int kind)
+{
+    (void)c;
+    return kind == RL_KIND_PLAIN;
+}
+
+int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
 {
     rl_lock *lock;
     rl__entry *e;
-    int rc;
+    int rc, family = kind_family(kind);
 
     rl__err_clear();
     if (!out || !client || !name)
         return rl__err(RL_EINVAL, "out, client and name must not be NULL");
     if (len == 0 || len > RL_NAME_MAX)
         return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
+    if (family < 0)
+        return rl__err(RL_EINVAL, "unknown kind of lock %d", kind);
     if (!rl__registry_has(client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     if ((rc = rl__call_begin(client)) != RL_OK)
         return rc;
+    if (!kind_offered(client, kind)) {
+        rl__call_end(client);
+        return rl__err(RL_ENOTSUP, "this kind of lock is not available in this client's mode");
+    }
     lock = malloc(sizeof *lock);
     if (!lock) {
         rl__call_end(client);
@@ -46,8 +71,16 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
     }
     pthread_mutex_lock(&client->mu);
     e = rl__entry_get(client, name, len);
-    if (e)
+    if (e && e->family != family && (e->handles > 0 || e->holds > 0 || e->leftovers > 0)) {
+        pthread_mutex_unlock(&client->mu);
+        free(lock);
+        rl__call_end(client);
+        return rl__err(RL_EINVAL, "this client has the name open as another kind of lock");
+    }
+    if (e) {
+        e->family = family;
         e->handles++;
+    }
     pthread_mutex_unlock(&client->mu);
     if (!e) {
         free(lock);
@@ -57,9 +90,15 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
     atomic_fetch_add(&client->refs, 1);
     lock->client = client;
     lock->entry = e;
+    lock->kind = kind;
     *out = lock;
     rl__call_end(client);
     return RL_OK;
+}
+
+int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
+{
+    return rl_lock_new_kind(out, client, name, len, RL_KIND_PLAIN);
 }
 
 int rl_lock_new(rl_lock **out, rl_client *client, const char *name)

@@ -426,7 +426,12 @@ typedef struct rl__entry {
     int leftovers;                  /* rl__leftover records naming this entry */
     int renewing;                   /* holds of it in the renewal round in flight */
     uint64_t forced;                /* force-releases of it done by this client */
+    int family;                     /* RL__FAM_*: set by the first handle */
 } rl__entry;
+
+/* The family a name is open as, in one client: kinds of one family share
+ * an entry (RL_KIND_READ and RL_KIND_WRITE: RL__FAM_RW). */
+enum { RL__FAM_PLAIN, RL__FAM_FAIR, RL__FAM_RW };
 
 /* What one Redlock node holds of a hold. */
 #define RL__NODES_MAX 9

@@ -104,6 +104,9 @@ rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len)
 
 static void entry_free(rl__entry *e)
 {
+    free(e->queue_key);         /* a fair name's (fair.c) */
+    free(e->places_key);
+    free(e->wake_channel);
     free(e->name);
     free(e->key);
     free(e->channel);
@@ -130,6 +133,10 @@ rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len)
 {
     size_t tail = sizeof "}:release" - 1;
 
+    /* A fair name's channel of this process: "...}:release:<our uuid>". */
+    if (len > RL__UUID_LEN + 1 && ch[len - RL__UUID_LEN - 1] == ':' &&
+        memcmp(ch + len - RL__UUID_LEN, c->uuid, RL__UUID_LEN) == 0)
+        len -= RL__UUID_LEN + 1;
     if (len < c->prefix_len + 1 + tail + 1 || memcmp(ch, c->prefix, c->prefix_len) != 0 ||
         ch[c->prefix_len] != '{' || memcmp(ch + len - tail, "}:release", tail) != 0)
         return NULL;

@@ -36,11 +36,11 @@ static int kind_family(int kind)
     }
 }
 
-/* Whether the client's mode offers the kind. */
+/* Whether the client's mode offers the kind. The fair lock's queue lives
+ * on the one server that arbitrates the name: not in Redlock mode. */
 static int kind_offered(const rl_client *c, int kind)
 {
-    (void)c;
-    return kind == RL_KIND_PLAIN;
+    return kind == RL_KIND_PLAIN || (kind == RL_KIND_FAIR && c->mode != RL__MODE_REDLOCK);
 }
 
 int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
@@ -76,6 +76,10 @@ int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t 
         free(lock);
         rl__call_end(client);
         return rl__err(RL_EINVAL, "this client has the name open as another kind of lock");
+    }
+    if (e && family == RL__FAM_FAIR && rl__fair_entry_init(e) != 0) {
+        rl__entry_maybe_free(client, e);
+        e = NULL;
     }
     if (e) {
         e->family = family;
@@ -261,7 +265,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back, split = 0, waited = 0;
+    int rc, first = 1, read_back, split = 0, waited = 0, queued = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -275,6 +279,10 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     h->owner_len = o->owner_len;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
+    /* A fair name: a busy try queues the thread in Redis, unless it
+     * must not wait. */
+    if (e->family == RL__FAM_FAIR && wait_ms != 0)
+        o->place_ms = RL__FAIR_PLACE_MS;
     rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
     while (e->q_head != &w) {
@@ -390,6 +398,12 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                         rl__sub_poke(c);
                     }
                 }
+                if (o->place_ms) {
+                    /* Queued: ask again in time to keep the place. */
+                    queued = 1;
+                    if (wake_at > now + RL__FAIR_RENEW_MS)
+                        wake_at = now + RL__FAIR_RENEW_MS;
+                }
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
@@ -413,6 +427,13 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     }
 
 dequeue:
+    if (queued && h) {
+        /* Gave up waiting: leave the queue at once rather than block it
+         * until the place runs out. */
+        pthread_mutex_unlock(&c->mu);
+        rl__fair_leave(c, e, o->owner, o->owner_len);
+        pthread_mutex_lock(&c->mu);
+    }
     rl__queue_remove(c, e, &w);
 out:
     if (h)
@@ -657,6 +678,9 @@ static int force_release(rl_lock *lock)
         pthread_mutex_unlock(&c->mu);
     }
     rl__pool_put(c, conn);
+    /* A fair name: the queue stays as it is; its first waiter is told. */
+    if (rc == RL_OK && lock->entry->family == RL__FAM_FAIR)
+        rl__fair_leave(c, lock->entry, "", 0);
     return rc;
 }
 

@@ -19,6 +19,7 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->e = e;
     o->owner = rl__thread_owner(t, c, &o->owner_len);
     o->deadline = -1;
+    o->place_ms = 0;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -93,10 +94,10 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
  * the server before use (nothing was sent). *conn is left set when the
  * command was sent and its reply (in *resp, read in place) is the caller's
  * to judge; NULL when nothing ran. */
-static int send_script(rl__op *o, int script, int nargs, const char **args, const size_t *lens,
-                       rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+static int send_script(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                       const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
-    int rc, nkeys = 1, unsent = 0;
+    int rc, unsent = 0;
     rl__route rt;
 
     rl__route_init(&rt, o->c, o->e->slot);
@@ -135,11 +136,12 @@ static int send_script(rl__op *o, int script, int nargs, const char **args, cons
  * release script, checked: count - 1 left). 1 when done. */
 static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
 {
-    char heldbuf[24], leasebuf[24];
-    const char *args[6];
-    size_t lens[6];
+    char heldbuf[24], leasebuf[24], placebuf[24];
+    const char *args[9];
+    size_t lens[9];
     rl__resp resp;
     rl__result res;
+    int script = RL__S_RELEASE, nargs = 6, nkeys;
 
     args[0] = o->e->key;     lens[0] = o->e->key_len;
     args[1] = o->owner;      lens[1] = o->owner_len;
@@ -148,7 +150,8 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
     args[4] = rl__notice_arg(o->c);
     lens[4] = 1;
     args[5] = o->e->channel; lens[5] = o->e->channel_len;
-    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens) == RL_OK &&
+    nkeys = rl__fair_args(o->e, &script, count, 0, placebuf, args, lens, &nargs);
+    return rl__conn_script_fast(o->c, conn, script, &resp, nkeys, nargs, args, lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
 }
@@ -244,14 +247,14 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24];
-    const char *args[6];
-    size_t lens[6];
+    char heldbuf[24], leasebuf[24], sincebuf[24], placebuf[24];
+    const char *args[9];
+    size_t lens[9];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
     long long count;
-    int rc, nargs;
+    int rc, nargs, nkeys, sent_script = script;
     size_t heldlen = rl__fmt_ll(heldbuf, held), leaselen = rl__fmt_ll(leasebuf, lease_ms);
 
     args[0] = o->e->key;
@@ -278,10 +281,13 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         nargs = 6;
     }
 
+    /* A fair name: the same change, by the fair script (fair.c). */
+    nkeys = rl__fair_args(o->e, &sent_script, held, o->place_ms, placebuf, args, lens, &nargs);
+
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = send_script(o, script, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = send_script(o, sent_script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;
@@ -379,11 +385,16 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
     /* held 0 (the whole field), lease untouched; a notice where the name
      * comes free, for the waiters of other processes (Redlock: also where
      * it is free already, for those that listen to this node). */
-    const char *argv[9] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0",
-                            rl__notice_arg(c), e->channel };
-    size_t lens[9] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    const char *argv[12] = { "EVALSHA", NULL, NULL, e->key, owner, "0", "0",
+                             rl__notice_arg(c), e->channel };
+    size_t lens[12] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    char placebuf[24];
+    int script = RL__S_RELEASE, nargs = 6;
+    int nkeys = rl__fair_args(e, &script, 0, 0, placebuf, argv + 3, lens + 3, &nargs);
 
-    redisAppendCommandArgv(conn->ctx, 9, argv, lens);
+    argv[1] = c->sha[script];
+    argv[2] = nkeys == 3 ? "3" : "1";
+    redisAppendCommandArgv(conn->ctx, 3 + nargs, argv, lens);
 }
 
 /* Fence off the connection that carried the unknown change, then remove

@@ -183,7 +183,8 @@ int rl__slots_parse(const redisReply *r,
 
 /* ---- scripts.c ------------------------------------------------------- */
 
-enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE, RL__S_COUNT };
+enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE,
+       RL__S_FAIR_ACQUIRE, RL__S_FAIR_RELEASE, RL__S_FAIR_LEAVE, RL__S_COUNT };
 extern const char *const rl__script_src[RL__S_COUNT];
 
 /* ---- thread.c -------------------------------------------------------- */
@@ -427,6 +428,10 @@ typedef struct rl__entry {
     int renewing;                   /* holds of it in the renewal round in flight */
     uint64_t forced;                /* force-releases of it done by this client */
     int family;                     /* RL__FAM_*: set by the first handle */
+    /* RL__FAM_FAIR (fair.c): the queue's keys, and this process's own
+     * release channel (NULL for the other families). */
+    char *queue_key, *places_key, *wake_channel;
+    size_t queue_len, places_len, wake_len;
 } rl__entry;
 
 /* The family a name is open as, in one client: kinds of one family share
@@ -536,6 +541,7 @@ typedef struct rl__op {
     /* The caller's deadline (-1: none): a Cluster in motion (TRYAGAIN,
      * CLUSTERDOWN) is waited out until then, at most the command timeout. */
     int64_t deadline;
+    long place_ms;          /* fair lock: the place a busy acquire queues (0: none) */
 } rl__op;
 
 void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);
@@ -572,6 +578,29 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
  * names the connection that carried it (late->id < 0: nothing sent). */
 int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */
 void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late); /* mutex held */
+
+/* ---- fair.c: the fair lock's queue ------------------------------------ */
+
+#define RL__FAIR_PLACE_MS 2000  /* a waiter's place runs out unless renewed within this */
+#define RL__FAIR_RENEW_MS 500   /* ...and a waiter renews it (asks again) this often */
+
+/* Make the queue's keys and channel of a name opened as fair (idempotent):
+ * 0, or -1 out of memory. Mutex held. */
+int rl__fair_entry_init(rl__entry *e);
+void rl__fair_entry_free(rl__entry *e);
+/* The channel this process subscribes to for e's notices: a fair name's
+ * channel of this process's own, the release channel otherwise. Mutex held. */
+const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len);
+/* Turn the arguments of an acquire or release script call (args[0] the
+ * key, then *nargs - 1 ARGV; room for three more) into the fair script's
+ * when e is fair: the queue's keys inserted, place_ms appended to a new
+ * acquisition (formatted in placebuf, 24 bytes); *script changed to match.
+ * Returns the number of keys (1: unchanged). */
+int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
+                  char *placebuf, const char **args, size_t *lens, int *nargs);
+/* Take owner's place out of e's queue ("": none), and wake the first
+ * waiter's process if the name is free. Mutex NOT held. */
+int rl__fair_leave(rl_client *c, rl__entry *e, const char *owner, size_t owner_len);
 
 /* ---- stats.c: the counters of rl_client_stats() ------------------------ */
 

@@ -165,8 +165,7 @@ static int64_t reconcile(sub_state *st, int64_t now)
             continue;
         }
         lens[0] = strlen(argv[0]);
-        argv[1] = e->channel;
-        lens[1] = e->channel_len;
+        argv[1] = rl__entry_sub_channel(c, e, &lens[1]);
         redisAppendCommandArgv(st->ctx, 2, argv, lens);
     }
     return next;

@@ -45,6 +45,7 @@ static const struct {
     { "sentinel_failover", sc_sentinel_failover },
     { "sentinel_failover_noack", sc_sentinel_failover_noack },
     { "sentinel_restart_early", sc_sentinel_restart_early },
+    { "fair_queue", sc_fair_queue },
 };
 
 static const struct {
@@ -64,6 +65,7 @@ static const struct {
     { "renew_race", role_renew_race },
     { "probe", role_probe },
     { "sn_hold", role_sn_hold },
+    { "fair_wait", role_fair_wait },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

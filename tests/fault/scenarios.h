@@ -35,6 +35,7 @@ int sc_redlock_contention(void);
 int sc_sentinel_failover(void);
 int sc_sentinel_failover_noack(void);
 int sc_sentinel_restart_early(void);
+int sc_fair_queue(void);
 
 /* worker roles */
 int role_loop(void);
@@ -50,6 +51,7 @@ int role_shutdown(void);
 int role_renew_race(void);
 int role_probe(void);
 int role_sn_hold(void);
+int role_fair_wait(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

@@ -121,31 +121,3 @@ int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms
     }
     return 3;
 }
-
-int rl__fair_leave(rl_client *c, rl__entry *e, const char *owner, size_t owner_len)
-{
-    const char *args[6] = { e->key, e->queue_key, e->places_key, owner, rl__notice_arg(c),
-                            e->channel };
-    size_t lens[6] = { e->key_len, e->queue_len, e->places_len, owner_len, 1, e->channel_len };
-    rl__conn *conn;
-    rl__resp resp;
-    rl__route rt;
-    int rc, redirected;
-
-    rl__route_init(&rt, c, e->slot);
-    for (;;) {
-        if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
-            return rc;
-        rc = rl__conn_script_fast(c, conn, RL__S_FAIR_LEAVE, &resp, 3, 6, args, lens);
-        if (rc != RL_OK || resp.type != RL__RESP_ERROR ||
-            (redirected = rl__route_error(c, &rt, resp.str, resp.str_len)) == RL_OK)
-            break;
-        rl__pool_put(c, conn);
-        if (redirected != RL__RETRY)
-            return redirected;
-    }
-    if (rc == RL_OK && resp.type == RL__RESP_ERROR)
-        rc = rl__error_status(resp.str, resp.str_len);
-    rl__pool_put(c, conn);
-    return rc;
-}

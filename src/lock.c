@@ -250,6 +250,24 @@ static void begin_wait(rl_client *c, int *waited)
     }
 }
 
+/* A fair name: take owner's place out of its queue ("": none), and wake
+ * the first waiter's process when the name is free. Best effort: a place
+ * left behind runs out by itself (fair.c). Mutex NOT held. */
+static void fair_leave(rl__op *o, const char *owner, size_t owner_len)
+{
+    rl__entry *e = o->e;
+    const char *args[6] = { e->key, e->queue_key, e->places_key, owner,
+                            rl__notice_arg(o->c), e->channel };
+    size_t lens[6] = { e->key_len, e->queue_len, e->places_len, owner_len, 1, e->channel_len };
+    rl__conn *conn;
+    rl__resp resp;
+    int64_t sent;
+
+    rl__op_send(o, RL__S_FAIR_LEAVE, 3, 6, args, lens, &conn, &sent, &resp);
+    if (conn)
+        rl__pool_put(o->c, conn);
+}
+
 static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
 {
     rl_client *c = o->c;
@@ -431,7 +449,7 @@ dequeue:
         /* Gave up waiting: leave the queue at once rather than block it
          * until the place runs out. */
         pthread_mutex_unlock(&c->mu);
-        rl__fair_leave(c, e, o->owner, o->owner_len);
+        fair_leave(o, o->owner, o->owner_len);
         pthread_mutex_lock(&c->mu);
     }
     rl__queue_remove(c, e, &w);
@@ -679,8 +697,11 @@ static int force_release(rl_lock *lock)
     }
     rl__pool_put(c, conn);
     /* A fair name: the queue stays as it is; its first waiter is told. */
-    if (rc == RL_OK && lock->entry->family == RL__FAM_FAIR)
-        rl__fair_leave(c, lock->entry, "", 0);
+    if (rc == RL_OK && lock->entry->family == RL__FAM_FAIR) {
+        rl__op o;
+        rl__op_init(&o, c, lock->entry, rl__thread_self());
+        fair_leave(&o, "", 0);
+    }
     return rc;
 }
 

@@ -94,8 +94,8 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count)
  * the server before use (nothing was sent). *conn is left set when the
  * command was sent and its reply (in *resp, read in place) is the caller's
  * to judge; NULL when nothing ran. */
-static int send_script(rl__op *o, int script, int nkeys, int nargs, const char **args,
-                       const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
     int rc, unsent = 0;
     rl__route rt;
@@ -287,7 +287,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = send_script(o, sent_script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = rl__op_send(o, sent_script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;

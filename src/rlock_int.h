@@ -556,6 +556,12 @@ int rl__outcome(int script, long long held, long long count, rl__result *res);
  * before anything else. */
 int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                rl__result *res, rl__fence *unresolved, int *read_back);
+/* Send one script call (args: the nkeys keys, then the ARGV) to the name's
+ * server, following redirects. *conn is left set when the command was sent
+ * (its reply, in *resp, is the caller's to judge; give conn back); NULL
+ * when nothing ran. */
+int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp);
 /* Before the thread takes the entry again: drop what its unresolved changes
  * may have left. Mutex held; dropped while I/O runs. */
 int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline);
@@ -598,9 +604,6 @@ const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len)
  * Returns the number of keys (1: unchanged). */
 int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
                   char *placebuf, const char **args, size_t *lens, int *nargs);
-/* Take owner's place out of e's queue ("": none), and wake the first
- * waiter's process if the name is free. Mutex NOT held. */
-int rl__fair_leave(rl_client *c, rl__entry *e, const char *owner, size_t owner_len);
 
 /* ---- stats.c: the counters of rl_client_stats() ------------------------ */
 

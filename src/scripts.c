@@ -73,6 +73,27 @@ static const char acquire_src[] =
     "redis.call('pexpire', KEYS[1], lease)\n"
     "return {1, n + 1}\n";
 
+/* The release of one hold of ARGV[1] (v its value; ARGV[2] the count the
+ * caller holds, 0: the whole field), ARGV[3] checked as `lease`: a count
+ * left is written back and ends the script; else the field goes, `last`
+ * saying whether it was the lock's last. Whether it was is asked before
+ * the delete: once the key is gone, a script may not touch it again while
+ * its slot migrates (Redis: "non local key"), and the delete would then be
+ * reported as an error. */
+#define RL__RELEASE_DOWN \
+    "local n = " RL__COUNT("v") "\n" \
+    "local held = tonumber(ARGV[2])\n" \
+    "if held > 0 and n ~= held then return {-2, n or -1} end\n" \
+    "if held == 0 then n = 1 end\n" \
+    "n = n - 1\n" \
+    "if n > 0 then\n" \
+    "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n" \
+    "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n" \
+    "  return {1, n}\n" \
+    "end\n" \
+    "local last = redis.call('hlen', KEYS[1]) == 1\n" \
+    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
  * RL__NOTICE; both may be left out for no notice). Only our own field is
@@ -90,22 +111,7 @@ static const char release_src[] =
     "  end\n"
     "  return {-1, 0}\n"
     "end\n"
-    "local n = " RL__COUNT("v") "\n"
-    "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
-    "if held == 0 then n = 1 end\n"
-    "n = n - 1\n"
-    "if n > 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n"
-    "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
-    "  return {1, n}\n"
-    "end\n"
-    /* Whether ours is the last field is asked before the delete: once the
-     * key is gone, a script may not touch it again while its slot migrates
-     * (Redis: "non local key"), and the delete would then be reported as
-     * an error. */
-    "local last = redis.call('hlen', KEYS[1]) == 1\n"
-    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    RL__RELEASE_DOWN
     "if last and ARGV[4] ~= '0' then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
@@ -253,18 +259,7 @@ static const char fair_release_src[] =
     RL__FAIR_CLOCK
     "local v = redis.call('hget', KEYS[1], ARGV[1])\n"
     "if not v then return {-1, 0} end\n"
-    "local n = " RL__COUNT("v") "\n"
-    "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
-    "if held == 0 then n = 1 end\n"
-    "n = n - 1\n"
-    "if n > 0 then\n"
-    "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n"
-    "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
-    "  return {1, n}\n"
-    "end\n"
-    "local last = redis.call('hlen', KEYS[1]) == 1\n"
-    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    RL__RELEASE_DOWN
     RL__FAIR_PRUNE
     "redis.call('zrem', KEYS[2], ARGV[1])\n"
     "redis.call('zrem', KEYS[3], ARGV[1])\n"

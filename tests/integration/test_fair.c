@@ -58,45 +58,32 @@ static void where_done(where *w)
         redisFree(w->rc);
 }
 
-static long long cmd_int(redisContext *rc, const char *fmt, const char *arg)
+/* An integer command on the name's keys: fmt has the name as its only
+ * argument, once or twice. */
+static long long cmd_int(where *w, const char *fmt, const char *name)
 {
-    redisReply *r = redisCommand(rc, fmt, arg);
+    redisReply *r = redisCommand(w->rc, fmt, name, name);
     long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 
     if (!r || r->type != REDIS_REPLY_INTEGER)
-        fail_msg("%s %s: %s", fmt, arg, r && r->type == REDIS_REPLY_ERROR ? r->str : "no int");
+        fail_msg("%s (%s): %s", fmt, name, r && r->type == REDIS_REPLY_ERROR ? r->str : "no int");
     freeReplyObject(r);
     return v;
 }
 
 static long long queued(where *w, const char *name)
 {
-    char key[128];
-
-    snprintf(key, sizeof key, "rl:{%s}:queue", name);
-    return cmd_int(w->rc, "ZCARD %s", key);
+    return cmd_int(w, "ZCARD rl:{%s}:queue", name);
 }
 
 static long long queue_keys(where *w, const char *name)
 {
-    char q[128], t[128];
-    redisReply *r;
-    long long n;
-
-    snprintf(q, sizeof q, "rl:{%s}:queue", name);
-    snprintf(t, sizeof t, "rl:{%s}:queue:t", name);
-    r = redisCommand(w->rc, "EXISTS %s %s", q, t);
-    n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    freeReplyObject(r);
-    return n;
+    return cmd_int(w, "EXISTS rl:{%s}:queue rl:{%s}:queue:t", name);
 }
 
 static long long order_len(where *w, const char *name)
 {
-    char key[128];
-
-    snprintf(key, sizeof key, "order{%s}", name);
-    return cmd_int(w->rc, "LLEN %s", key);
+    return cmd_int(w, "LLEN order{%s}", name);
 }
 
 /* The tags in the order the children took the lock, as "0,1,2". */

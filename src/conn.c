@@ -296,7 +296,7 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn)
     return RL_OK;
 }
 
-#define RL__MAX_ARGS 8
+#define RL__MAX_ARGS 10
 
 /* Mark the connection dead: its replies can no longer be matched. */
 static int broken(rl__conn *conn, int status, const char *what)

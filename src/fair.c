@@ -97,7 +97,8 @@ const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len)
 }
 
 int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
-                  char *placebuf, const char **args, size_t *lens, int *nargs)
+                  const char *next, size_t next_len, char *placebuf, const char **args,
+                  size_t *lens, int *nargs)
 {
     int i;
 
@@ -118,6 +119,13 @@ int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms
         *script = RL__S_FAIR_ACQUIRE;
     } else {
         *script = RL__S_FAIR_RELEASE;
+        if (next) {
+            args[*nargs] = next;
+            lens[*nargs] = next_len;
+            args[*nargs + 1] = placebuf;
+            lens[*nargs + 1] = rl__fmt_ll(placebuf, RL__FAIR_PLACE_MS);
+            *nargs += 2;
+        }
     }
     return 3;
 }

@@ -199,6 +199,7 @@ void rl__queue_push(rl__entry *e, rl__waiter *w)
 {
     w->next = NULL;
     w->kicked = 0;
+    w->serial = ++e->q_serial;
     if (e->q_tail)
         e->q_tail->next = w;
     else

@@ -20,6 +20,8 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->owner = rl__thread_owner(t, c, &o->owner_len);
     o->deadline = -1;
     o->place_ms = 0;
+    o->next = NULL;
+    o->next_len = 0;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -137,8 +139,8 @@ int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
 static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
 {
     char heldbuf[24], leasebuf[24], placebuf[24];
-    const char *args[9];
-    size_t lens[9];
+    const char *args[10];
+    size_t lens[10];
     rl__resp resp;
     rl__result res;
     int script = RL__S_RELEASE, nargs = 6, nkeys;
@@ -150,7 +152,7 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
     args[4] = rl__notice_arg(o->c);
     lens[4] = 1;
     args[5] = o->e->channel; lens[5] = o->e->channel_len;
-    nkeys = rl__fair_args(o->e, &script, count, 0, placebuf, args, lens, &nargs);
+    nkeys = rl__fair_args(o->e, &script, count, 0, NULL, 0, placebuf, args, lens, &nargs);
     return rl__conn_script_fast(o->c, conn, script, &resp, nkeys, nargs, args, lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
@@ -248,8 +250,8 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
     char heldbuf[24], leasebuf[24], sincebuf[24], placebuf[24];
-    const char *args[9];
-    size_t lens[9];
+    const char *args[10];
+    size_t lens[10];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
@@ -282,7 +284,8 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     }
 
     /* A fair name: the same change, by the fair script (fair.c). */
-    nkeys = rl__fair_args(o->e, &sent_script, held, o->place_ms, placebuf, args, lens, &nargs);
+    nkeys = rl__fair_args(o->e, &sent_script, held, o->place_ms, o->next, o->next_len, placebuf,
+                          args, lens, &nargs);
 
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
@@ -385,12 +388,12 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
     /* held 0 (the whole field), lease untouched; a notice where the name
      * comes free, for the waiters of other processes (Redlock: also where
      * it is free already, for those that listen to this node). */
-    const char *argv[12] = { "EVALSHA", NULL, NULL, e->key, owner, "0", "0",
+    const char *argv[13] = { "EVALSHA", NULL, NULL, e->key, owner, "0", "0",
                              rl__notice_arg(c), e->channel };
-    size_t lens[12] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    size_t lens[13] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
     char placebuf[24];
     int script = RL__S_RELEASE, nargs = 6;
-    int nkeys = rl__fair_args(e, &script, 0, 0, placebuf, argv + 3, lens + 3, &nargs);
+    int nkeys = rl__fair_args(e, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
 
     argv[1] = c->sha[script];
     argv[2] = nkeys == 3 ? "3" : "1";

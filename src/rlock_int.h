@@ -404,6 +404,9 @@ typedef struct rl__waiter {
     struct rl__waiter *next;
     pthread_cond_t cond;
     int kicked;
+    uint64_t serial;                /* per entry, from 1 (rl__queue_push) */
+    const char *owner;              /* fair lock: the waiting thread's owner field, */
+    size_t owner_len;               /* ...when it may be queued in Redis (else NULL) */
 } rl__waiter;
 
 enum { RL__SUB_NONE, RL__SUB_SENT, RL__SUB_ON, RL__SUB_OFF_SENT };
@@ -432,6 +435,11 @@ typedef struct rl__entry {
      * release channel (NULL for the other families). */
     char *queue_key, *places_key, *wake_channel;
     size_t queue_len, places_len, wake_len;
+    uint64_t q_serial;              /* waiters pushed so far */
+    uint64_t notices;               /* release notices heard (subscriber) */
+    /* A release of this process queued the local waiter `hint_serial` in
+     * Redis; notices was hint_notices before that release was sent. */
+    uint64_t hint_serial, hint_notices;
 } rl__entry;
 
 /* The family a name is open as, in one client: kinds of one family share
@@ -542,6 +550,8 @@ typedef struct rl__op {
      * CLUSTERDOWN) is waited out until then, at most the command timeout. */
     int64_t deadline;
     long place_ms;          /* fair lock: the place a busy acquire queues (0: none) */
+    const char *next;       /* fair lock: the waiter a last release queues (NULL: none) */
+    size_t next_len;
 } rl__op;
 
 void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);
@@ -598,12 +608,14 @@ void rl__fair_entry_free(rl__entry *e);
  * channel of this process's own, the release channel otherwise. Mutex held. */
 const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len);
 /* Turn the arguments of an acquire or release script call (args[0] the
- * key, then *nargs - 1 ARGV; room for three more) into the fair script's
- * when e is fair: the queue's keys inserted, place_ms appended to a new
- * acquisition (formatted in placebuf, 24 bytes); *script changed to match.
- * Returns the number of keys (1: unchanged). */
+ * key, then *nargs - 1 ARGV; room for four more) into the fair script's
+ * when e is fair: the queue's keys inserted; place_ms appended to a new
+ * acquisition, or `next` (when not NULL) and its place to a release
+ * (formatted in placebuf, 24 bytes); *script changed to match. Returns the
+ * number of keys (1: unchanged). */
 int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
-                  char *placebuf, const char **args, size_t *lens, int *nargs);
+                  const char *next, size_t next_len, char *placebuf, const char **args,
+                  size_t *lens, int *nargs);
 
 /* ---- stats.c: the counters of rl_client_stats() ------------------------ */
 

@@ -203,6 +203,20 @@ static const char force_src[] =
     "  end\n" \
     "end\n"
 
+/* Queue w at the tail (once: a repeat only renews its place) with a
+ * place of `place` ms; the sets live as long as their longest place. */
+#define RL__FAIR_JOIN \
+    "local function join(w, place)\n" \
+    "  if not redis.call('zscore', KEYS[2], w) then\n" \
+    "    local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n" \
+    "    redis.call('zadd', KEYS[2], (tonumber(last[2]) or 0) + 1, w)\n" \
+    "  end\n" \
+    "  redis.call('zadd', KEYS[3], now + place, w)\n" \
+    "  for i = 2, 3 do\n" \
+    "    if redis.call('pttl', KEYS[i]) < place then redis.call('pexpire', KEYS[i], place) end\n" \
+    "  end\n" \
+    "end\n"
+
 /* Tell the head's process, and only it, that the name is free: on the
  * release channel with ":<its uuid>" appended (an owner is "<uuid>:<tid>"). */
 #define RL__FAIR_WAKE(arg, chan) \
@@ -223,6 +237,7 @@ static const char fair_acquire_src[] =
     "local place = tonumber(ARGV[5]) or 0\n"
     RL__FAIR_CLOCK
     RL__FAIR_PRUNE
+    RL__FAIR_JOIN
     "local wait\n"
     "if redis.call('exists', KEYS[1]) == 1 then\n"
     "  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
@@ -233,16 +248,7 @@ static const char fair_acquire_src[] =
     "  if h and h ~= ARGV[2] then wait = until_ms - now end\n"
     "end\n"
     "if wait then\n"
-    "  if place > 0 then\n"
-    "    if not redis.call('zscore', KEYS[2], ARGV[2]) then\n"
-    "      local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n"
-    "      redis.call('zadd', KEYS[2], (tonumber(last[2]) or 0) + 1, ARGV[2])\n"
-    "    end\n"
-    "    redis.call('zadd', KEYS[3], now + place, ARGV[2])\n"
-    "    for i = 2, 3 do\n"
-    "      if redis.call('pttl', KEYS[i]) < place then redis.call('pexpire', KEYS[i], place) end\n"
-    "    end\n"
-    "  end\n"
+    "  if place > 0 then join(ARGV[2], place) end\n"
     "  return {0, wait}\n"
     "end\n"
     "redis.call('hset', KEYS[1], ARGV[2], ARGV[4] and ('1 ' .. ARGV[4]) or 1)\n"
@@ -251,9 +257,11 @@ static const char fair_acquire_src[] =
     "redis.call('zrem', KEYS[3], ARGV[2])\n"
     "return {1, 1}\n";
 
-/* KEYS lock, queue, places; ARGV as release_src's. As release_src, but the
- * last release wakes the first waiter's process only; and the caller's
- * place, if it still has one, goes too. */
+/* KEYS lock, queue, places; ARGV as release_src's, then optionally the
+ * next owner and its place_ms. As release_src, but the last release wakes
+ * the first waiter's process only, and the caller's place, if it still has
+ * one, goes too. The next owner (the thread of this process that waits
+ * next) is queued by the same call, saving it its own queueing try. */
 static const char fair_release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     RL__FAIR_CLOCK
@@ -261,8 +269,10 @@ static const char fair_release_src[] =
     "if not v then return {-1, 0} end\n"
     RL__RELEASE_DOWN
     RL__FAIR_PRUNE
+    RL__FAIR_JOIN
     "redis.call('zrem', KEYS[2], ARGV[1])\n"
     "redis.call('zrem', KEYS[3], ARGV[1])\n"
+    "if ARGV[6] and tonumber(ARGV[7]) then join(ARGV[6], tonumber(ARGV[7])) end\n"
     "if last and ARGV[4] and ARGV[4] ~= '0' then\n"
     RL__FAIR_WAKE("ARGV[4]", "ARGV[5]")
     "end\n"

@@ -284,6 +284,7 @@ static int handle(sub_state *st, redisReply *r)
     if (e->sub_link != st->srv->index)
         return 0;   /* a late word from where it was subscribed before */
     if (strcmp(kind->str, "message") == 0 || strcmp(kind->str, "smessage") == 0) {
+        e->notices++;
         rl__queue_kick_head(e);
     } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "ssubscribe") == 0) {
         if (e->sub_state == RL__SUB_SENT)

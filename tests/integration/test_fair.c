@@ -443,6 +443,77 @@ static void test_reentry_watchdog_force(void **state)
     rl_client_free(c2);
 }
 
+static long long evalsha_calls(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "INFO commandstats");
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "cmdstat_evalsha:calls=")
+                                                        : NULL;
+    long long n = at ? atoll(at + strlen("cmdstat_evalsha:calls=")) : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* A thread waits locally behind another of its process (B behind A),
+ * while a third process's thread (C) is queued: A's release queues B in
+ * Redis itself, behind C, so B spends no try of its own (2 EVALSHA from
+ * A's release to C's acquisition, not 3); the order is A, C, B. */
+static void test_release_queues_next(void **state)
+{
+    it_env *e = *state;
+    where w;
+    rl_client *c1 = client_at(e->redis->url, 0), *c2 = client_at(e->redis->url, 0);
+    rl_client *c3 = client_at(e->redis->url, 0);
+    rl_lock *l1 = fair(c1, "next"), *l2 = fair(c2, "next"), *l3 = fair(c3, "next");
+    it_acq a[3];
+    redisReply *r;
+    long long before;
+    int i;
+
+    where_single(&w, e);
+    IT_RC(rl_lock_acquire(l2), RL_OK);
+    memset(a, 0, sizeof a);
+    for (i = 0; i < 3; i++) {
+        a[i].lock = i < 2 ? l1 : l3;
+        a[i].wait_ms = 20000;
+        a[i].lease_ms = RL_LEASE_WATCHDOG;
+        a[i].hold = 1;
+    }
+    it_acq_start(&a[0]);                            /* A: queued in Redis */
+    IT_WAIT(queued(&w, "next") == 1, 10000);
+    it_acq_start(&a[1]);                            /* B: behind A, locally */
+    it_acq_start(&a[2]);                            /* C: queued behind A */
+    IT_WAIT(queued(&w, "next") == 2, 10000);
+    IT_RC(rl_lock_release(l2), RL_OK);
+    IT_WAIT(atomic_load(&a[0].state) >= 2, 10000);
+    IT_RC(a[0].rc, RL_OK);
+    IT_EQ(queued(&w, "next"), 1);                   /* C */
+    before = evalsha_calls(w.rc);
+    it_acq_let_go(&a[0]);
+    IT_WAIT(atomic_load(&a[2].state) >= 2, 10000);
+    IT_RC(a[2].rc, RL_OK);
+    IT_EQ(evalsha_calls(w.rc) - before, 2);         /* A's release, C's acquisition */
+    r = redisCommand(w.rc, "ZRANGE rl:{next}:queue 0 -1");
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    IT_EQ(atomic_load(&a[1].state), 1);             /* B: still waiting, queued */
+    freeReplyObject(r);
+    it_acq_let_go(&a[2]);
+    IT_WAIT(atomic_load(&a[1].state) >= 2, 10000);
+    IT_RC(a[1].rc, RL_OK);
+    it_acq_let_go(&a[1]);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(it_acq_join(&a[i], 10000), 0);
+        IT_RC(a[i].release_rc, RL_OK);
+    }
+    IT_EQ(queued(&w, "next"), 0);
+    rl_lock_free(l1);
+    rl_lock_free(l2);
+    rl_lock_free(l3);
+    rl_client_free(c1);
+    rl_client_free(c2);
+    rl_client_free(c3);
+}
+
 static void test_redlock_refused(void **state)
 {
     it_env *e = *state;
@@ -491,6 +562,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_timeout_leaves_queue, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_wakes_only_head, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_watchdog_force, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_release_queues_next, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
     };
     const struct CMUnitTest cluster[] = {

@@ -3,7 +3,7 @@
  * processes: order of arrival across processes, a waiter SIGKILLed or
  * SIGSTOPped in the queue, a waiter that gives up, the notice that wakes
  * only the first waiter's process, reentry and the watchdog, force-release;
- * on one server and on a 3-master Cluster.
+ * on one server, on a 3-master Cluster and through Sentinel.
  *
  * The waiting processes are this program started again (rt_spawn_self):
  *   it_fair --child wait <url> <name> <tag> <port> <exit check 0|1>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "it_cluster.h"
+#include "rt_sentinel.h"
 
 #define PLACE_MS 2000           /* RL__FAIR_PLACE_MS */
 #define CHILD_MS 20000
@@ -560,6 +561,42 @@ static void test_cluster_killed_waiter(void **state)
     where_done(&w);
 }
 
+/* ---- Sentinel: the primary the sentinels name -------------------------- */
+
+static rt_sentinel *dep;
+
+static int sentinel_setup(void **state)
+{
+    (void)state;
+    dep = rt_sentinel_start(0, 1, "fairm", NULL);
+    if (!dep)
+        fprintf(stderr, "it_fair: cannot start a Sentinel deployment: this group FAILS\n");
+    return dep ? 0 : -1;
+}
+
+static int sentinel_teardown(void **state)
+{
+    (void)state;
+    rt_sentinel_stop(dep);
+    return 0;
+}
+
+static void test_sentinel_fifo(void **state)
+{
+    int p = rt_sentinel_primary(dep);
+    where w;
+
+    (void)state;
+    assert_true(p >= 0);
+    w.url = dep->url;
+    w.port = dep->node[p]->port;
+    w.rc = redisConnect("127.0.0.1", w.port);
+    assert_true(w.rc && !w.rc->err);
+    w.cl = NULL;
+    fifo_across_processes(&w, "sfifo");
+    redisFree(w.rc);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest single[] = {
@@ -576,6 +613,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cluster_fifo),
         cmocka_unit_test(test_cluster_killed_waiter),
     };
+    const struct CMUnitTest sentinel[] = {
+        cmocka_unit_test(test_sentinel_fifo),
+    };
     int failed;
 
     if (argc == 8 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "wait") == 0)
@@ -583,5 +623,7 @@ int main(int argc, char **argv)
     failed = cmocka_run_group_tests_name("fair", single, NULL, NULL);
     failed += cmocka_run_group_tests_name("fair_cluster", cluster, it_cluster_setup,
                                           it_cluster_teardown);
+    failed += cmocka_run_group_tests_name("fair_sentinel", sentinel, sentinel_setup,
+                                          sentinel_teardown);
     return failed;
 }

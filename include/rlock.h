@@ -293,6 +293,17 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
 #define RL_KIND_READ  2 /* the shared side of a read-write lock */
 #define RL_KIND_WRITE 3 /* the exclusive side of a read-write lock */
 
+/*
+ * RL_KIND_FAIR: waiters are served in the order they reached Redis, across
+ * processes (within one process, in the order of their calls). A waiter's
+ * place runs out 2 s after its process stopped renewing it (it renews it
+ * every 500 ms while it waits), so a waiter that dies or is stopped holds
+ * the others back for about that long at most; one that is let go on
+ * queues again. A wait that ends without the lock leaves the queue; a
+ * wait_ms of 0 never queues. Every process must open the name as fair for
+ * the order to hold. Not offered by Redlock clients.
+ */
+
 /**
  * As rl_lock_new_bin(), for a lock of the given kind. Every rl_lock_*
  * call works on the handle as on a plain one. One client opens a name as

@@ -23,10 +23,12 @@
  * release channel with ":<uuid>" of the head's process appended, to which
  * only that process subscribes. While the head's place lives, the free
  * name can be taken by the head only, so it comes back for it without a
- * race (acquire attempt, release: with the queueing try, three scripts
- * per acquisition under contention, however many processes wait). A
- * waiter that gives up (timeout, cancel) leaves the queue and passes the
- * notice on. Anything that deletes the lock hash otherwise (a leftover
+ * race. A last release also queues the thread of its own process that
+ * waits next (at the tail, behind the other processes' waiters) and tells
+ * it so (lock.c: fair_pick_next, placed_by_release), which saves that
+ * thread its queueing try: under contention, one acquisition and one
+ * release per hold, however many processes wait. A waiter that gives up
+ * (timeout, cancel) leaves the queue and passes the notice on. Anything that deletes the lock hash otherwise (a leftover
  * drop, a shutdown, a force-release) goes through the same release or
  * leave script, so the head is woken in every case; a missed notice costs
  * at most RL__FAIR_RENEW_MS, the interval at which a waiter asks anyway.

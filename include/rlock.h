@@ -325,6 +325,36 @@ RL_EXTERN int rl_lock_new(rl_lock **out, rl_client *client, const char *name);
 RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
                               const void *name, size_t len);
 
+/* Kinds of lock, chosen when a handle is made (rl_lock_new_kind()). */
+#define RL_KIND_PLAIN 0 /* exclusive; rl_lock_new() */
+#define RL_KIND_FAIR  1 /* exclusive, granted in order of arrival across processes */
+#define RL_KIND_READ  2 /* the shared side of a read-write lock */
+#define RL_KIND_WRITE 3 /* the exclusive side of a read-write lock */
+
+/*
+ * RL_KIND_FAIR: waiters are served in the order they reached Redis, across
+ * processes (within one process, in the order of their calls). A waiter's
+ * place runs out 2 s after its process stopped renewing it (it renews it
+ * every 500 ms while it waits), so a waiter that dies or is stopped holds
+ * the others back for about that long at most; one that is let go on
+ * queues again. A wait that ends without the lock leaves the queue; a
+ * wait_ms of 0 never queues. Every process must open the name as fair for
+ * the order to hold. Not offered by Redlock clients.
+ */
+
+/**
+ * As rl_lock_new_bin(), for a lock of the given kind. Every rl_lock_*
+ * call works on the handle as on a plain one. One client opens a name as
+ * one family only: plain, fair, or read-write (READ and WRITE handles on
+ * one name are the two sides of one lock). Returns RL_OK; RL_EINVAL for a
+ * bad argument, an unknown kind, or a name this client has open (handles
+ * or holds) as another family; RL_ENOTSUP when the client's mode does not
+ * offer the kind, or when the client has rl_options.fencing or
+ * lock_delay_ms (both are the plain lock's so far); RL_ENOMEM.
+ */
+RL_EXTERN int rl_lock_new_kind(rl_lock **out, rl_client *client,
+                               const void *name, size_t len, int kind);
+
 /**
  * Free a handle. Holds taken through it stay held: they belong to threads,
  * not to handles, and another handle on the same name can release them.

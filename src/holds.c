@@ -60,6 +60,9 @@ static size_t tag_escaped(const unsigned char *name, size_t len)
 
 static void entry_free(rl__entry *e)
 {
+    free(e->queue_key);         /* a fair name's (fair.c) */
+    free(e->places_key);
+    free(e->wake_channel);
     free(e->name);
     free(e->key);
     free(e->channel);
@@ -138,6 +141,10 @@ rl__entry *rl__entry_by_channel(rl_client *c, const char *ch, size_t len)
 {
     size_t tail = sizeof "}:release" - 1;
 
+    /* A fair name's channel of this process: "...}:release:<our uuid>". */
+    if (len > RL__UUID_LEN + 1 && ch[len - RL__UUID_LEN - 1] == ':' &&
+        memcmp(ch + len - RL__UUID_LEN, c->uuid, RL__UUID_LEN) == 0)
+        len -= RL__UUID_LEN + 1;
     if (len < c->prefix_len + 1 + tail + 1 || memcmp(ch, c->prefix, c->prefix_len) != 0 ||
         ch[c->prefix_len] != '{' || memcmp(ch + len - tail, "}:release", tail) != 0)
         return NULL;
@@ -200,6 +207,7 @@ void rl__queue_push(rl__entry *e, rl__waiter *w)
 {
     w->next = NULL;
     w->kicked = 0;
+    w->serial = ++e->q_serial;
     if (e->q_tail)
         e->q_tail->next = w;
     else

@@ -12,6 +12,7 @@
 struct rl_lock {
     rl_client *client;
     rl__entry *entry;
+    int kind;                       /* RL_KIND_* */
 };
 
 /* Every call on a handle that reaches the client's state: counted in
@@ -24,21 +25,49 @@ static int begin(const rl_lock *lock)
     return rl__call_begin(lock->client);
 }
 
-int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
+static int kind_family(int kind)
+{
+    switch (kind) {
+    case RL_KIND_PLAIN: return RL__FAM_PLAIN;
+    case RL_KIND_FAIR:  return RL__FAM_FAIR;
+    case RL_KIND_READ:
+    case RL_KIND_WRITE: return RL__FAM_RW;
+    default:            return -1;
+    }
+}
+
+/* Whether the client's mode offers the kind. The fair lock's queue lives
+ * on the one server that arbitrates the name: not in Redlock mode. */
+static int kind_offered(const rl_client *c, int kind)
+{
+    /* Fencing tokens and lock-delay are the plain lock's so far: a client
+     * with either offers no other kind (scripts.c). */
+    if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
+        return 0;
+    return kind == RL_KIND_PLAIN || (kind == RL_KIND_FAIR && c->mode != RL__MODE_REDLOCK);
+}
+
+int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
 {
     rl_lock *lock;
     rl__entry *e;
-    int rc;
+    int rc, family = kind_family(kind);
 
     rl__err_clear();
     if (!out || !client || !name)
         return rl__err(RL_EINVAL, "out, client and name must not be NULL");
     if (len == 0 || len > RL_NAME_MAX)
         return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
+    if (family < 0)
+        return rl__err(RL_EINVAL, "unknown kind of lock %d", kind);
     if (!rl__registry_has(client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     if ((rc = rl__call_begin(client)) != RL_OK)
         return rc;
+    if (!kind_offered(client, kind)) {
+        rl__call_end(client);
+        return rl__err(RL_ENOTSUP, "this kind of lock is not available in this client's mode");
+    }
     lock = malloc(sizeof *lock);
     if (!lock) {
         rl__call_end(client);
@@ -46,8 +75,20 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
     }
     pthread_mutex_lock(&client->mu);
     e = rl__entry_get(client, name, len);
-    if (e)
+    if (e && e->family != family && (e->handles > 0 || e->holds > 0 || e->leftovers > 0)) {
+        pthread_mutex_unlock(&client->mu);
+        free(lock);
+        rl__call_end(client);
+        return rl__err(RL_EINVAL, "this client has the name open as another kind of lock");
+    }
+    if (e && family == RL__FAM_FAIR && rl__fair_entry_init(e) != 0) {
+        rl__entry_maybe_free(client, e);
+        e = NULL;
+    }
+    if (e) {
+        e->family = family;
         e->handles++;
+    }
     pthread_mutex_unlock(&client->mu);
     if (!e) {
         free(lock);
@@ -57,9 +98,15 @@ int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t l
     atomic_fetch_add(&client->refs, 1);
     lock->client = client;
     lock->entry = e;
+    lock->kind = kind;
     *out = lock;
     rl__call_end(client);
     return RL_OK;
+}
+
+int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
+{
+    return rl_lock_new_kind(out, client, name, len, RL_KIND_PLAIN);
 }
 
 int rl_lock_new(rl_lock **out, rl_client *client, const char *name)
@@ -209,6 +256,41 @@ static void begin_wait(rl_client *c, int *waited)
     }
 }
 
+/* A fair name: take owner's place out of its queue ("": none), and wake
+ * the first waiter's process when the name is free. Best effort: a place
+ * left behind runs out by itself (fair.c). Mutex NOT held. */
+static void fair_leave(rl__op *o, const char *owner, size_t owner_len)
+{
+    rl__entry *e = o->e;
+    const char *args[6] = { e->key, e->queue_key, e->places_key, owner,
+                            rl__notice_arg(o->c), e->channel };
+    size_t lens[6] = { e->key_len, e->queue_len, e->places_len, owner_len, 1, e->channel_len };
+    rl__conn *conn;
+    rl__resp resp;
+    int64_t sent;
+
+    rl__op_send(o, RL__S_FAIR_LEAVE, 3, 6, args, lens, &conn, &sent, &resp);
+    if (conn)
+        rl__pool_put(o->c, conn);
+}
+
+/* Whether a release of this process queued w in Redis (its own queueing
+ * try is then saved). *queued is set when it did; 1 when w may wait for
+ * the notice at once: none came since that release was sent (a later one
+ * kicks w, under the mutex that is held from here to the wait). */
+static int placed_by_release(rl_client *c, rl__entry *e, rl__waiter *w, int *queued)
+{
+    if (!e->hint_serial || e->hint_serial != w->serial)
+        return 0;
+    e->hint_serial = 0;
+    *queued = 1;
+    if (e->notices != e->hint_notices || e->sub_state != RL__SUB_ON ||
+        atomic_load(&c->no_notices) || atomic_load(&c->no_subscribe))
+        return 0;
+    w->kicked = 0;
+    return 1;
+}
+
 static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
 {
     rl_client *c = o->c;
@@ -224,7 +306,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back, split = 0, waited = 0;
+    int rc, first = 1, read_back, split = 0, waited = 0, queued = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -238,6 +320,12 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     h->owner_len = o->owner_len;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
+    /* A fair name: a busy try queues the thread in Redis, unless it
+     * must not wait. */
+    if (e->family == RL__FAM_FAIR && wait_ms != 0)
+        o->place_ms = RL__FAIR_PLACE_MS;
+    w.owner = o->place_ms ? o->owner : NULL;
+    w.owner_len = o->owner_len;
     rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
     while (e->q_head != &w) {
@@ -278,6 +366,10 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 goto dequeue;
             }
             wake_at = now + lease;
+        } else if (placed_by_release(c, e, &w, &queued)) {
+            /* Queued by the release: wait for the notice, and ask in time
+             * to keep the place. */
+            wake_at = now + RL__FAIR_RENEW_MS;
         } else {
             w.kicked = 0;
             rc = e->leftovers ? rl__leftovers_settle(c, e, t->id, deadline) : RL_OK;
@@ -354,6 +446,12 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                         rl__sub_poke(c);
                     }
                 }
+                if (o->place_ms) {
+                    /* Queued: ask again in time to keep the place. */
+                    queued = 1;
+                    if (wake_at > now + RL__FAIR_RENEW_MS)
+                        wake_at = now + RL__FAIR_RENEW_MS;
+                }
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
@@ -377,6 +475,17 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     }
 
 dequeue:
+    if (e->hint_serial && e->hint_serial == w.serial) {
+        e->hint_serial = 0;
+        queued = 1;
+    }
+    if (queued && h) {
+        /* Gave up waiting: leave the queue at once rather than block it
+         * until the place runs out. */
+        pthread_mutex_unlock(&c->mu);
+        fair_leave(o, o->owner, o->owner_len);
+        pthread_mutex_lock(&c->mu);
+    }
     rl__queue_remove(c, e, &w);
 out:
     if (h)
@@ -446,6 +555,48 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
     return rc;
 }
 
+/*
+ * A fair name's last release: the local waiter next in line, if it may
+ * wait in Redis and our notices reach it, is queued by the release script
+ * itself (o->next), saving it a round trip. Mutex NOT held.
+ */
+static void fair_pick_next(rl_client *c, rl__op *o, char *buf, uint64_t *serial,
+                           uint64_t *notices)
+{
+    rl__waiter *w;
+
+    pthread_mutex_lock(&c->mu);
+    w = o->e->q_head;
+    if (w && w->owner && o->e->sub_state == RL__SUB_ON && !atomic_load(&c->no_notices) &&
+        !atomic_load(&c->no_subscribe)) {
+        memcpy(buf, w->owner, w->owner_len + 1);
+        o->next = buf;
+        o->next_len = w->owner_len;
+        *serial = w->serial;
+        *notices = o->e->notices;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The release that queued o->next was applied: tell that waiter, or, when
+ * it has left meanwhile, take its place out again (else it would hold the
+ * queue back until it ran out). Mutex NOT held. */
+static void fair_placed_next(rl_client *c, rl__op *o, uint64_t serial, uint64_t notices)
+{
+    rl__waiter *w;
+
+    pthread_mutex_lock(&c->mu);
+    for (w = o->e->q_head; w && w->serial != serial; w = w->next)
+        ;
+    if (w) {
+        o->e->hint_serial = serial;
+        o->e->hint_notices = notices;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!w)
+        fair_leave(o, o->next, o->next_len);
+}
+
 /* One hold of a lost lease is given back: locally only, until the last. */
 static int release_lost(rl__op *o, rl__thread *t, rl__hold *h, int cause, const char *why)
 {
@@ -477,6 +628,8 @@ static int release(rl_lock *lock)
     int64_t sent;
     rl__op o;
     int rc, read_back;
+    char next[RL__OWNER_MAX];
+    uint64_t next_serial = 0, notices = 0;
 
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
@@ -488,8 +641,12 @@ static int release(rl_lock *lock)
 
     if (h->count == 1)
         set_releasing(c, h, 1);
+    if (h->count == 1 && o.e->family == RL__FAM_FAIR)
+        fair_pick_next(c, &o, next, &next_serial, &notices);
     rc = rl__change(&o, RL__S_RELEASE, h->count, h->watchdog ? h->lease_ms : 0,
                              &sent, &res, &unresolved, &read_back);
+    if (o.next && rc == RL_OK && res.code == RL__R_DONE && res.value == 0)
+        fair_placed_next(c, &o, next_serial, notices);
     if (rc == RL_OK && res.code == RL__R_DONE && res.value == 0 && read_back &&
         rl__hold_is_lost(h, rl__now_ms())) {
         /* Our field is gone, but the lease may have run out before the
@@ -621,6 +778,12 @@ static int force_release(rl_lock *lock)
         pthread_mutex_unlock(&c->mu);
     }
     rl__pool_put(c, conn);
+    /* A fair name: the queue stays as it is; its first waiter is told. */
+    if (rc == RL_OK && lock->entry->family == RL__FAM_FAIR) {
+        rl__op o;
+        rl__op_init(&o, c, lock->entry, rl__thread_self());
+        fair_leave(&o, "", 0);
+    }
     return rc;
 }
 

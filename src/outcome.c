@@ -19,6 +19,9 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->e = e;
     o->owner = rl__thread_owner(t, c, &o->owner_len);
     o->deadline = -1;
+    o->place_ms = 0;
+    o->next = NULL;
+    o->next_len = 0;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -94,8 +97,8 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count,
  * the server before use (nothing was sent). *conn is left set when the
  * command was sent and its reply (in *resp, read in place) is the caller's
  * to judge; NULL when nothing ran. */
-static int send_script(rl__op *o, int script, int nkeys, int nargs, const char **args,
-                       const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
+int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp)
 {
     int rc, unsent = 0;
     rl__route rt;
@@ -157,18 +160,19 @@ static int release_args(const rl__op *o, const char *held, size_t held_len, cons
  * release script, checked: count - 1 left). 1 when done. */
 static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
 {
-    char heldbuf[24], leasebuf[24];
-    const char *args[6];
-    size_t lens[6];
+    char heldbuf[24], leasebuf[24], placebuf[24];
+    const char *args[10];
+    size_t lens[10];
     rl__resp resp;
     rl__result res;
-    int nkeys, nargs;
+    int script = RL__S_RELEASE, nkeys, nargs;
 
     nargs = release_args(o, heldbuf, rl__fmt_ll(heldbuf, count), leasebuf,
                          rl__fmt_ll(leasebuf, count > 1 ? rl__redis_lease(o->c, lease_ms) : 0),
                          args, lens, &nkeys);
-    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, nkeys, nargs, args, lens) ==
-               RL_OK &&
+    if (o->e->family == RL__FAM_FAIR)
+        nkeys = rl__fair_args(o->e, &script, count, 0, NULL, 0, placebuf, args, lens, &nargs);
+    return rl__conn_script_fast(o->c, conn, script, &resp, nkeys, nargs, args, lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
 }
@@ -264,15 +268,15 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24];
-    const char *args[8];
-    size_t lens[8];
+    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24], placebuf[24];
+    const char *args[10];
+    size_t lens[10];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
     long long count;
     unsigned long long token;
-    int rc, nargs, nkeys = 1;
+    int rc, nargs, nkeys = 1, sent_script = script;
     size_t heldlen = rl__fmt_ll(heldbuf, held);
     /* Redis keeps a lease plus the lock-delay (scripts.c); 0 stays 0. */
     size_t leaselen = rl__fmt_ll(leasebuf, lease_ms > 0 ? rl__redis_lease(o->c, lease_ms) : 0);
@@ -306,10 +310,16 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         }
     }
 
+    /* A fair name: the same change, by the fair script (fair.c). (A fair
+     * lock's client has neither fencing nor a lock-delay: plain layout.) */
+    if (o->e->family == RL__FAM_FAIR)
+        nkeys = rl__fair_args(o->e, &sent_script, held, o->place_ms, o->next, o->next_len,
+                              placebuf, args, lens, &nargs);
+
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = send_script(o, script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = rl__op_send(o, sent_script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;
@@ -409,11 +419,16 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
      * comes free, for the waiters of other processes (Redlock: also where
      * it is free already, for those that listen to this node). A hold with
      * a lock-delay leaves its tombstone instead (scripts.c). */
-    const char *argv[9] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0",
-                            rl__notice_arg(c), e->channel };
-    size_t lens[9] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    const char *argv[13] = { "EVALSHA", NULL, NULL, e->key, owner, "0", "0",
+                             rl__notice_arg(c), e->channel };
+    size_t lens[13] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    char placebuf[24];
+    int script = RL__S_RELEASE, nargs = 6;
+    int nkeys = rl__fair_args(e, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
 
-    redisAppendCommandArgv(conn->ctx, 9, argv, lens);
+    argv[1] = c->sha[script];
+    argv[2] = nkeys == 3 ? "3" : "1";
+    redisAppendCommandArgv(conn->ctx, 3 + nargs, argv, lens);
 }
 
 /* Fence off the connection that carried the unknown change, then remove

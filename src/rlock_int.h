@@ -186,7 +186,8 @@ int rl__slots_parse(const redisReply *r,
 
 /* ---- scripts.c ------------------------------------------------------- */
 
-enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE, RL__S_COUNT };
+enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE,
+       RL__S_FAIR_ACQUIRE, RL__S_FAIR_RELEASE, RL__S_FAIR_LEAVE, RL__S_COUNT };
 extern const char *const rl__script_src[RL__S_COUNT];
 
 /* ---- thread.c -------------------------------------------------------- */
@@ -406,6 +407,9 @@ typedef struct rl__waiter {
     struct rl__waiter *next;
     pthread_cond_t cond;
     int kicked;
+    uint64_t serial;                /* per entry, from 1 (rl__queue_push) */
+    const char *owner;              /* fair lock: the waiting thread's owner field, */
+    size_t owner_len;               /* ...when it may be queued in Redis (else NULL) */
 } rl__waiter;
 
 enum { RL__SUB_NONE, RL__SUB_SENT, RL__SUB_ON, RL__SUB_OFF_SENT };
@@ -431,7 +435,21 @@ typedef struct rl__entry {
     int leftovers;                  /* rl__leftover records naming this entry */
     int renewing;                   /* holds of it in the renewal round in flight */
     uint64_t forced;                /* force-releases of it done by this client */
+    int family;                     /* RL__FAM_*: set by the first handle */
+    /* RL__FAM_FAIR (fair.c): the queue's keys, and this process's own
+     * release channel (NULL for the other families). */
+    char *queue_key, *places_key, *wake_channel;
+    size_t queue_len, places_len, wake_len;
+    uint64_t q_serial;              /* waiters pushed so far */
+    uint64_t notices;               /* release notices heard (subscriber) */
+    /* A release of this process queued the local waiter `hint_serial` in
+     * Redis; notices was hint_notices before that release was sent. */
+    uint64_t hint_serial, hint_notices;
 } rl__entry;
+
+/* The family a name is open as, in one client: kinds of one family share
+ * an entry (RL_KIND_READ and RL_KIND_WRITE: RL__FAM_RW). */
+enum { RL__FAM_PLAIN, RL__FAM_FAIR, RL__FAM_RW };
 
 /* What one Redlock node holds of a hold. */
 #define RL__NODES_MAX 9
@@ -540,6 +558,9 @@ typedef struct rl__op {
     /* The caller's deadline (-1: none): a Cluster in motion (TRYAGAIN,
      * CLUSTERDOWN) is waited out until then, at most the command timeout. */
     int64_t deadline;
+    long place_ms;          /* fair lock: the place a busy acquire queues (0: none) */
+    const char *next;       /* fair lock: the waiter a last release queues (NULL: none) */
+    size_t next_len;
 } rl__op;
 
 void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);
@@ -554,6 +575,12 @@ int rl__outcome(int script, long long held, long long count, rl__result *res);
  * before anything else. */
 int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                rl__result *res, rl__fence *unresolved, int *read_back);
+/* Send one script call (args: the nkeys keys, then the ARGV) to the name's
+ * server, following redirects. *conn is left set when the command was sent
+ * (its reply, in *resp, is the caller's to judge; give conn back); NULL
+ * when nothing ran. */
+int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
+                const size_t *lens, rl__conn **conn, int64_t *sent_ms, rl__resp *resp);
 /* Before the thread takes the entry again: drop what its unresolved changes
  * may have left. Mutex held; dropped while I/O runs. */
 int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadline);
@@ -576,6 +603,28 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
  * names the connection that carried it (late->id < 0: nothing sent). */
 int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */
 void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late); /* mutex held */
+
+/* ---- fair.c: the fair lock's queue ------------------------------------ */
+
+#define RL__FAIR_PLACE_MS 2000  /* a waiter's place runs out unless renewed within this */
+#define RL__FAIR_RENEW_MS 500   /* ...and a waiter renews it (asks again) this often */
+
+/* Make the queue's keys and channel of a name opened as fair (idempotent):
+ * 0, or -1 out of memory. Mutex held. */
+int rl__fair_entry_init(rl__entry *e);
+void rl__fair_entry_free(rl__entry *e);
+/* The channel this process subscribes to for e's notices: a fair name's
+ * channel of this process's own, the release channel otherwise. Mutex held. */
+const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len);
+/* Turn the arguments of an acquire or release script call (args[0] the
+ * key, then *nargs - 1 ARGV; room for four more) into the fair script's
+ * when e is fair: the queue's keys inserted; place_ms appended to a new
+ * acquisition, or `next` (when not NULL) and its place to a release
+ * (formatted in placebuf, 24 bytes); *script changed to match. Returns the
+ * number of keys (1: unchanged). */
+int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
+                  const char *next, size_t next_len, char *placebuf, const char **args,
+                  size_t *lens, int *nargs);
 
 /* ---- stats.c: the counters of rl_client_stats() ------------------------ */
 

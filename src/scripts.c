@@ -128,6 +128,28 @@ static const char acquire_src[] =
     "if token then return {1, n + 1, token} end\n"
     "return {1, n + 1}\n";
 
+/* The fair lock's release of one hold of ARGV[1] (v its value; ARGV[2] the
+ * count the caller holds, 0: the whole field), ARGV[3] checked as `lease`
+ * (the plain release_src spells the same out, with lock-delay): a count
+ * left is written back and ends the script; else the field goes, `last`
+ * saying whether it was the lock's last. Whether it was is asked before
+ * the delete: once the key is gone, a script may not touch it again while
+ * its slot migrates (Redis: "non local key"), and the delete would then be
+ * reported as an error. */
+#define RL__RELEASE_DOWN \
+    "local n = " RL__COUNT("v") "\n" \
+    "local held = tonumber(ARGV[2])\n" \
+    "if held > 0 and n ~= held then return {-2, n or -1} end\n" \
+    "if held == 0 then n = 1 end\n" \
+    "n = n - 1\n" \
+    "if n > 0 then\n" \
+    "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n" \
+    "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n" \
+    "  return {1, n}\n" \
+    "end\n" \
+    "local last = redis.call('hlen', KEYS[1]) == 1\n" \
+    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
  * RL__NOTICE; both may be left out for no notice). Only our own field is
@@ -255,6 +277,132 @@ static const char force_src[] =
     RL__NOTICE("ARGV[2]", "ARGV[3]")
     "return out\n";
 
+/* ---- the fair lock (src/fair.c says why it is built this way) ---------
+ *
+ * KEYS lock, queue, places: the lock hash as above; `queue`, a sorted set
+ * of waiting owners scored by order of arrival; `places`, a sorted set of
+ * the same owners scored by the Redis time (ms) at which each one's place
+ * runs out unless its process renews it. Both share the name's hash tag.
+ * Every script first skips the waiters whose place ran out, so a dead or
+ * stopped process is passed over, and neither set grows from the dead.
+ */
+
+/* Redis's own clock, so that every host's waiters are judged alike.
+ * (Scripts that read the time need effects replication, asked for before
+ * any write; it is the only kind from Redis 7 on.) */
+#define RL__FAIR_CLOCK \
+    "if redis.replicate_commands then redis.replicate_commands() end\n" \
+    "local t = redis.call('time')\n" \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+/* Drop the places that ran out (a hundred a call at most). */
+#define RL__FAIR_PRUNE \
+    "local gone = redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. now, 'LIMIT', 0, 100)\n" \
+    "for _, w in ipairs(gone) do\n" \
+    "  redis.call('zrem', KEYS[2], w)\n" \
+    "  redis.call('zrem', KEYS[3], w)\n" \
+    "end\n" \
+    /* The first waiter with a place still running (one left in the queue \
+     * without a place is dropped too). */ \
+    "local function head()\n" \
+    "  while true do\n" \
+    "    local h = redis.call('zrange', KEYS[2], 0, 0)[1]\n" \
+    "    if not h then return nil, 0 end\n" \
+    "    local until_ms = redis.call('zscore', KEYS[3], h)\n" \
+    "    if until_ms then return h, tonumber(until_ms) end\n" \
+    "    redis.call('zrem', KEYS[2], h)\n" \
+    "  end\n" \
+    "end\n"
+
+/* Queue w at the tail (once: a repeat only renews its place) with a
+ * place of `place` ms; the sets live as long as their longest place. */
+#define RL__FAIR_JOIN \
+    "local function join(w, place)\n" \
+    "  if not redis.call('zscore', KEYS[2], w) then\n" \
+    "    local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n" \
+    "    redis.call('zadd', KEYS[2], (tonumber(last[2]) or 0) + 1, w)\n" \
+    "  end\n" \
+    "  redis.call('zadd', KEYS[3], now + place, w)\n" \
+    "  for i = 2, 3 do\n" \
+    "    if redis.call('pttl', KEYS[i]) < place then redis.call('pexpire', KEYS[i], place) end\n" \
+    "  end\n" \
+    "end\n"
+
+/* Tell the head's process, and only it, that the name is free: on the
+ * release channel with ":<its uuid>" appended (an owner is "<uuid>:<tid>"). */
+#define RL__FAIR_WAKE(arg, chan) \
+    "local h = head()\n" \
+    "if h then\n" \
+    "  local ch = " chan " .. ':' .. (string.match(h, '^(.*):') or h)\n" \
+    RL__NOTICE(arg, "ch") \
+    "end\n"
+
+/* KEYS lock, queue, places; ARGV lease_ms, owner, held (0), since, place_ms
+ * (0: take it if free and nobody waits, but do not queue). Takes the name
+ * when it is free and the caller is the first waiter (or none waits);
+ * else queues the caller (once: a repeat only renews its place) and
+ * reports how long to wait: the holder's PTTL, or the time the first
+ * waiter's place has left. */
+static const char fair_acquire_src[] =
+    RL__LEASE_CHECK("ARGV[1]", 1)
+    "local place = tonumber(ARGV[5]) or 0\n"
+    RL__FAIR_CLOCK
+    RL__FAIR_PRUNE
+    RL__FAIR_JOIN
+    "local wait\n"
+    "if redis.call('exists', KEYS[1]) == 1 then\n"
+    "  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
+    "    wait = redis.call('pttl', KEYS[1])\n"
+    "  end\n"
+    "else\n"
+    "  local h, until_ms = head()\n"
+    "  if h and h ~= ARGV[2] then wait = until_ms - now end\n"
+    "end\n"
+    "if wait then\n"
+    "  if place > 0 then join(ARGV[2], place) end\n"
+    "  return {0, wait}\n"
+    "end\n"
+    "redis.call('hset', KEYS[1], ARGV[2], ARGV[4] and ('1 ' .. ARGV[4]) or 1)\n"
+    "redis.call('pexpire', KEYS[1], lease)\n"
+    "redis.call('zrem', KEYS[2], ARGV[2])\n"
+    "redis.call('zrem', KEYS[3], ARGV[2])\n"
+    "return {1, 1}\n";
+
+/* KEYS lock, queue, places; ARGV as release_src's, then optionally the
+ * next owner and its place_ms. As release_src, but the last release wakes
+ * the first waiter's process only, and the caller's place, if it still has
+ * one, goes too. The next owner (the thread of this process that waits
+ * next) is queued by the same call, saving it its own queueing try. */
+static const char fair_release_src[] =
+    RL__LEASE_CHECK("ARGV[3]", 0)
+    RL__FAIR_CLOCK
+    "local v = redis.call('hget', KEYS[1], ARGV[1])\n"
+    "if not v then return {-1, 0} end\n"
+    RL__RELEASE_DOWN
+    RL__FAIR_PRUNE
+    RL__FAIR_JOIN
+    "redis.call('zrem', KEYS[2], ARGV[1])\n"
+    "redis.call('zrem', KEYS[3], ARGV[1])\n"
+    "if ARGV[6] and tonumber(ARGV[7]) then join(ARGV[6], tonumber(ARGV[7])) end\n"
+    "if last and ARGV[4] and ARGV[4] ~= '0' then\n"
+    RL__FAIR_WAKE("ARGV[4]", "ARGV[5]")
+    "end\n"
+    "return {1, 0}\n";
+
+/* KEYS lock, queue, places; ARGV owner ("" for none), the notice and the
+ * release channel. A waiter that gives up leaves the queue; when the name
+ * is free, the (new) first waiter's process is woken. Also after a
+ * force-release. Returns 1. */
+static const char fair_leave_src[] =
+    RL__FAIR_CLOCK
+    RL__FAIR_PRUNE
+    "redis.call('zrem', KEYS[2], ARGV[1])\n"
+    "redis.call('zrem', KEYS[3], ARGV[1])\n"
+    "if redis.call('exists', KEYS[1]) == 0 and ARGV[2] ~= '0' then\n"
+    RL__FAIR_WAKE("ARGV[2]", "ARGV[3]")
+    "end\n"
+    "return 1\n";
+
 const char *const rl__script_src[RL__S_COUNT] = {
     acquire_src, release_src, renew_src, force_src,
+    fair_acquire_src, fair_release_src, fair_leave_src,
 };

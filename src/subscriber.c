@@ -165,8 +165,7 @@ static int64_t reconcile(sub_state *st, int64_t now)
             continue;
         }
         lens[0] = strlen(argv[0]);
-        argv[1] = e->channel;
-        lens[1] = e->channel_len;
+        argv[1] = rl__entry_sub_channel(c, e, &lens[1]);
         redisAppendCommandArgv(st->ctx, 2, argv, lens);
     }
     return next;
@@ -285,6 +284,7 @@ static int handle(sub_state *st, redisReply *r)
     if (e->sub_link != st->srv->index)
         return 0;   /* a late word from where it was subscribed before */
     if (strcmp(kind->str, "message") == 0 || strcmp(kind->str, "smessage") == 0) {
+        e->notices++;
         rl__queue_kick_head(e);
     } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "ssubscribe") == 0) {
         if (e->sub_state == RL__SUB_SENT)

@@ -203,6 +203,8 @@ void bn_run_solo_features(int n);
 bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_out *at4);
 bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int names, long dur_ms,
                                  const bn_contend_out *single);
+/* contend_fair: the plain lock, then the fair one, P processes x W threads. */
+void bn_run_contend_fair(int procs, int w, long dur_ms);
 double bn_run_spread(const bn_target *tg, int nthreads, long dur_ms, double single);
 bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdres *single);
 void bn_run_reentry(int cycles);

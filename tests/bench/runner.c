@@ -735,9 +735,9 @@ static void usage(void)
             "  --csv FILE          also write the figures as CSV\n"
             "  --rb C:RATE,...     redis-benchmark EVALSHA rates by client count (baseline)\n"
             "  --only LIST         workloads, comma-separated (default: all):\n"
-            "                      solo,solo_features,contend,contend_mp,spread,watchdog,\n"
-            "                      reentry,alloc,\n"
-            "                      solo_redlock,contend_redlock (redlock: both)\n"
+            "                      solo,solo_features,contend,contend_mp,contend_fair,\n"
+            "                      spread,watchdog,reentry,alloc,solo_redlock,\n"
+            "                      contend_redlock (redlock: both)\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
@@ -886,6 +886,8 @@ int main(int argc, char **argv)
             if (ws[i] == 4)
                 c4mp = o;
         }
+    if (wanted(only, "contend_fair"))
+        bn_run_contend_fair(4, 32, (long)(seconds * 1000));
     /* Each cluster run right after its single-server twin: this machine's
      * speed drifts from one minute to the next. */
     if (wanted(only, "spread"))

@@ -126,6 +126,7 @@ typedef struct cspec {
     long dur_ms;
     char name[100];             /* lock k is "<name>.k" ... */
     char counter[100];          /* ... its counter "<counter>.k" */
+    int kind;                   /* RL_KIND_* of the locks (0: plain) */
 } cspec;
 
 /* What one run measured. */
@@ -156,8 +157,17 @@ static void contend_child(const cspec *sp, int p, int ready_fd, int go_fd, int r
     if (!w || !locks)
         bn_die("out of memory");
     /* One handle per name, shared by the threads of this process on it. */
-    for (k = 0; k < sp->names; k++)
-        locks[k] = bn_make_lock(c, "%s.%d", sp->name, k);
+    for (k = 0; k < sp->names; k++) {
+        char name[128];
+        int st;
+        if (sp->kind == RL_KIND_PLAIN) {
+            locks[k] = bn_make_lock(c, "%s.%d", sp->name, k);
+            continue;
+        }
+        snprintf(name, sizeof name, "%s.%d", sp->name, k);
+        if ((st = rl_lock_new_kind(&locks[k], c, name, strlen(name), sp->kind)) != RL_OK)
+            bn_die("rl_lock_new_kind(%s): %s: %s", name, rl_strerror(st), rl_last_error());
+    }
     pthread_barrier_init(&go, NULL, (unsigned)nthreads + 1);
     for (i = 0; i < nthreads; i++) {
         k = (p * sp->per + i) % sp->names;
@@ -418,4 +428,62 @@ bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int name
     out.wait_max_us = wmax;
     bn_s_free(&m.waits);
     return out;
+}
+
+/*
+ * contend_fair: W threads in P processes on one name, hold 1 ms, think
+ * 1 ms, as contend_mp: first with a plain lock, then at once with a fair
+ * one (RL_KIND_FAIR), the fair figures as ratios to the plain ones. The
+ * FIFO ideal of the longest wait: with every thread served once per turn
+ * of the queue, a thread waits for the W - 1 others, each holding for the
+ * measured hold time plus one round trip to hand over, less its own think
+ * time: W * (hold + ping) - hold - 1 ms.
+ */
+void bn_run_contend_fair(int procs, int w, long dur_ms)
+{
+    cspec sp = { .tg = &bn_single, .procs = procs, .per = procs ? w / procs : 0, .names = 1,
+                 .dur_ms = dur_ms };
+    cmeas m[2];
+    double acq_s[2], wmax[2], per[2], ideal_us, hold;
+    bn_targets t = { .any = 0 };
+    bn_rec rr = { .n = 0 };
+    int i;
+
+    if (procs < 1 || sp.per * procs != w)
+        bn_die("contend_fair: W=%d does not split over %d processes", w, procs);
+    for (i = 0; i < 2; i++) {
+        sp.kind = i ? RL_KIND_FAIR : RL_KIND_PLAIN;
+        snprintf(sp.name, sizeof sp.name, "contend_%s:%s:%dx%d", i ? "fair" : "plain", bn_run,
+                 procs, sp.per);
+        snprintf(sp.counter, sizeof sp.counter, "rlbench:counter:%s:%d:%dx%d", bn_run, i, procs,
+                 sp.per);
+        contend_measure(&sp, &m[i]);
+        acq_s[i] = m[i].acq / m[i].secs;
+        wmax[i] = bn_s_max(&m[i].waits);
+        per[i] = m[i].acq ? (double)m[i].ca.rl_top / (double)m[i].acq : 0;
+    }
+    hold = m[1].acq ? (double)m[1].hold_ns / (double)m[1].acq / 1000.0 : 0;
+    ideal_us = w * (hold + bn_ping_p50) - hold - 1000;
+
+    bn_rec_add(&rr, "workload", "contend_fair");
+    bn_rec_add(&rr, "procs", "%d", procs);
+    bn_rec_add(&rr, "threads", "%d", w);
+    contend_fields(&rr, &m[1], 1, acq_s[1], bn_rb_rate(w) / 2);
+    bn_rec_add(&rr, "wait_max_us_fifo_ideal", "%.0f", ideal_us);
+    bn_rec_add(&rr, "wait_max_ratio_ideal", "%.2f", ideal_us > 0 ? wmax[1] / ideal_us : 0);
+    bn_rec_add(&rr, "acq_s_plain", "%.0f", acq_s[0]);
+    bn_rec_add(&rr, "acq_s_ratio_plain", "%.3f", acq_s[0] > 0 ? acq_s[1] / acq_s[0] : 0);
+    bn_rec_add(&rr, "wait_max_us_plain", "%.0f", wmax[0]);
+    bn_rec_add(&rr, "wait_p99_us_plain", "%.0f", bn_s_pct(&m[0].waits, 99));
+    bn_rec_add(&rr, "wait_max_ratio_plain", "%.2f", wmax[0] > 0 ? wmax[1] / wmax[0] : 0);
+    bn_rec_add(&rr, "wait_max_ratio_ideal_plain", "%.2f", ideal_us > 0 ? wmax[0] / ideal_us : 0);
+    bn_rec_add(&rr, "rl_cmds_per_acq_plain", "%.2f", per[0]);
+    bn_tgt_check(&t, "lost=0", m[0].acq == m[0].counted && m[1].acq == m[1].counted);
+    bn_tgt_check(&t, "wait_max<=2*ideal", wmax[1] <= 2 * ideal_us);
+    bn_tgt_check(&t, "rl_cmds_per_acq<=3", per[1] <= 3);
+    bn_tgt_check(&t, "acq_s>=0.9*plain", acq_s[1] >= 0.9 * acq_s[0]);
+    bn_tgt_emit(&rr, &t);
+    bn_rec_emit(&rr);
+    bn_s_free(&m[0].waits);
+    bn_s_free(&m[1].waits);
 }

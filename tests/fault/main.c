@@ -47,6 +47,7 @@ static const struct {
     { "sentinel_restart_early", sc_sentinel_restart_early },
     { "fencing_stall", sc_fencing_stall },
     { "lock_delay", sc_lock_delay },
+    { "fair_queue", sc_fair_queue },
 };
 
 static const struct {
@@ -68,6 +69,7 @@ static const struct {
     { "sn_hold", role_sn_hold },
     { "late_writer", role_late_writer },
     { "next_writer", role_next_writer },
+    { "fair_wait", role_fair_wait },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

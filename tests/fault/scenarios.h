@@ -37,6 +37,7 @@ int sc_sentinel_failover_noack(void);
 int sc_sentinel_restart_early(void);
 int sc_fencing_stall(void);
 int sc_lock_delay(void);
+int sc_fair_queue(void);
 
 /* worker roles */
 int role_loop(void);
@@ -54,6 +55,7 @@ int role_probe(void);
 int role_sn_hold(void);
 int role_late_writer(void);
 int role_next_writer(void);
+int role_fair_wait(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

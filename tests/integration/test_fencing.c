@@ -190,7 +190,8 @@ static void test_token_after_lost_reply(void **state)
     rt_proxy_stop(p);
 }
 
-/* Redlock offers neither; an older options layout has neither. */
+/* Redlock offers neither; an older options layout has neither; a client
+ * with either offers only plain locks. */
 static void test_refused_where_not_offered(void **state)
 {
     it_env *e = *state;
@@ -212,6 +213,25 @@ static void test_refused_where_not_offered(void **state)
     o.url = NULL;
     IT_RC(rl_client_new(&c, &o), RL_EINVAL);
     assert_null(c);
+
+    /* Fencing and lock-delay are the plain lock's: other kinds are refused. */
+    {
+        rl_client *f = fenced_client(e, NULL, 0, 0), *d;
+        rl_lock *k = NULL;
+        IT_RC(rl_lock_new_kind(&k, f, "ft-kind", 7, RL_KIND_FAIR), RL_ENOTSUP);
+        assert_null(k);
+        IT_RC(rl_lock_new_kind(&k, f, "ft-kind", 7, RL_KIND_PLAIN), RL_OK);
+        rl_lock_free(k);
+        rl_client_free(f);
+        rl_options_init(&o, RL_OPTIONS_VERSION);
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", e->redis->port);
+        o.url = url;
+        o.lock_delay_ms = 100;
+        IT_RC(rl_client_new(&d, &o), RL_OK);
+        k = NULL;
+        IT_RC(rl_lock_new_kind(&k, d, "ft-kind", 7, RL_KIND_FAIR), RL_ENOTSUP);
+        rl_client_free(d);
+    }
 
     /* Layout 3 ends before the new fields: whatever follows is not read. */
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", e->redis->port);

@@ -39,8 +39,27 @@ static int kind_family(int kind)
 /* Whether the client's mode offers the kind. */
 static int kind_offered(const rl_client *c, int kind)
 {
-    (void)c;
+    if (kind == RL_KIND_READ || kind == RL_KIND_WRITE)
+        return c->mode != RL__MODE_REDLOCK;
     return kind == RL_KIND_PLAIN;
+}
+
+/* A change by the calling thread through this handle: on its side of the
+ * lock, as its field (a reader's is its own, rwlock.c). */
+static void op_init(rl__op *o, const rl_lock *lock, rl__thread *t)
+{
+    rl__op_init(o, lock->client, lock->entry, t);
+    o->side = rl__rw_side(lock->kind);
+    if (o->side == RL__SIDE_READ) {
+        o->owner_len = rl__rw_field(o->field, o->owner, o->owner_len, o->side);
+        o->owner = o->field;
+    }
+}
+
+/* The calling thread's hold through this handle's side of the lock. */
+static rl__hold *find(const rl_lock *lock, rl__thread *t)
+{
+    return rl__thread_find_side(t, lock->client, lock->entry, rl__rw_side(lock->kind));
 }
 
 int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
@@ -246,7 +265,9 @@ static void begin_wait(rl_client *c, int *waited)
     }
 }
 
-static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
+/* direct: the thread holds the write side and takes the read side: no
+ * queue, no local wait (it would wait for itself). */
+static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, int direct)
 {
     rl_client *c = o->c;
     rl__entry *e = o->e;
@@ -273,11 +294,15 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     }
     memcpy(h->owner, o->owner, o->owner_len + 1);
     h->owner_len = o->owner_len;
+    h->side = o->side;
+    /* A writer that will wait stops new readers meanwhile (rwlock.c). */
+    o->intent_ms = o->side == RL__SIDE_WRITE && wait_ms != 0 ? RL__RW_INTENT_MS : 0;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
-    rl__queue_push(e, &w);
+    if (!direct)
+        rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
-    while (e->q_head != &w) {
+    while (!direct && e->q_head != &w) {
         if (atomic_load(&c->closing)) {
             rc = cancelled();
             goto dequeue;
@@ -308,7 +333,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                          : rl__err(RL_ETIMEDOUT, "timed out waiting for the lock");
             goto dequeue;
         }
-        if (e->local_live > 0) {
+        if (!direct && rl__rw_local_busy(e, o->side)) {
             /* A thread of this process holds it: its release wakes us. */
             if (wait_ms == 0) {
                 rc = rl__err(RL_EBUSY, "held by another thread of this process");
@@ -390,6 +415,9 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                         rl__sub_poke(c);
                     }
                 }
+                /* Keep the intent alive: ask again well before it ends. */
+                if (o->intent_ms && wake_at > now + o->intent_ms / 3)
+                    wake_at = now + o->intent_ms / 3;
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
@@ -473,9 +501,18 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
                      RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
     } else {
         t = rl__thread_self();
-        rl__op_init(&o, lock->client, lock->entry, t);
-        h = rl__thread_find(t, lock->client, lock->entry);
-        rc = h ? reenter(&o, h) : acquire_new(&o, t, wait_ms, lease_ms);
+        op_init(&o, lock, t);
+        h = find(lock, t);
+        if (h)
+            rc = reenter(&o, h);
+        else if (o.side == RL__SIDE_WRITE &&
+                 rl__thread_find_side(t, lock->client, lock->entry, RL__SIDE_READ))
+            rc = rl__err(RL_EBUSY, "the thread holds the read side: it cannot take the write "
+                                   "side (an upgrade would wait for itself); release it first");
+        else
+            rc = acquire_new(&o, t, wait_ms, lease_ms, o.side == RL__SIDE_READ &&
+                             rl__thread_find_side(t, lock->client, lock->entry,
+                                                  RL__SIDE_WRITE) != NULL);
         count_acquire(lock->client, rc, h != NULL);
     }
     rl__call_end(lock->client);
@@ -507,7 +544,7 @@ static int release(rl_lock *lock)
 {
     rl_client *c = lock->client;
     rl__thread *t = rl__thread_self();
-    rl__hold *h = rl__thread_find(t, c, lock->entry);
+    rl__hold *h = find(lock, t);
     rl__result res;
     rl__fence unresolved;
     int64_t sent;
@@ -516,7 +553,7 @@ static int release(rl_lock *lock)
 
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
-    rl__op_init(&o, c, lock->entry, t);
+    op_init(&o, lock, t);
     if (rl__hold_is_lost(h, rl__now_ms()))
         return release_lost(&o, t, h, RL__LOST_EXPIRED, "its lease ran out before it was renewed");
     if (c->mode == RL__MODE_REDLOCK)
@@ -649,6 +686,9 @@ static int force_release(rl_lock *lock)
         flag = -1;
     } else {
         flag = resp.ints[1] < 0 ? -1 : 1;
+        /* A reader's field ("<uuid>:<tid>:r") is not listed: flag them all. */
+        if (lock->entry->family == RL__FAM_RW)
+            flag = -1;
     }
     if (flag) {
         pthread_mutex_lock(&c->mu);
@@ -680,7 +720,7 @@ int rl_lock_hold_count(const rl_lock *lock)
         return rl__err(RL_EINVAL, "lock is NULL");
     if (atomic_load(&lock->client->closed))
         return rl__err(RL_EINVAL, "the client was shut down");
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    h = find(lock, rl__thread_self());
     return h ? h->count : 0;
 }
 
@@ -695,7 +735,7 @@ int rl_lock_interrupted(const rl_lock *lock)
      * until rl_interrupted() has reported it. */
     if (atomic_load(&lock->client->closed))
         return rl__thread_has_orphan(rl__thread_self(), lock->client, lock->entry);
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    h = find(lock, rl__thread_self());
     return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
 }
 

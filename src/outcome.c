@@ -19,6 +19,8 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->e = e;
     o->owner = rl__thread_owner(t, c, &o->owner_len);
     o->deadline = -1;
+    o->side = RL__SIDE_PLAIN;
+    o->intent_ms = 0;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -148,7 +150,8 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
     args[4] = rl__notice_arg(o->c);
     lens[4] = 1;
     args[5] = o->e->channel; lens[5] = o->e->channel_len;
-    return rl__conn_script_fast(o->c, conn, RL__S_RELEASE, &resp, 1, 6, args, lens) == RL_OK &&
+    return rl__conn_script_fast(o->c, conn, rl__rw_script(o->e, RL__S_RELEASE), &resp, 1, 6, args,
+                                lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
 }
@@ -244,9 +247,9 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24];
-    const char *args[6];
-    size_t lens[6];
+    char heldbuf[24], leasebuf[24], sincebuf[24], intentbuf[24];
+    const char *args[8];
+    size_t lens[8];
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
@@ -267,6 +270,16 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
             lens[4] = rl__fmt_ll(sincebuf, rl__wall_ms());
             nargs = 5;
         }
+        if (o->e->family == RL__FAM_RW) {
+            /* The read-write acquire: since always, the side, the intent. */
+            args[4] = sincebuf;
+            lens[4] = held == 0 ? lens[4] : rl__fmt_ll(sincebuf, 0);
+            args[5] = o->side == RL__SIDE_READ ? "r" : "w";
+            lens[5] = 1;
+            args[6] = intentbuf;
+            lens[6] = rl__fmt_ll(intentbuf, o->intent_ms);
+            nargs = 7;
+        }
     } else {
         args[1] = o->owner;      lens[1] = o->owner_len;
         args[2] = heldbuf;       lens[2] = heldlen;
@@ -281,7 +294,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = send_script(o, script, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = send_script(o, rl__rw_script(o->e, script), nargs, args, lens, &conn, sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;
@@ -379,7 +392,8 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
     /* held 0 (the whole field), lease untouched; a notice where the name
      * comes free, for the waiters of other processes (Redlock: also where
      * it is free already, for those that listen to this node). */
-    const char *argv[9] = { "EVALSHA", c->sha[RL__S_RELEASE], "1", e->key, owner, "0", "0",
+    const char *argv[9] = { "EVALSHA", c->sha[rl__rw_script(e, RL__S_RELEASE)], "1", e->key,
+                            owner, "0", "0",
                             rl__notice_arg(c), e->channel };
     size_t lens[9] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
 

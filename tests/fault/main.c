@@ -45,6 +45,8 @@ static const struct {
     { "sentinel_failover", sc_sentinel_failover },
     { "sentinel_failover_noack", sc_sentinel_failover_noack },
     { "sentinel_restart_early", sc_sentinel_restart_early },
+    { "rw_kill", sc_rw_kill },
+    { "rw_cluster_kill", sc_rw_cluster_kill },
 };
 
 static const struct {
@@ -64,6 +66,7 @@ static const struct {
     { "renew_race", role_renew_race },
     { "probe", role_probe },
     { "sn_hold", role_sn_hold },
+    { "rw_loop", role_rw_loop },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -35,6 +35,8 @@ int sc_redlock_contention(void);
 int sc_sentinel_failover(void);
 int sc_sentinel_failover_noack(void);
 int sc_sentinel_restart_early(void);
+int sc_rw_kill(void);
+int sc_rw_cluster_kill(void);
 
 /* worker roles */
 int role_loop(void);
@@ -50,6 +52,7 @@ int role_shutdown(void);
 int role_renew_race(void);
 int role_probe(void);
 int role_sn_hold(void);
+int role_rw_loop(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

@@ -11,7 +11,7 @@
  * Workloads, one file each: baseline (wl_baseline.c), solo (wl_solo.c),
  * contend and contend_mp (wl_contend.c), spread (wl_spread.c), watchdog
  * (wl_watchdog.c), reentry (wl_reentry.c), alloc (wl_alloc.c), solo_redlock
- * (wl_redlock.c). See usage(). Given --cluster-url, spread and watchdog run
+ * (wl_redlock.c), rw (wl_rw.c). See usage(). Given --cluster-url, spread and watchdog run
  * on that Redis Cluster too, right after their single-server run, and print
  * the cluster's figures as ratios to the single server's. Given
  * --redlock-url, solo_redlock and contend_redlock (wl_contend.c) compare
@@ -736,7 +736,7 @@ static void usage(void)
             "  --rb C:RATE,...     redis-benchmark EVALSHA rates by client count (baseline)\n"
             "  --only LIST         workloads, comma-separated (default: all):\n"
             "                      solo,contend,contend_mp,spread,watchdog,reentry,alloc,\n"
-            "                      solo_redlock,contend_redlock (redlock: both)\n"
+            "                      solo_redlock,contend_redlock (redlock: both),rw\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
@@ -883,6 +883,8 @@ int main(int argc, char **argv)
             if (ws[i] == 4)
                 c4mp = o;
         }
+    if (wanted(only, "rw"))
+        bn_run_rw(8, (long)(seconds * 1000));
     /* Each cluster run right after its single-server twin: this machine's
      * speed drifts from one minute to the next. */
     if (wanted(only, "spread"))

@@ -6,6 +6,7 @@
  * Cluster node. Each test starts its own redis-server.
  */
 #include "it_common.h"
+#include "proxy.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -493,6 +494,79 @@ static void test_cluster_node(void **state)
     rl_client_free(o);
 }
 
+/* The count a field holds in Redis ("<count> <since>"), 0 when absent. */
+static long long field_count(it_env *e, const char *name, const char *field)
+{
+    redisReply *r = redisCommand(e->rc, "HGET rl:{%s} %s", name, field);
+    long long n = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* The only field of the hash whose name ends as `suffix` says (":r": a
+ * reader's; "": a writer's), into buf. */
+static void find_field(it_env *e, const char *name, int reader, char *buf, size_t cap)
+{
+    redisReply *r = redisCommand(e->rc, "HKEYS rl:{%s}", name);
+    size_t i;
+
+    buf[0] = '\0';
+    for (i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *f = r->element[i];
+        int is_reader = f->len > 2 && memcmp(f->str + f->len - 2, ":r", 2) == 0;
+        if (is_reader == reader)
+            snprintf(buf, cap, "%.*s", (int)f->len, f->str);
+    }
+    freeReplyObject(r);
+    if (!buf[0])
+        fail_msg("no %s field in rl:{%s}", reader ? "reader" : "writer", name);
+}
+
+/*
+ * Replies lost after Redis applied the change (the proxy swallows them):
+ * each is resolved by reading the side's own field back, so no count is
+ * doubled or lost, on either side, in acquire, reentry and release.
+ */
+static void test_lost_replies(void **state)
+{
+    it_env *e = *state;
+    it_proxied p;
+    rl_lock *r, *w;
+    char rf[128], wf[128];
+
+    it_proxied_open(&p, e, "unused", 0, 500);
+    r = rw_lock(p.c, "lostrw", RL_KIND_READ);
+    w = rw_lock(p.c, "lostrw", RL_KIND_WRITE);
+
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    find_field(e, "lostrw", 0, wf, sizeof wf);
+    IT_EQ(field_count(e, "lostrw", wf), 1);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_OK);      /* downgrade side */
+    find_field(e, "lostrw", 1, rf, sizeof rf);
+    IT_EQ(field_count(e, "lostrw", rf), 1);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_OK);      /* reentry */
+    IT_EQ(field_count(e, "lostrw", rf), 2);
+    IT_EQ(rl_lock_hold_count(r), 2);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_lock_release(w), RL_OK);
+    IT_EQ(field_count(e, "lostrw", wf), 0);
+    IT_EQ(hlen(e, "lostrw"), 1);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_EQ(field_count(e, "lostrw", rf), 1);
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_EQ(hlen(e, "lostrw"), 0);
+    IT_EQ(rt_proxy_dropped(p.proxy), 5);
+    rl_lock_free(r);
+    rl_lock_free(w);
+    it_proxied_close(&p);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +576,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dead_reader_own_lease, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_writer_not_starved, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_cluster_node, setup_cluster, it_teardown),
     };

@@ -73,6 +73,16 @@ static const char acquire_src[] =
     "redis.call('pexpire', KEYS[1], lease)\n"
     "return {1, n + 1}\n";
 
+/* A release of the field's value v by a caller holding ARGV[2] (0: the
+ * whole field): n, the count it leaves; another count than the caller's
+ * is a mismatch, and nothing changes. */
+#define RL__RELEASE_COUNT \
+    "local n = " RL__COUNT("v") "\n" \
+    "local held = tonumber(ARGV[2])\n" \
+    "if held > 0 and n ~= held then return {-2, n or -1} end\n" \
+    "if held == 0 then n = 1 end\n" \
+    "n = n - 1\n"
+
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
  * RL__NOTICE; both may be left out for no notice). Only our own field is
@@ -90,11 +100,7 @@ static const char release_src[] =
     "  end\n"
     "  return {-1, 0}\n"
     "end\n"
-    "local n = " RL__COUNT("v") "\n"
-    "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
-    "if held == 0 then n = 1 end\n"
-    "n = n - 1\n"
+    RL__RELEASE_COUNT
     "if n > 0 then\n"
     "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n"
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
@@ -111,26 +117,31 @@ static const char release_src[] =
     "end\n"
     "return {1, 0}\n";
 
+/* For each (KEYS[i], ARGV[i + 1]) pair: `renew` where the field is there
+ * ('1'), else '0'; the flags joined. A key of the wrong type counts as
+ * gone and does not stop the others. */
+#define RL__RENEW_EACH(renew) \
+    "local out = {}\n" \
+    "for i = 1, #KEYS do\n" \
+    "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n" \
+    "  if r == 1 then\n" \
+    renew \
+    "    out[i] = '1'\n" \
+    "  else\n" \
+    "    out[i] = '0'\n" \
+    "  end\n" \
+    "end\n" \
+    "return table.concat(out)\n"
+
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
- * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
- * counts as gone and does not stop the others. */
+ * held, lease renewed) or '0' (gone) per pair. */
 static const char renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
-    "local out = {}\n"
-    "for i = 1, #KEYS do\n"
-    "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
-    "  if r == 1 then\n"
     /* Never shorten. (The client never sends a renewal that could land on
      * a newer hold of the same owner: see the watchdog.) */
-    "    if redis.call('pttl', KEYS[i]) < lease then\n"
-    "      redis.call('pexpire', KEYS[i], lease)\n"
-    "    end\n"
-    "    out[i] = '1'\n"
-    "  else\n"
-    "    out[i] = '0'\n"
-    "  end\n"
-    "end\n"
-    "return table.concat(out)\n";
+    RL__RENEW_EACH("    if redis.call('pttl', KEYS[i]) < lease then\n"
+                   "      redis.call('pexpire', KEYS[i], lease)\n"
+                   "    end\n");
 
 /* KEYS[1] lock; ARGV[1] "<our uuid>:", the notice and the release channel
  * (see RL__NOTICE). Deletes
@@ -261,11 +272,7 @@ static const char rw_release_src[] =
     "local k, f = KEYS[1], ARGV[1]\n"
     "local v = redis.call('hget', k, f)\n"
     "if not v then return {-1, 0} end\n"
-    "local n = " RL__COUNT("v") "\n"
-    "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
-    "if held == 0 then n = 1 end\n"
-    "n = n - 1\n"
+    RL__RELEASE_COUNT
     "if n > 0 then\n"
     "  redis.call('hset', k, f, n .. " RL__SUFFIX("v") ")\n"
     "  if lease > 0 then extend(k, f, lease) end\n"
@@ -285,17 +292,7 @@ static const char rw_release_src[] =
 static const char rw_renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     RL__RW_PRELUDE
-    "local out = {}\n"
-    "for i = 1, #KEYS do\n"
-    "  local r = redis.pcall('hexists', KEYS[i], ARGV[i + 1])\n"
-    "  if r == 1 then\n"
-    "    extend(KEYS[i], ARGV[i + 1], lease)\n"
-    "    out[i] = '1'\n"
-    "  else\n"
-    "    out[i] = '0'\n"
-    "  end\n"
-    "end\n"
-    "return table.concat(out)\n";
+    RL__RENEW_EACH("    extend(KEYS[i], ARGV[i + 1], lease)\n");
 
 const char *const rl__script_src[RL__S_COUNT] = {
     acquire_src, release_src, renew_src, force_src,

@@ -430,44 +430,8 @@ static void test_redlock_refused(void **state)
     rt_redis_stop(more[1]);
 }
 
-static int cluster_ok(redisContext *rc)
-{
-    redisReply *r = redisCommand(rc, "CLUSTER INFO");
-    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
-
-    freeReplyObject(r);
-    return ok;
-}
-
 /* A cluster-mode node (all slots): the scripts' keys share the name's
  * slot, and renewal calls of read-write holds are their own. */
-static int setup_cluster(void **state)
-{
-    it_env *e = calloc(1, sizeof *e);
-    char args[160];
-    redisReply *r;
-    int bus = rt_free_port();
-
-    if (!e || bus < 0) {
-        free(e);
-        return -1;
-    }
-    snprintf(args, sizeof args,
-             "--cluster-enabled yes --cluster-config-file nodes.conf --cluster-port %d", bus);
-    if (rt_redis_open("rw_cluster", args, &e->redis, &e->rc) != 0) {
-        free(e);
-        return -1;
-    }
-    *state = e;
-    r = redisCommand(e->rc, "CLUSTER ADDSLOTSRANGE 0 16383");
-    freeReplyObject(r);
-    if (!RT_WAIT_UNTIL(cluster_ok(e->rc), 10000)) {
-        it_teardown(state);
-        return -1;
-    }
-    return 0;
-}
-
 static void test_cluster_node(void **state)
 {
     it_env *e = *state;
@@ -578,7 +542,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
-        cmocka_unit_test_setup_teardown(test_cluster_node, setup_cluster, it_teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_node, it_setup_cluster_node, it_teardown),
     };
 
     if (argc == 5 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "read") == 0)

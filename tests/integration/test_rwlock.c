@@ -7,6 +7,7 @@
  */
 #include "it_common.h"
 #include "proxy.h"
+#include "rt_sentinel.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -531,6 +532,43 @@ static void test_lost_replies(void **state)
     it_proxied_close(&p);
 }
 
+/* Sentinel mode: the primary found through a sentinel; readers share, a
+ * writer waits for them, holds are renewed. */
+static void test_sentinel(void **state)
+{
+    rt_sentinel *dep = rt_sentinel_start(0, 1, "rwm", NULL);
+    rl_options o;
+    rl_client *c, *d;
+    rl_lock *r, *r2, *w;
+    int64_t t0;
+
+    (void)state;
+    assert_non_null(dep);
+    it_options(&o, rt_sentinel_url(dep), 300, 0);
+    c = it_client_opts(&o);
+    d = it_client_opts(&o);
+    r = rw_lock(c, "sn", RL_KIND_READ);
+    r2 = rw_lock(d, "sn", RL_KIND_READ);
+    w = rw_lock(d, "sn", RL_KIND_WRITE);
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(r2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(r2), RL_OK);
+    IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    t0 = rt_now_ms();
+    IT_WAIT(rt_now_ms() - t0 > 1200, 3000);     /* four leases */
+    IT_EQ(rl_lock_interrupted(r), 0);
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_release(w), RL_OK);
+    rl_lock_free(r);
+    rl_lock_free(r2);
+    rl_lock_free(w);
+    rl_client_free(c);
+    rl_client_free(d);
+    rt_sentinel_stop(dep);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +581,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_cluster_node, it_setup_cluster_node, it_teardown),
+        cmocka_unit_test(test_sentinel),
     };
 
     if (argc == 5 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "read") == 0)

@@ -104,7 +104,7 @@ static void *rw_thread_main(void *arg)
             t->fails++;
         }
         if (t->write)
-            usleep(20000);   /* writers come now and then; readers all the time */
+            usleep(100000);  /* writers come now and then; readers all the time */
     }
 out:
     rl_lock_free(l);

@@ -174,9 +174,12 @@ static const char force_src[] =
 
 /* ---- the read-write lock (src/rwlock.c says how its keys are kept) ---- */
 
-/* Shared by the three scripts: the time, the other keys, the lease of
- * one field (its deadline, and the keys' expiry, never shortened). */
+/* Shared by the three scripts: the time (read before any write: effects
+ * replication, the default from Redis 5, asked for explicitly for older
+ * servers), the lease of one field (its deadline, and the keys' expiry,
+ * never shortened). */
 #define RL__RW_PRELUDE \
+    "redis.replicate_commands()\n" \
     "local t = redis.call('time')\n" \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
     "local function extend(k, f, lease)\n" \

@@ -25,6 +25,18 @@ static rl_lock *rw_lock(rl_client *c, const char *name, int kind)
     return l;
 }
 
+/* Free the handles, then the clients (a NULL ends each list). */
+#define FREE_ALL(...) free_all((void *[]){ __VA_ARGS__, NULL })
+static void free_all(void *const *p)
+{
+    size_t i = 0;
+
+    for (; p[i]; i++)
+        rl_lock_free(p[i]);
+    for (i++; p[i]; i++)
+        rl_client_free(p[i]);
+}
+
 static long long cmd_int(redisContext *rc, const char *fmt, const char *key)
 {
     redisReply *r = redisCommand(rc, fmt, key);
@@ -116,12 +128,7 @@ static void test_shared_and_exclusive(void **state)
     IT_RC(rl_lock_release(r1), RL_OK);
     IT_EQ(hlen(e, "rw"), 0);
 
-    rl_lock_free(r1);
-    rl_lock_free(r2);
-    rl_lock_free(w1);
-    rl_lock_free(w2);
-    rl_client_free(c1);
-    rl_client_free(c2);
+    FREE_ALL(r1, r2, w1, w2, NULL, c1, c2);
 }
 
 /* Reentry on each side, downgrade, and an upgrade refused at once. */
@@ -166,11 +173,7 @@ static void test_reentry_downgrade_upgrade(void **state)
     IT_RC(rl_lock_release(r), RL_OK);
     IT_EQ(hlen(e, "re"), 0);
 
-    rl_lock_free(r);
-    rl_lock_free(w);
-    rl_lock_free(or);
-    rl_client_free(c);
-    rl_client_free(o);
+    FREE_ALL(r, w, or, NULL, c, o);
 }
 
 /* A plain lock on the same name (another client) and the read-write lock
@@ -193,11 +196,7 @@ static void test_plain_beside(void **state)
     IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_try_acquire(pl, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_RC(rl_lock_release(w), RL_OK);
-    rl_lock_free(r);
-    rl_lock_free(w);
-    rl_lock_free(pl);
-    rl_client_free(c);
-    rl_client_free(p);
+    FREE_ALL(r, w, pl, NULL, c, p);
 }
 
 /* "--child read URL NAME": take the read side (lease LEASE_MS, renewed),
@@ -266,10 +265,7 @@ static void test_dead_reader_own_lease(void **state)
         assert_int_equal(it_acq_join(&a, 5000), 0);
         IT_RC(a.release_rc, RL_OK);
     }
-    rl_lock_free(r);
-    rl_lock_free(w);
-    rl_client_free(c);
-    rl_client_free(wc);
+    FREE_ALL(r, w, NULL, c, wc);
 }
 
 /* A stream of readers, each in a client of its own, always overlapping. */
@@ -452,11 +448,7 @@ static void test_cluster_node(void **state)
     IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_RC(rl_lock_release(w), RL_OK);
     IT_RC(rl_lock_release(p), RL_OK);
-    rl_lock_free(r);
-    rl_lock_free(w);
-    rl_lock_free(p);
-    rl_client_free(c);
-    rl_client_free(o);
+    FREE_ALL(r, w, p, NULL, c, o);
 }
 
 /* The count a field holds in Redis ("<count> <since>"), 0 when absent. */
@@ -561,11 +553,7 @@ static void test_sentinel(void **state)
     IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_RC(rl_lock_release(w), RL_OK);
-    rl_lock_free(r);
-    rl_lock_free(r2);
-    rl_lock_free(w);
-    rl_client_free(c);
-    rl_client_free(d);
+    FREE_ALL(r, r2, w, NULL, c, d);
     rt_sentinel_stop(dep);
 }
 

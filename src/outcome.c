@@ -272,8 +272,10 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         }
         if (o->e->family == RL__FAM_RW) {
             /* The read-write acquire: since always, the side, the intent. */
-            args[4] = sincebuf;
-            lens[4] = held == 0 ? lens[4] : rl__fmt_ll(sincebuf, 0);
+            if (held > 0) {
+                args[4] = sincebuf;
+                lens[4] = rl__fmt_ll(sincebuf, 0);
+            }
             args[5] = o->side == RL__SIDE_READ ? "r" : "w";
             lens[5] = 1;
             args[6] = intentbuf;

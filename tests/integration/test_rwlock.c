@@ -557,6 +557,62 @@ static void test_sentinel(void **state)
     rt_sentinel_stop(dep);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+/* In the fork child of a process holding both sides: a new owner that
+ * holds neither side, is kept out of both (the parent writes), and whose
+ * client, freed, leaves the parent's fields alone. Codes name the check. */
+static int forked_child(rl_lock *r, rl_lock *w, rl_client *c)
+{
+    if (rl_lock_hold_count(r) != 0 || rl_lock_hold_count(w) != 0)
+        return 40;
+    if (rl_lock_release(r) != RL_ENOTOWNER || rl_lock_release(w) != RL_ENOTOWNER)
+        return 41;
+    if (rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG) != RL_EBUSY)
+        return 42;     /* the parent writes */
+    if (rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG) != RL_EBUSY)
+        return 43;
+    rl_lock_free(r);
+    rl_lock_free(w);
+    rl_client_free(c);
+    return 0;
+}
+
+/* fork(): the child is a new owner on both sides; the parent keeps its
+ * write and read holds, unflagged, and releases both. */
+static void test_fork(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, LEASE_MS);
+    rl_lock *r = rw_lock(c, "fk", RL_KIND_READ), *w = rw_lock(c, "fk", RL_KIND_WRITE);
+    pid_t pid;
+
+#ifdef UNDER_TSAN
+    print_message("fork() tests are not supported by ThreadSanitizer: skipped\n");
+    skip();
+#endif
+    IT_RC(rl_lock_try_acquire(w, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_OK);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(forked_child(r, w, c));
+    IT_EQ(rt_child_wait(pid, 20000), 0);
+    IT_EQ(hlen(e, "fk"), 2);
+    IT_EQ(rl_lock_hold_count(w), 1);
+    IT_EQ(rl_lock_interrupted(w), 0);
+    IT_RC(rl_lock_release(w), RL_OK);
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_EQ(hlen(e, "fk"), 0);
+    FREE_ALL(r, w, NULL, c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +623,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_writer_not_starved, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_cluster_node, it_setup_cluster_node, it_teardown),
         cmocka_unit_test(test_sentinel),

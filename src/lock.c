@@ -62,6 +62,66 @@ static rl__hold *find(const rl_lock *lock, rl__thread *t)
     return rl__thread_find_side(t, lock->client, lock->entry, rl__rw_side(lock->kind));
 }
 
+/* One command on a key of e's slot (not Redlock), following redirects;
+ * its integer reply in *out. */
+static int key_command(rl_client *c, const rl__entry *e, int argc, const char **argv,
+                       const size_t *lens, long long *out)
+{
+    rl__conn *conn;
+    rl__route rt;
+    redisReply *r = NULL;
+    int rc;
+
+    rl__route_init(&rt, c, e->slot);
+    while ((rc = rl__route_get(c, &rt, &conn)) == RL_OK) {
+        rc = rl__conn_call(conn, &r, argc, argv, lens);
+        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
+            (rc = rl__route_error(c, &rt, r->str, r->len)) != RL_OK) {
+            freeReplyObject(r);
+            r = NULL;
+        }
+        rl__pool_put(c, conn);
+        if (rc != RL__RETRY)
+            break;
+    }
+    if (rc == RL_OK) {
+        if (r->type == REDIS_REPLY_INTEGER)
+            *out = r->integer;
+        else if (r->type == REDIS_REPLY_ERROR)
+            rc = rl__reply_error_status(r);
+        else
+            rc = rl__err(RL_EPROTO, "%s did not return an integer", argv[0]);
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+/*
+ * A writer that registered an intent gives up (timed out, cancelled, an
+ * error): take the intent back, so that readers need not wait for it to
+ * run out. Best effort (it runs out within RL__RW_INTENT_MS anyway); the
+ * caller's status and its detail are kept.
+ */
+static void withdraw_intent(rl__op *o, int rc)
+{
+    size_t klen = o->e->key_len + 3;
+    char *key = malloc(klen + 1), why[256];
+    const char *argv[3] = { "ZREM", key, o->owner };
+    size_t lens[3] = { 4, klen, o->owner_len };
+    long long n;
+
+    if (!key || atomic_load(&o->c->closing)) {
+        free(key);
+        return;
+    }
+    snprintf(why, sizeof why, "%s", rl_last_error());
+    memcpy(key, o->e->key, o->e->key_len);
+    memcpy(key + o->e->key_len, ":wi", 4);
+    (void)key_command(o->c, o->e, 3, argv, lens, &n);
+    free(key);
+    rl__err(rc, "%s", why);
+}
+
 int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
 {
     rl_lock *lock;
@@ -282,7 +342,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, in
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back, split = 0, waited = 0;
+    int rc, first = 1, read_back, split = 0, waited = 0, intent = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -389,6 +449,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, in
                 goto dequeue;
             }
             if (rc == RL_OK && res.code == RL__R_BUSY) {
+                intent |= o->intent_ms > 0;
                 if (wait_ms == 0) {
                     rc = rl__err(RL_EBUSY, "held by another owner");
                     goto dequeue;
@@ -446,6 +507,8 @@ out:
     if (h)
         rl__hold_discard(c, h);
     pthread_mutex_unlock(&c->mu);
+    if (intent && rc != RL_OK)
+        withdraw_intent(o, rc);
     if (waited) {
         RL__STAT_DEC(c, waiters);
         if (rc == RL_OK)
@@ -744,9 +807,6 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
 {
     const char *argv[2];
     size_t lens[2];
-    rl__conn *conn;
-    rl__route rt;
-    redisReply *r = NULL;
     int rc;
 
     if ((rc = begin(lock)) != RL_OK)
@@ -760,27 +820,7 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     lens[0] = strlen(cmd);
     argv[1] = lock->entry->key;
     lens[1] = lock->entry->key_len;
-    rl__route_init(&rt, lock->client, lock->entry->slot);
-    while ((rc = rl__route_get(lock->client, &rt, &conn)) == RL_OK) {
-        rc = rl__conn_call(conn, &r, 2, argv, lens);
-        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
-            (rc = rl__route_error(lock->client, &rt, r->str, r->len)) != RL_OK) {
-            freeReplyObject(r);
-            r = NULL;
-        }
-        rl__pool_put(lock->client, conn);
-        if (rc != RL__RETRY)
-            break;
-    }
-    if (rc == RL_OK) {
-        if (r->type == REDIS_REPLY_INTEGER)
-            *out = r->integer;
-        else if (r->type == REDIS_REPLY_ERROR)
-            rc = rl__reply_error_status(r);
-        else
-            rc = rl__err(RL_EPROTO, "%s did not return an integer", cmd);
-        freeReplyObject(r);
-    }
+    rc = key_command(lock->client, lock->entry, 2, argv, lens, out);
     rl__call_end(lock->client);
     return rc;
 }

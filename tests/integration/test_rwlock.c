@@ -113,6 +113,27 @@ static void test_shared_and_exclusive(void **state)
     IT_EQ(zcard(e, "rw", ":wi"), 0);        /* no wait: no intent */
     IT_RC(try_other(w1, 150), RL_ETIMEDOUT);
     IT_EQ(rl_lock_is_locked(w1), 1);
+    {
+        /* A writer of a third client waits in Redis: its intent stops new
+         * readers while it waits, and goes with it when it gives up. */
+        rl_client *c3 = it_client(e, LEASE_MS);
+        rl_lock *w3 = rw_lock(c3, "rw", RL_KIND_WRITE);
+        it_acq a;
+        memset(&a, 0, sizeof a);
+        a.lock = w3;
+        a.wait_ms = 400;
+        a.lease_ms = RL_LEASE_WATCHDOG;
+        it_acq_start(&a);
+        IT_WAIT(zcard(e, "rw", ":wi") == 1, 5000);
+        IT_RC(try_other(r1, 0), RL_EBUSY);      /* a new reader: stopped */
+        IT_RC(rl_lock_try_acquire(r1, 0, RL_LEASE_WATCHDOG), RL_OK);   /* a reentry: not */
+        IT_RC(rl_lock_release(r1), RL_OK);
+        assert_int_equal(it_acq_join(&a, 5000), 0);
+        IT_RC(a.rc, RL_ETIMEDOUT);
+        IT_EQ(zcard(e, "rw", ":wi"), 0);        /* taken back at once */
+        IT_RC(try_other(r1, 0), RL_OK);
+        FREE_ALL(w3, NULL, c3);
+    }
     IT_RC(rl_lock_release(r1), RL_OK);
     IT_RC(rl_lock_try_acquire(w2, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_RC(rl_lock_release(r2), RL_OK);

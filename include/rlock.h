@@ -351,6 +351,18 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
  * or holds) as another family; RL_ENOTSUP when the client's mode does not
  * offer the kind, or when the client has rl_options.fencing or
  * lock_delay_ms (both are the plain lock's so far); RL_ENOMEM.
+ *
+ * Read-write locks (RL_KIND_READ, RL_KIND_WRITE; not offered by a
+ * Redlock client: RL_ENOTSUP): any number of threads, of any processes,
+ * hold the read side together; a thread holding the write side holds it
+ * alone. Each side is reentrant per thread (rl_lock_hold_count() counts
+ * the handle's side). A thread holding the write side may also take the
+ * read side, and keeps it when it releases the write side (downgrade).
+ * A thread holding only the read side that asks for the write side gets
+ * RL_EBUSY at once, whatever its wait (it would wait for itself). A
+ * writer that waits stops new readers (not reentries) until it gets the
+ * lock; see the README for the bound. A plain lock on the same name in
+ * another client excludes both sides, and both sides exclude it.
  */
 RL_EXTERN int rl_lock_new_kind(rl_lock **out, rl_client *client,
                                const void *name, size_t len, int kind);

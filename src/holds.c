@@ -179,6 +179,7 @@ void rl__holds_after_fork(rl_client *c)
         for (e = c->buckets[i]; e; e = enext) {
             enext = e->next;
             e->holds = e->waiters = e->local_live = e->leftovers = e->renewing = 0;
+            e->local_reads = 0;
             e->q_head = e->q_tail = NULL;
             rl__entry_maybe_free(c, e);
         }
@@ -309,6 +310,7 @@ void rl__hold_insert(rl_client *c, rl__hold *h)
     h->in_table = 1;
     h->entry->holds++;
     h->entry->local_live++;
+    h->entry->local_reads += h->side == RL__SIDE_READ;
 }
 
 /* Take h out of the client's list of holds. */
@@ -330,8 +332,10 @@ void rl__hold_remove(rl_client *c, rl__hold *h)
 {
     if (!h->in_table)
         return;
-    if (!atomic_load(&h->lost))
+    if (!atomic_load(&h->lost)) {
         h->entry->local_live--;
+        h->entry->local_reads -= h->side == RL__SIDE_READ;
+    }
     unlist(c, h);
     /* A local waiter may now take the name: wake it without a round trip. */
     rl__queue_kick_head(h->entry);
@@ -443,6 +447,7 @@ int rl__hold_mark_lost(rl_client *c, rl__hold *h, int cause, const char *why)
     h->lost_why = why;
     if (h->in_table) {
         h->entry->local_live--;
+        h->entry->local_reads -= h->side == RL__SIDE_READ;
         /* A local waiter was waiting for this holder: let it ask Redis. */
         rl__queue_kick_head(h->entry);
         rl__watchdog_poke(c);

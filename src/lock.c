@@ -44,7 +44,87 @@ static int kind_offered(const rl_client *c, int kind)
      * with either offers no other kind (scripts.c). */
     if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
         return 0;
-    return kind == RL_KIND_PLAIN || (kind == RL_KIND_FAIR && c->mode != RL__MODE_REDLOCK);
+    if (kind == RL_KIND_READ || kind == RL_KIND_WRITE || kind == RL_KIND_FAIR)
+        return c->mode != RL__MODE_REDLOCK;
+    return kind == RL_KIND_PLAIN;
+}
+
+/* A change by the calling thread through this handle: on its side of the
+ * lock, as its field (a reader's is its own, rwlock.c). */
+static void op_init(rl__op *o, const rl_lock *lock, rl__thread *t)
+{
+    rl__op_init(o, lock->client, lock->entry, t);
+    o->side = rl__rw_side(lock->kind);
+    if (o->side == RL__SIDE_READ) {
+        o->owner_len = rl__rw_field(o->field, o->owner, o->owner_len, o->side);
+        o->owner = o->field;
+    }
+}
+
+/* The calling thread's hold through this handle's side of the lock. */
+static rl__hold *find(const rl_lock *lock, rl__thread *t)
+{
+    return rl__thread_find_side(t, lock->client, lock->entry, rl__rw_side(lock->kind));
+}
+
+/* One command on a key of e's slot (not Redlock), following redirects;
+ * its integer reply in *out. */
+static int key_command(rl_client *c, const rl__entry *e, int argc, const char **argv,
+                       const size_t *lens, long long *out)
+{
+    rl__conn *conn;
+    rl__route rt;
+    redisReply *r = NULL;
+    int rc;
+
+    rl__route_init(&rt, c, e->slot);
+    while ((rc = rl__route_get(c, &rt, &conn)) == RL_OK) {
+        rc = rl__conn_call(conn, &r, argc, argv, lens);
+        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
+            (rc = rl__route_error(c, &rt, r->str, r->len)) != RL_OK) {
+            freeReplyObject(r);
+            r = NULL;
+        }
+        rl__pool_put(c, conn);
+        if (rc != RL__RETRY)
+            break;
+    }
+    if (rc == RL_OK) {
+        if (r->type == REDIS_REPLY_INTEGER)
+            *out = r->integer;
+        else if (r->type == REDIS_REPLY_ERROR)
+            rc = rl__reply_error_status(r);
+        else
+            rc = rl__err(RL_EPROTO, "%s did not return an integer", argv[0]);
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+/*
+ * A writer that registered an intent gives up (timed out, cancelled, an
+ * error): take the intent back, so that readers need not wait for it to
+ * run out. Best effort (it runs out within RL__RW_INTENT_MS anyway); the
+ * caller's status and its detail are kept.
+ */
+static void withdraw_intent(rl__op *o, int rc)
+{
+    size_t klen = o->e->key_len + 3;
+    char *key = malloc(klen + 1), why[256];
+    const char *argv[3] = { "ZREM", key, o->owner };
+    size_t lens[3] = { 4, klen, o->owner_len };
+    long long n;
+
+    if (!key || atomic_load(&o->c->closing)) {
+        free(key);
+        return;
+    }
+    snprintf(why, sizeof why, "%s", rl_last_error());
+    memcpy(key, o->e->key, o->e->key_len);
+    memcpy(key + o->e->key_len, ":wi", 4);
+    (void)key_command(o->c, o->e, 3, argv, lens, &n);
+    free(key);
+    rl__err(rc, "%s", why);
 }
 
 int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
@@ -291,7 +371,9 @@ static int placed_by_release(rl_client *c, rl__entry *e, rl__waiter *w, int *que
     return 1;
 }
 
-static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
+/* direct: the thread holds the write side and takes the read side: no
+ * queue, no local wait (it would wait for itself). */
+static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, int direct)
 {
     rl_client *c = o->c;
     rl__entry *e = o->e;
@@ -306,7 +388,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     rl__result res;
     rl__waiter w;
     rl__hold *h;
-    int rc, first = 1, read_back, split = 0, waited = 0, queued = 0;
+    int rc, first = 1, read_back, split = 0, waited = 0, queued = 0, intent = 0;
 
     if (rl__cond_init(&w.cond) != 0)
         return rl__err(RL_ENOMEM, "out of memory");
@@ -318,6 +400,9 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
     }
     memcpy(h->owner, o->owner, o->owner_len + 1);
     h->owner_len = o->owner_len;
+    h->side = o->side;
+    /* A writer that will wait stops new readers meanwhile (rwlock.c). */
+    o->intent_ms = o->side == RL__SIDE_WRITE && wait_ms != 0 ? RL__RW_INTENT_MS : 0;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)
         goto out;
     /* A fair name: a busy try queues the thread in Redis, unless it
@@ -326,9 +411,13 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
         o->place_ms = RL__FAIR_PLACE_MS;
     w.owner = o->place_ms ? o->owner : NULL;
     w.owner_len = o->owner_len;
-    rl__queue_push(e, &w);
+    w.next = NULL;
+    w.kicked = 0;
+    w.serial = 0;               /* a direct read (rwlock.c) is not queued */
+    if (!direct)
+        rl__queue_push(e, &w);
     /* Single flight: only the head of the local queue talks to Redis. */
-    while (e->q_head != &w) {
+    while (!direct && e->q_head != &w) {
         if (atomic_load(&c->closing)) {
             rc = cancelled();
             goto dequeue;
@@ -359,7 +448,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                          : rl__err(RL_ETIMEDOUT, "timed out waiting for the lock");
             goto dequeue;
         }
-        if (e->local_live > 0) {
+        if (!direct && rl__rw_local_busy(e, o->side)) {
             /* A thread of this process holds it: its release wakes us. */
             if (wait_ms == 0) {
                 rc = rl__err(RL_EBUSY, "held by another thread of this process");
@@ -420,6 +509,7 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                 goto dequeue;
             }
             if (rc == RL_OK && res.code == RL__R_BUSY) {
+                intent |= o->intent_ms > 0;
                 if (wait_ms == 0) {
                     rc = rl__err(RL_EBUSY, "held by another owner");
                     goto dequeue;
@@ -452,6 +542,9 @@ static int acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms)
                     if (wake_at > now + RL__FAIR_RENEW_MS)
                         wake_at = now + RL__FAIR_RENEW_MS;
                 }
+                /* Keep the intent alive: ask again well before it ends. */
+                if (o->intent_ms && wake_at > now + o->intent_ms / 3)
+                    wake_at = now + o->intent_ms / 3;
                 backoff = 0;
             } else if (rc == RL_ECONN && wait_ms != 0) {
                 /* Ride out the outage until the deadline; reconnects are retried. */
@@ -491,6 +584,8 @@ out:
     if (h)
         rl__hold_discard(c, h);
     pthread_mutex_unlock(&c->mu);
+    if (intent && rc != RL_OK)
+        withdraw_intent(o, rc);
     if (waited) {
         RL__STAT_DEC(c, waiters);
         if (rc == RL_OK)
@@ -546,9 +641,18 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
                      RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
     } else {
         t = rl__thread_self();
-        rl__op_init(&o, lock->client, lock->entry, t);
-        h = rl__thread_find(t, lock->client, lock->entry);
-        rc = h ? reenter(&o, h) : acquire_new(&o, t, wait_ms, lease_ms);
+        op_init(&o, lock, t);
+        h = find(lock, t);
+        if (h)
+            rc = reenter(&o, h);
+        else if (o.side == RL__SIDE_WRITE &&
+                 rl__thread_find_side(t, lock->client, lock->entry, RL__SIDE_READ))
+            rc = rl__err(RL_EBUSY, "the thread holds the read side: it cannot take the write "
+                                   "side (an upgrade would wait for itself); release it first");
+        else
+            rc = acquire_new(&o, t, wait_ms, lease_ms, o.side == RL__SIDE_READ &&
+                             rl__thread_find_side(t, lock->client, lock->entry,
+                                                  RL__SIDE_WRITE) != NULL);
         count_acquire(lock->client, rc, h != NULL);
     }
     rl__call_end(lock->client);
@@ -622,7 +726,7 @@ static int release(rl_lock *lock)
 {
     rl_client *c = lock->client;
     rl__thread *t = rl__thread_self();
-    rl__hold *h = rl__thread_find(t, c, lock->entry);
+    rl__hold *h = find(lock, t);
     rl__result res;
     rl__fence unresolved;
     int64_t sent;
@@ -633,7 +737,7 @@ static int release(rl_lock *lock)
 
     if (!h)
         return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
-    rl__op_init(&o, c, lock->entry, t);
+    op_init(&o, lock, t);
     if (rl__hold_is_lost(h, rl__now_ms()))
         return release_lost(&o, t, h, RL__LOST_EXPIRED, "its lease ran out before it was renewed");
     if (c->mode == RL__MODE_REDLOCK)
@@ -770,6 +874,9 @@ static int force_release(rl_lock *lock)
         flag = -1;
     } else {
         flag = resp.ints[1] < 0 ? -1 : 1;
+        /* A reader's field ("<uuid>:<tid>:r") is not listed: flag them all. */
+        if (lock->entry->family == RL__FAM_RW)
+            flag = -1;
     }
     if (flag) {
         pthread_mutex_lock(&c->mu);
@@ -807,7 +914,7 @@ int rl_lock_hold_count(const rl_lock *lock)
         return rl__err(RL_EINVAL, "lock is NULL");
     if (atomic_load(&lock->client->closed))
         return rl__err(RL_EINVAL, "the client was shut down");
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    h = find(lock, rl__thread_self());
     return h ? h->count : 0;
 }
 
@@ -842,7 +949,7 @@ int rl_lock_interrupted(const rl_lock *lock)
      * until rl_interrupted() has reported it. */
     if (atomic_load(&lock->client->closed))
         return rl__thread_has_orphan(rl__thread_self(), lock->client, lock->entry);
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
+    h = find(lock, rl__thread_self());
     return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
 }
 
@@ -851,9 +958,6 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
 {
     const char *argv[2];
     size_t lens[2];
-    rl__conn *conn;
-    rl__route rt;
-    redisReply *r = NULL;
     int rc;
 
     if ((rc = begin(lock)) != RL_OK)
@@ -867,27 +971,7 @@ static int key_query(rl_lock *lock, const char *cmd, long long *out)
     lens[0] = strlen(cmd);
     argv[1] = lock->entry->key;
     lens[1] = lock->entry->key_len;
-    rl__route_init(&rt, lock->client, lock->entry->slot);
-    while ((rc = rl__route_get(lock->client, &rt, &conn)) == RL_OK) {
-        rc = rl__conn_call(conn, &r, 2, argv, lens);
-        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
-            (rc = rl__route_error(lock->client, &rt, r->str, r->len)) != RL_OK) {
-            freeReplyObject(r);
-            r = NULL;
-        }
-        rl__pool_put(lock->client, conn);
-        if (rc != RL__RETRY)
-            break;
-    }
-    if (rc == RL_OK) {
-        if (r->type == REDIS_REPLY_INTEGER)
-            *out = r->integer;
-        else if (r->type == REDIS_REPLY_ERROR)
-            rc = rl__reply_error_status(r);
-        else
-            rc = rl__err(RL_EPROTO, "%s did not return an integer", cmd);
-        freeReplyObject(r);
-    }
+    rc = key_command(lock->client, lock->entry, 2, argv, lens, out);
     rl__call_end(lock->client);
     return rc;
 }

@@ -22,6 +22,8 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->place_ms = 0;
     o->next = NULL;
     o->next_len = 0;
+    o->side = RL__SIDE_PLAIN;
+    o->intent_ms = 0;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -172,6 +174,7 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
                          args, lens, &nkeys);
     if (o->e->family == RL__FAM_FAIR)
         nkeys = rl__fair_args(o->e, &script, count, 0, NULL, 0, placebuf, args, lens, &nargs);
+    script = rl__rw_script(o->e, script);
     return rl__conn_script_fast(o->c, conn, script, &resp, nkeys, nargs, args, lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
            res.value == count - 1;
@@ -268,7 +271,7 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24], placebuf[24];
+    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24], placebuf[24], intentbuf[24];
     const char *args[10];
     size_t lens[10];
     rl__conn *conn;
@@ -297,12 +300,19 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
         args[nargs] = o->owner;     lens[nargs++] = o->owner_len;
         args[nargs] = heldbuf;      lens[nargs++] = heldlen;
         /* A new hold: "held since", for operators (scripts.c). */
-        if (held == 0 || o->c->fencing || o->c->delay_ms) {
+        if (held == 0 || o->c->fencing || o->c->delay_ms || o->e->family == RL__FAM_RW) {
             args[nargs] = sincebuf;
             lens[nargs++] = rl__fmt_ll(sincebuf, held == 0 ? rl__wall_ms() : 0);
         }
-        /* The rest only when used: each argument costs Redis a little. */
-        if (o->c->fencing || o->c->delay_ms) {
+        /* The rest only when used: each argument costs Redis a little. A
+         * read-write name's client has neither fencing nor a delay. */
+        if (o->e->family == RL__FAM_RW) {
+            /* The read-write acquire: since always, the side, the intent. */
+            args[nargs] = o->side == RL__SIDE_READ ? "r" : "w";
+            lens[nargs++] = 1;
+            args[nargs] = intentbuf;
+            lens[nargs++] = rl__fmt_ll(intentbuf, o->intent_ms);
+        } else if (o->c->fencing || o->c->delay_ms) {
             args[nargs] = o->c->fencing ? "1" : "0";
             lens[nargs++] = 1;
             args[nargs] = delaybuf;
@@ -319,7 +329,8 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = rl__op_send(o, sent_script, nkeys, nargs, args, lens, &conn, sent_ms, &resp);
+    rc = rl__op_send(o, rl__rw_script(o->e, sent_script), nkeys, nargs, args, lens, &conn,
+                     sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
     dead.id = -1;
@@ -423,7 +434,7 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
                              rl__notice_arg(c), e->channel };
     size_t lens[13] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
     char placebuf[24];
-    int script = RL__S_RELEASE, nargs = 6;
+    int script = rl__rw_script(e, RL__S_RELEASE), nargs = 6;
     int nkeys = rl__fair_args(e, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
 
     argv[1] = c->sha[script];

@@ -18,7 +18,7 @@
 #include "rlock.h"
 
 #define RL__UUID_LEN   36
-#define RL__OWNER_MAX  (RL__UUID_LEN + 1 + 20 + 1)
+#define RL__OWNER_MAX  (RL__UUID_LEN + 1 + 20 + 2 + 1)   /* ":r": a reader (rwlock.c) */
 #define RL__RENEW_BATCH 1000   /* (key, owner) pairs per renewal script call */
 #define RL__POLL_MIN_MS 10     /* no release notices: a waiter asks again after this, */
 #define RL__POLL_MAX_MS 250    /* ...doubling up to this */
@@ -187,8 +187,28 @@ int rl__slots_parse(const redisReply *r,
 /* ---- scripts.c ------------------------------------------------------- */
 
 enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE,
-       RL__S_FAIR_ACQUIRE, RL__S_FAIR_RELEASE, RL__S_FAIR_LEAVE, RL__S_COUNT };
+       RL__S_FAIR_ACQUIRE, RL__S_FAIR_RELEASE, RL__S_FAIR_LEAVE,
+       RL__S_RW_ACQUIRE, RL__S_RW_RELEASE, RL__S_RW_RENEW, RL__S_COUNT };
 extern const char *const rl__script_src[RL__S_COUNT];
+
+/* ---- rwlock.c: the read-write lock's local rules ----------------------- */
+
+/* The side of a lock a hold is on: a plain (or fair) lock's, or one of a
+ * read-write lock's two. */
+enum { RL__SIDE_PLAIN, RL__SIDE_READ, RL__SIDE_WRITE };
+#define RL__RW_INTENT_MS 3000   /* a waiting writer's intent lives this long */
+
+struct rl__entry;
+/* The script to run for a change of e: the read-write one when e is of
+ * that family, else `script`. */
+int rl__rw_script(const struct rl__entry *e, int script);
+int rl__rw_side(int kind);                  /* RL_KIND_* -> RL__SIDE_* */
+/* The hash field of a hold on `side`, from the thread's owner string:
+ * "<owner>:r" for a reader. out has RL__OWNER_MAX bytes. */
+size_t rl__rw_field(char *out, const char *owner, size_t owner_len, int side);
+/* Whether other threads of this process keep a new hold on `side` out of
+ * e: a writer keeps out everyone, a reader only writers. Mutex held. */
+int rl__rw_local_busy(const struct rl__entry *e, int side);
 
 /* ---- thread.c -------------------------------------------------------- */
 
@@ -207,6 +227,8 @@ typedef struct rl__thread {
 rl__thread *rl__thread_self(void);
 const char *rl__thread_owner(rl__thread *t, const rl_client *c, size_t *len);
 rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry);
+/* The same, for a hold on one side of the lock (RL__SIDE_*). */
+rl__hold *rl__thread_find_side(rl__thread *t, const rl_client *c, const void *entry, int side);
 /* Whether t still links a hold of (c, entry) that a shut-down client let go. */
 int rl__thread_has_orphan(const rl__thread *t, const rl_client *c, const void *entry);
 void rl__thread_link(rl__thread *t, rl__hold *h);
@@ -445,6 +467,7 @@ typedef struct rl__entry {
     /* A release of this process queued the local waiter `hint_serial` in
      * Redis; notices was hint_notices before that release was sent. */
     uint64_t hint_serial, hint_notices;
+    int local_reads;                /* of local_live, the read holds (RL__SIDE_READ) */
 } rl__entry;
 
 /* The family a name is open as, in one client: kinds of one family share
@@ -485,6 +508,7 @@ struct rl__hold {
     long drift_ms;                  /* margin taken off each confirmed expiry */
     rl__fence doubt;                /* a change whose outcome is unknown (id < 0: none) */
     atomic_int orphan;              /* RL__HOLD_*: who frees it */
+    int side;                       /* RL__SIDE_*: which side of the lock it holds */
     /* Redlock: each node's part, nodes[i] for c->servers[i] (c->nnodes of
      * them; none in the other modes). */
     rl__node_hold nodes[];
@@ -555,6 +579,9 @@ typedef struct rl__op {
     rl__entry *e;
     const char *owner;
     size_t owner_len;
+    int side;                       /* RL__SIDE_* */
+    long intent_ms;                 /* a writer that will wait: its intent (rwlock.c) */
+    char field[RL__OWNER_MAX];      /* a reader's field, when owner points here */
     /* The caller's deadline (-1: none): a Cluster in motion (TRYAGAIN,
      * CLUSTERDOWN) is waited out until then, at most the command timeout. */
     int64_t deadline;

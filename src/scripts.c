@@ -128,20 +128,25 @@ static const char acquire_src[] =
     "if token then return {1, n + 1, token} end\n"
     "return {1, n + 1}\n";
 
-/* The fair lock's release of one hold of ARGV[1] (v its value; ARGV[2] the
- * count the caller holds, 0: the whole field), ARGV[3] checked as `lease`
- * (the plain release_src spells the same out, with lock-delay): a count
- * left is written back and ends the script; else the field goes, `last`
- * saying whether it was the lock's last. Whether it was is asked before
- * the delete: once the key is gone, a script may not touch it again while
- * its slot migrates (Redis: "non local key"), and the delete would then be
- * reported as an error. */
-#define RL__RELEASE_DOWN \
+/* A release of the field's value v by a caller holding ARGV[2] (0: the
+ * whole field): n, the count it leaves; another count than the caller's
+ * is a mismatch, and nothing changes. */
+#define RL__RELEASE_COUNT \
     "local n = " RL__COUNT("v") "\n" \
     "local held = tonumber(ARGV[2])\n" \
     "if held > 0 and n ~= held then return {-2, n or -1} end\n" \
     "if held == 0 then n = 1 end\n" \
-    "n = n - 1\n" \
+    "n = n - 1\n"
+
+/* The fair lock's release of one hold of ARGV[1] (v its value), ARGV[3]
+ * checked as `lease` (the plain release_src spells the same out, with
+ * lock-delay): a count left is written back and ends the script; else the
+ * field goes, `last` saying whether it was the lock's last. Whether it was
+ * is asked before the delete: once the key is gone, a script may not touch
+ * it again while its slot migrates (Redis: "non local key"), and the
+ * delete would then be reported as an error. */
+#define RL__RELEASE_DOWN \
+    RL__RELEASE_COUNT \
     "if n > 0 then\n" \
     "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n" \
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n" \
@@ -177,11 +182,7 @@ static const char release_src[] =
     "  end\n"
     "  return {-1, 0}\n"
     "end\n"
-    "local n = " RL__COUNT("v") "\n"
-    "local held = tonumber(ARGV[2])\n"
-    "if held > 0 and n ~= held then return {-2, n or -1} end\n"
-    "if held == 0 then n = 1 end\n"
-    "n = n - 1\n"
+    RL__RELEASE_COUNT
     "if n > 0 then\n"
     "  redis.call('hset', KEYS[1], ARGV[1], n .. " RL__SUFFIX("v") ")\n"
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n"
@@ -207,30 +208,36 @@ static const char release_src[] =
     "end\n"
     "return {1, 0}\n";
 
+/* For each (KEYS[i], ARGV[i + 1]) pair: `renew` where the field is there
+ * ('1'), else '0'; the flags joined. A key of the wrong type counts as
+ * gone and does not stop the others. A hold with a lock-delay whose lease
+ * part ran out (PTTL <= delay) counts as gone too: its field stays for the
+ * rest of the delay only. */
+#define RL__RENEW_EACH(renew) \
+    "local out = {}\n" \
+    "for i = 1, #KEYS do\n" \
+    "  local r = redis.pcall('hmget', KEYS[i], ARGV[i + 1], " RL__DELAY_FIELD ")\n" \
+    "  local d = type(r) == 'table' and r[1] and tonumber(r[2])\n" \
+    "  if d and redis.call('pttl', KEYS[i]) <= d then r = nil end\n" \
+    "  if type(r) == 'table' and r[1] then\n" \
+    renew \
+    "    out[i] = '1'\n" \
+    "  else\n" \
+    "    out[i] = '0'\n" \
+    "  end\n" \
+    "end\n" \
+    "return table.concat(out)\n"
+
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
- * held, lease renewed) or '0' (gone) per pair. A key of the wrong type
- * counts as gone and does not stop the others. (A client with a lock-delay
+ * held, lease renewed) or '0' (gone) per pair. (A client with a lock-delay
  * passes its lease plus the delay; a hold whose lease part ran out is gone.) */
 static const char renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
-    "local out = {}\n"
-    "for i = 1, #KEYS do\n"
-    "  local r = redis.pcall('hmget', KEYS[i], ARGV[i + 1], " RL__DELAY_FIELD ")\n"
-    "  local d = type(r) == 'table' and r[1] and tonumber(r[2])\n"
-    /* With a lock-delay, a lease that ran out leaves the field: gone all the same. */
-    "  if d and redis.call('pttl', KEYS[i]) <= d then r = nil end\n"
-    "  if type(r) == 'table' and r[1] then\n"
     /* Never shorten. (The client never sends a renewal that could land on
      * a newer hold of the same owner: see the watchdog.) */
-    "    if redis.call('pttl', KEYS[i]) < lease then\n"
-    "      redis.call('pexpire', KEYS[i], lease)\n"
-    "    end\n"
-    "    out[i] = '1'\n"
-    "  else\n"
-    "    out[i] = '0'\n"
-    "  end\n"
-    "end\n"
-    "return table.concat(out)\n";
+    RL__RENEW_EACH("    if redis.call('pttl', KEYS[i]) < lease then\n"
+                   "      redis.call('pexpire', KEYS[i], lease)\n"
+                   "    end\n");
 
 /* KEYS[1] lock; ARGV[1] "<our uuid>:", the notice and the release channel
  * (see RL__NOTICE). Deletes
@@ -402,7 +409,133 @@ static const char fair_leave_src[] =
     "end\n"
     "return 1\n";
 
+/* ---- the read-write lock (src/rwlock.c says how its keys are kept) ---- */
+
+/* Shared by the three scripts: the time (read before any write: effects
+ * replication, the default from Redis 5, asked for explicitly for older
+ * servers), the lease of one field (its deadline, and the keys' expiry,
+ * never shortened). */
+#define RL__RW_PRELUDE \
+    "redis.replicate_commands()\n" \
+    "local t = redis.call('time')\n" \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
+    "local function extend(k, f, lease)\n" \
+    "  local rd = k .. ':rd'\n" \
+    "  local d = tonumber(redis.call('zscore', rd, f))\n" \
+    "  if not d or d < now + lease then redis.call('zadd', rd, now + lease, f) end\n" \
+    "  if redis.call('pttl', k) < lease then redis.call('pexpire', k, lease) end\n" \
+    "  if redis.call('pttl', rd) < lease then redis.call('pexpire', rd, lease) end\n" \
+    "end\n"
+
+/* KEYS[1] lock; ARGV lease_ms, field, held, since, side ('r' or 'w'),
+ * intent_ms (a writer that will wait: register its intent for that long;
+ * 0: none). Replies as the plain acquire: {1, count}, {0, wait_ms},
+ * {-1, 0}, {-2, count}. */
+static const char rw_acquire_src[] =
+    RL__LEASE_CHECK("ARGV[1]", 1)
+    RL__RW_PRELUDE
+    "local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])\n"
+    "local rd, wi = k .. ':rd', k .. ':wi'\n"
+    "if held > 0 then\n"
+    "  local v = redis.call('hget', k, f)\n"
+    "  if not v then return {-1, 0} end\n"
+    "  local n = " RL__COUNT("v") "\n"
+    "  if n ~= held then return {-2, n or -1} end\n"
+    "  redis.call('hset', k, f, (n + 1) .. " RL__SUFFIX("v") ")\n"
+    "  extend(k, f, lease)\n"
+    "  return {1, n + 1}\n"
+    "end\n"
+    "if redis.call('exists', k) == 0 then\n"
+    "  redis.call('del', rd)\n"
+    "else\n"
+    /* Holds whose lease has passed are gone. */
+    "  local dead = redis.call('zrangebyscore', rd, '-inf', now)\n"
+    "  if #dead > 0 then\n"
+    "    for _, d in ipairs(dead) do redis.call('hdel', k, d) end\n"
+    "    redis.call('zremrangebyscore', rd, '-inf', now)\n"
+    "  end\n"
+    "end\n"
+    "local n = redis.call('hlen', k)\n"
+    /* Ours already: an acquire reported failed but applied late. */
+    "if n > 0 and redis.call('hexists', k, f) == 0 then\n"
+    "  local busy = true\n"
+    "  if ARGV[5] == 'r' and n <= 2 then\n"
+    "    local w = nil\n"
+    "    for _, g in ipairs(redis.call('hkeys', k)) do\n"
+    "      if string.sub(g, -2) ~= ':r' then w = g end\n"
+    "    end\n"
+    /* Readers only, or our own thread holds write (it may read). */
+    "    busy = w ~= nil and w .. ':r' ~= f\n"
+    "    if w ~= nil and not busy then n = 0 end\n"
+    "  elseif ARGV[5] == 'r' then\n"
+    "    busy = false\n"
+    "  end\n"
+    "  if not busy and n > 0 then\n"
+    "    redis.call('zremrangebyscore', wi, '-inf', now)\n"
+    "    busy = redis.call('zcard', wi) > 0\n"
+    "    if busy then\n"
+    "      local last = redis.call('zrange', wi, -1, -1, 'withscores')\n"
+    "      return {0, tonumber(last[2]) - now}\n"
+    "    end\n"
+    "  end\n"
+    "  if busy then\n"
+    "    local intent = tonumber(ARGV[6])\n"
+    "    if ARGV[5] == 'w' and intent > 0 then\n"
+    "      redis.call('zadd', wi, now + intent, f)\n"
+    "      if redis.call('pttl', wi) < intent then redis.call('pexpire', wi, intent) end\n"
+    "    end\n"
+    /* Until the first lease that may end; a plain holder's: the key's. */
+    "    local first = redis.call('zrange', rd, 0, 0, 'withscores')\n"
+    "    if first[2] then return {0, math.max(tonumber(first[2]) - now, 0)} end\n"
+    "    return {0, redis.call('pttl', k)}\n"
+    "  end\n"
+    "elseif n == 0 and ARGV[5] == 'r' then\n"
+    /* A free lock: a waiting writer still goes first. */
+    "  redis.call('zremrangebyscore', wi, '-inf', now)\n"
+    "  if redis.call('zcard', wi) > 0 then\n"
+    "    local last = redis.call('zrange', wi, -1, -1, 'withscores')\n"
+    "    return {0, tonumber(last[2]) - now}\n"
+    "  end\n"
+    "end\n"
+    "redis.call('hset', k, f, '1 ' .. ARGV[4])\n"
+    "extend(k, f, lease)\n"
+    "if ARGV[5] == 'w' then redis.call('zrem', wi, f) end\n"
+    "return {1, 1}\n";
+
+/* KEYS[1] lock; ARGV as the plain release: field, held (0: drop the whole
+ * field), lease_ms (0: leave the lease alone), the notice and the release
+ * channel. A notice goes out when the lock comes free, and when a writer
+ * leaves (readers may enter beside its thread's read hold). */
+static const char rw_release_src[] =
+    RL__LEASE_CHECK("ARGV[3]", 0)
+    RL__RW_PRELUDE
+    "local k, f = KEYS[1], ARGV[1]\n"
+    "local v = redis.call('hget', k, f)\n"
+    "if not v then return {-1, 0} end\n"
+    RL__RELEASE_COUNT
+    "if n > 0 then\n"
+    "  redis.call('hset', k, f, n .. " RL__SUFFIX("v") ")\n"
+    "  if lease > 0 then extend(k, f, lease) end\n"
+    "  return {1, n}\n"
+    "end\n"
+    /* Asked before the delete, as in the plain release. */
+    "local last = redis.call('hlen', k) == 1\n"
+    "redis.call('hdel', k, f)\n"
+    "if last then redis.call('del', k .. ':rd') else redis.call('zrem', k .. ':rd', f) end\n"
+    "if (last or string.sub(f, -2) ~= ':r') and ARGV[4] ~= '0' then\n"
+    RL__NOTICE("ARGV[4]", "ARGV[5]")
+    "end\n"
+    "return {1, 0}\n";
+
+/* As the plain renew (KEYS lock1..N; ARGV lease_ms, field1..fieldN; one
+ * '1' or '0' per pair), moving each hold's own deadline too. */
+static const char rw_renew_src[] =
+    RL__LEASE_CHECK("ARGV[1]", 1)
+    RL__RW_PRELUDE
+    RL__RENEW_EACH("    extend(KEYS[i], ARGV[i + 1], lease)\n");
+
 const char *const rl__script_src[RL__S_COUNT] = {
     acquire_src, release_src, renew_src, force_src,
     fair_acquire_src, fair_release_src, fair_leave_src,
+    rw_acquire_src, rw_release_src, rw_renew_src,
 };

@@ -79,7 +79,8 @@ static int orphan(rl__thread *t, rl__hold *h)
     return 1;
 }
 
-rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
+/* side < 0: a hold on any side. */
+static rl__hold *find(rl__thread *t, const rl_client *c, const void *entry, int side)
 {
     rl__hold *h, *next;
 
@@ -87,10 +88,20 @@ rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
         next = h->t_next;
         if (orphan(t, h))
             continue;
-        if (h->client == c && (const void *)h->entry == entry)
+        if (h->client == c && (const void *)h->entry == entry && (side < 0 || h->side == side))
             return h;
     }
     return NULL;
+}
+
+rl__hold *rl__thread_find(rl__thread *t, const rl_client *c, const void *entry)
+{
+    return find(t, c, entry, -1);
+}
+
+rl__hold *rl__thread_find_side(rl__thread *t, const rl_client *c, const void *entry, int side)
+{
+    return find(t, c, entry, side);
 }
 
 int rl__thread_has_orphan(const rl__thread *t, const rl_client *c, const void *entry)

@@ -112,16 +112,18 @@ void rl__watchdog_stop(rl_client *c)
 }
 
 /* The length of the chunk that starts at s[first], within s[..end): up to
- * RL__RENEW_BATCH pairs and, unless the server takes any mix, of one slot
- * (s is sorted by server, then slot). */
+ * RL__RENEW_BATCH pairs of one family (one renewal script: plain or
+ * read-write) and, unless the server takes any mix, of one slot (s is
+ * sorted by server, then family, then slot). */
 static size_t chunk_len(const snap *s, size_t end, size_t first, int mixed)
 {
     size_t m = end - first < RL__RENEW_BATCH ? end - first : RL__RENEW_BATCH, j;
+    const rl__entry *e = s[first].h->entry;
 
-    if (!mixed)
-        for (j = 1; j < m; j++)
-            if (s[first + j].h->entry->slot != s[first].h->entry->slot)
-                return j;
+    for (j = 1; j < m; j++)
+        if ((!mixed && s[first + j].h->entry->slot != e->slot) ||
+            s[first + j].h->entry->family != e->family)
+            return j;
     return m;
 }
 
@@ -132,6 +134,8 @@ static int by_server_slot(const void *a, const void *b)
 
     if (x->srv != y->srv)
         return x->srv->index < y->srv->index ? -1 : 1;
+    if (x->h->entry->family != y->h->entry->family)
+        return x->h->entry->family < y->h->entry->family ? -1 : 1;
     return sa < sb ? -1 : sa > sb;
 }
 
@@ -145,7 +149,7 @@ static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t 
     /* With a lock-delay, Redis keeps the lease plus the delay (scripts.c). */
     snprintf(lease, sizeof lease, "%ld", rl__redis_lease(c, c->lease_ms));
     argv[0] = "EVALSHA"; lens[0] = 7;
-    argv[1] = c->sha[RL__S_RENEW]; lens[1] = 40;
+    argv[1] = c->sha[rl__rw_script(s[i].h->entry, RL__S_RENEW)]; lens[1] = 40;
     snprintf(nk, sizeof nk, "%zu", m);
     argv[2] = nk; lens[2] = strlen(nk);
     for (j = 0; j < m; j++) {

@@ -210,5 +210,7 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
 void bn_run_reentry(int cycles);
 void bn_run_alloc(int n);
 void bn_run_solo_redlock(int n, const int *nodes, int nnodes);
+/* rw_read_heavy (wl_rw.c): the read-write lock against the plain one. */
+void bn_run_rw(int nthreads, long dur_ms);
 
 #endif

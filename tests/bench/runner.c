@@ -11,7 +11,8 @@
  * Workloads, one file each: baseline (wl_baseline.c), solo (wl_solo.c),
  * contend and contend_mp (wl_contend.c), spread (wl_spread.c), watchdog
  * (wl_watchdog.c), reentry (wl_reentry.c), alloc (wl_alloc.c), solo_redlock
- * (wl_redlock.c), solo_features (wl_features.c: fencing and lock-delay). See usage(). Given --cluster-url, spread and watchdog run
+ * (wl_redlock.c), solo_features (wl_features.c: fencing and lock-delay), contend_fair
+ * (wl_contend.c), rw (wl_rw.c). See usage(). Given --cluster-url, spread and watchdog run
  * on that Redis Cluster too, right after their single-server run, and print
  * the cluster's figures as ratios to the single server's. Given
  * --redlock-url, solo_redlock and contend_redlock (wl_contend.c) compare
@@ -737,7 +738,7 @@ static void usage(void)
             "  --only LIST         workloads, comma-separated (default: all):\n"
             "                      solo,solo_features,contend,contend_mp,contend_fair,\n"
             "                      spread,watchdog,reentry,alloc,solo_redlock,\n"
-            "                      contend_redlock (redlock: both)\n"
+            "                      contend_redlock (redlock: both),rw\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
@@ -888,6 +889,8 @@ int main(int argc, char **argv)
         }
     if (wanted(only, "contend_fair"))
         bn_run_contend_fair(4, 32, (long)(seconds * 1000));
+    if (wanted(only, "rw"))
+        bn_run_rw(8, (long)(seconds * 1000));
     /* Each cluster run right after its single-server twin: this machine's
      * speed drifts from one minute to the next. */
     if (wanted(only, "spread"))

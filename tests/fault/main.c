@@ -48,6 +48,8 @@ static const struct {
     { "fencing_stall", sc_fencing_stall },
     { "lock_delay", sc_lock_delay },
     { "fair_queue", sc_fair_queue },
+    { "rw_kill", sc_rw_kill },
+    { "rw_cluster_kill", sc_rw_cluster_kill },
 };
 
 static const struct {
@@ -70,6 +72,7 @@ static const struct {
     { "late_writer", role_late_writer },
     { "next_writer", role_next_writer },
     { "fair_wait", role_fair_wait },
+    { "rw_loop", role_rw_loop },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -38,6 +38,8 @@ int sc_sentinel_restart_early(void);
 int sc_fencing_stall(void);
 int sc_lock_delay(void);
 int sc_fair_queue(void);
+int sc_rw_kill(void);
+int sc_rw_cluster_kill(void);
 
 /* worker roles */
 int role_loop(void);
@@ -56,6 +58,7 @@ int role_sn_hold(void);
 int role_late_writer(void);
 int role_next_writer(void);
 int role_fair_wait(void);
+int role_rw_loop(void);
 
 /*
  * For roles: a client on the lock server as the worker's arguments say

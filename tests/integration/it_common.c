@@ -44,6 +44,54 @@ int it_teardown(void **state)
     return 0;
 }
 
+#define IT_CLUSTER_OK_WITHIN_MS 10000
+
+static int cluster_ok(redisContext *rc)
+{
+    redisReply *r = redisCommand(rc, "CLUSTER INFO");
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+
+    freeReplyObject(r);
+    return ok;
+}
+
+int it_setup_cluster_node(void **state)
+{
+    it_env *e = calloc(1, sizeof *e);
+    char args[160];
+    redisReply *r;
+    /* The bus port: the default, port + 10000, may lie past 65535 or be taken. */
+    int bus = rt_free_port();
+
+    if (e == NULL || bus < 0) {
+        free(e);
+        return -1;
+    }
+    snprintf(args, sizeof args,
+             "--cluster-enabled yes --cluster-config-file nodes.conf --cluster-port %d", bus);
+    if (rt_redis_open("cluster_node", args, &e->redis, &e->rc) != 0) {
+        free(e);
+        return -1;
+    }
+    *state = e;
+    r = redisCommand(e->rc, "CLUSTER ADDSLOTSRANGE 0 16383");
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        fprintf(stderr, "cluster_node: CLUSTER ADDSLOTSRANGE: %s\n",
+                r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+        freeReplyObject(r);
+        it_teardown(state);
+        return -1;
+    }
+    freeReplyObject(r);
+    if (!RT_WAIT_UNTIL(cluster_ok(e->rc), IT_CLUSTER_OK_WITHIN_MS)) {
+        fprintf(stderr, "cluster_node: cluster_state not ok after %d ms\n",
+                IT_CLUSTER_OK_WITHIN_MS);
+        it_teardown(state);
+        return -1;
+    }
+    return 0;
+}
+
 void it_options(rl_options *o, const char *url, long lease_ms, long command_timeout_ms)
 {
     if (rl_options_init(o, RL_OPTIONS_VERSION) != RL_OK)

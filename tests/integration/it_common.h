@@ -32,6 +32,10 @@ typedef struct it_env {
 int it_setup(void **state);
 /** cmocka setup for a server with --requirepass IT_PASSWORD. */
 int it_setup_auth(void **state);
+/** cmocka setup for a cluster-mode server (its nodes.conf in its own
+ * directory: the server runs there) that owns every slot, once the cluster
+ * says it is ok; a plain redis:// client uses it as one Cluster node. */
+int it_setup_cluster_node(void **state);
 /** cmocka teardown: stop the server. */
 int it_teardown(void **state);
 

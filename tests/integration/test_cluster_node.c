@@ -14,57 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CLUSTER_OK_WITHIN_MS 10000
 #define HOLD_LEASE_MS 20000
 #define WOKEN_WITHIN_MS 1000
-
-static int cluster_ok(redisContext *rc)
-{
-    redisReply *r = redisCommand(rc, "CLUSTER INFO");
-    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
-
-    freeReplyObject(r);
-    return ok;
-}
-
-/* A cluster-mode server (its nodes.conf in its own directory: the server
- * runs there) that owns every slot, once the cluster says it is ok. */
-static int setup_cluster(void **state)
-{
-    it_env *e = calloc(1, sizeof *e);
-    char args[160];
-    redisReply *r;
-    /* The bus port: the default, port + 10000, may lie past 65535 or be taken. */
-    int bus = rt_free_port();
-
-    if (e == NULL || bus < 0) {
-        free(e);
-        return -1;
-    }
-    snprintf(args, sizeof args,
-             "--cluster-enabled yes --cluster-config-file nodes.conf --cluster-port %d", bus);
-    if (rt_redis_open("cluster_node", args, &e->redis, &e->rc) != 0) {
-        free(e);
-        return -1;
-    }
-    *state = e;
-    r = redisCommand(e->rc, "CLUSTER ADDSLOTSRANGE 0 16383");
-    if (!r || r->type != REDIS_REPLY_STATUS) {
-        fprintf(stderr, "cluster_node: CLUSTER ADDSLOTSRANGE: %s\n",
-                r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
-        freeReplyObject(r);
-        it_teardown(state);
-        return -1;
-    }
-    freeReplyObject(r);
-    if (!RT_WAIT_UNTIL(cluster_ok(e->rc), CLUSTER_OK_WITHIN_MS)) {
-        fprintf(stderr, "cluster_node: cluster_state not ok after %d ms\n",
-                CLUSTER_OK_WITHIN_MS);
-        it_teardown(state);
-        return -1;
-    }
-    return 0;
-}
 
 static long long keyslot(redisContext *rc, const void *key, size_t len)
 {
@@ -294,9 +245,9 @@ static void test_single_server_batches(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_brace_names_one_slot, setup_cluster, it_teardown),
-        cmocka_unit_test_setup_teardown(test_watchdog_many_slots, setup_cluster, it_teardown),
-        cmocka_unit_test_setup_teardown(test_wake_brace_name, setup_cluster, it_teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_one_slot, it_setup_cluster_node, it_teardown),
+        cmocka_unit_test_setup_teardown(test_watchdog_many_slots, it_setup_cluster_node, it_teardown),
+        cmocka_unit_test_setup_teardown(test_wake_brace_name, it_setup_cluster_node, it_teardown),
         cmocka_unit_test_setup_teardown(test_single_server_batches, it_setup, it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,188 @@
+/*
+ * rw_read_heavy: one name, W threads each with a client of its own (W
+ * owners, as W processes would be), 90 % of operations reads and 10 %
+ * writes, each held 1 ms; first all through a plain lock (every operation
+ * exclusive), then through the read-write lock (RL_KIND_READ /
+ * RL_KIND_WRITE), in the same run. Measures operations/s of each, their
+ * ratio, the wait percentiles, and the commands per operation; checks that
+ * no reader ever held beside a writer (in-process counters: every owner
+ * lives in this process).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define RW_READ_PCT 90
+#define RW_HOLD_US 1000
+
+typedef struct rwshared {
+    atomic_int readers, writers, overlaps;
+    const int64_t *deadline;
+    pthread_barrier_t *go;
+} rwshared;
+
+typedef struct rwworker {
+    pthread_t th;
+    rl_client *c;
+    rl_lock *read, *write;      /* the same handle twice for the plain lock */
+    rwshared *sh;
+    unsigned seed;
+    long reads, writes;
+    bn_samples waits;           /* µs */
+    int errors;
+} rwworker;
+
+static void *rw_thread(void *arg)
+{
+    rwworker *w = arg;
+    rwshared *sh = w->sh;
+    int st;
+
+    pthread_barrier_wait(w->sh->go);
+    while (bn_now_ns() < *sh->deadline) {
+        int write = (int)(rand_r(&w->seed) % 100) >= RW_READ_PCT;
+        rl_lock *l = write ? w->write : w->read;
+        int64_t t0 = bn_now_ns();
+
+        if ((st = rl_lock_acquire(l)) != RL_OK) {
+            bn_fail("rw acquire", st);
+            w->errors++;
+            break;
+        }
+        bn_s_push(&w->waits, (double)(bn_now_ns() - t0) / 1000.0);
+        if (write) {
+            if (atomic_fetch_add(&sh->writers, 1) != 0 || atomic_load(&sh->readers) != 0)
+                atomic_fetch_add(&sh->overlaps, 1);
+        } else {
+            atomic_fetch_add(&sh->readers, 1);
+            if (atomic_load(&sh->writers) != 0)
+                atomic_fetch_add(&sh->overlaps, 1);
+        }
+        bn_sleep_us(RW_HOLD_US);
+        atomic_fetch_sub(write ? &sh->writers : &sh->readers, 1);
+        if ((st = rl_lock_release(l)) != RL_OK) {
+            bn_fail("rw release", st);
+            w->errors++;
+        }
+        *(write ? &w->writes : &w->reads) += 1;
+    }
+    return NULL;
+}
+
+typedef struct rwmeas {
+    long reads, writes;
+    double secs, ops_s;
+    int overlaps, errors;
+    bn_samples waits;
+    bn_cmdacct ca;
+} rwmeas;
+
+static void rw_measure(int nthreads, long dur_ms, int rw, rwmeas *m)
+{
+    rwworker *w = calloc((size_t)nthreads, sizeof *w);
+    redisContext *rc = bn_rconnect();
+    bn_cstats *a = bn_xmalloc(sizeof *a), *b = bn_xmalloc(sizeof *b);
+    pthread_barrier_t go;
+    rwshared sh;
+    int64_t deadline = INT64_MAX, start;
+    char name[100];
+    int i, st;
+
+    if (!w)
+        bn_die("out of memory");
+    memset(m, 0, sizeof *m);
+    memset(&sh, 0, sizeof sh);
+    snprintf(name, sizeof name, "rw:%s:%s", bn_run, rw ? "rw" : "plain");
+    pthread_barrier_init(&go, NULL, (unsigned)nthreads + 1);
+    sh.deadline = &deadline;
+    sh.go = &go;
+    for (i = 0; i < nthreads; i++) {
+        w[i].c = bn_make_client(0, 0);
+        w[i].sh = &sh;
+        w[i].seed = (unsigned)(i * 7919 + 17);
+        if (!rw) {
+            w[i].read = w[i].write = bn_make_lock(w[i].c, "%s", name);
+        } else if ((st = rl_lock_new_kind(&w[i].read, w[i].c, name, strlen(name),
+                                          RL_KIND_READ)) != RL_OK ||
+                   (st = rl_lock_new_kind(&w[i].write, w[i].c, name, strlen(name),
+                                          RL_KIND_WRITE)) != RL_OK) {
+            bn_die("rl_lock_new_kind(%s): %s: %s", name, rl_strerror(st), rl_last_error());
+        }
+        if (pthread_create(&w[i].th, NULL, rw_thread, &w[i]) != 0)
+            bn_die("pthread_create");
+    }
+    bn_cstats_get(rc, a);
+    start = bn_now_ns();
+    deadline = start + (int64_t)dur_ms * 1000000;
+    pthread_barrier_wait(&go);
+    for (i = 0; i < nthreads; i++) {
+        pthread_join(w[i].th, NULL);
+        m->reads += w[i].reads;
+        m->writes += w[i].writes;
+        m->errors += w[i].errors;
+        bn_s_append(&m->waits, w[i].waits.v, w[i].waits.n);
+        bn_s_free(&w[i].waits);
+    }
+    m->secs = (double)(bn_now_ns() - start) / 1e9;
+    bn_cstats_get(rc, b);
+    bn_cs_account(a, b, &m->ca);
+    m->ops_s = (double)(m->reads + m->writes) / m->secs;
+    m->overlaps = atomic_load(&sh.overlaps);
+    bn_errors += m->errors;
+    for (i = 0; i < nthreads; i++) {
+        if (w[i].write != w[i].read)
+            rl_lock_free(w[i].write);
+        rl_lock_free(w[i].read);
+        rl_client_free(w[i].c);
+    }
+    pthread_barrier_destroy(&go);
+    free(w);
+    free(a);
+    free(b);
+    redisFree(rc);
+}
+
+static void rw_fields(bn_rec *rr, rwmeas *m)
+{
+    bn_rec_add(rr, "reads", "%ld", m->reads);
+    bn_rec_add(rr, "writes", "%ld", m->writes);
+    bn_rec_add(rr, "seconds", "%.2f", m->secs);
+    bn_rec_add(rr, "ops_s", "%.0f", m->ops_s);
+    bn_rec_add(rr, "wait_p50_us", "%.0f", bn_s_pct(&m->waits, 50));
+    bn_rec_add(rr, "wait_p99_us", "%.0f", bn_s_pct(&m->waits, 99));
+    bn_rec_add(rr, "overlaps", "%d", m->overlaps);
+    bn_rec_add(rr, "errors", "%d", m->errors);
+    bn_add_cmd_fields(rr, &m->ca, (double)(m->reads + m->writes), "op");
+}
+
+void bn_run_rw(int nthreads, long dur_ms)
+{
+    rwmeas plain, rw;
+    bn_targets t = { .any = 0 };
+    bn_rec rp = { .n = 0 }, rr = { .n = 0 };
+
+    rw_measure(nthreads, dur_ms, 0, &plain);
+    rw_measure(nthreads, dur_ms, 1, &rw);
+
+    bn_rec_add(&rp, "workload", "rw_read_heavy_plain");
+    bn_rec_add(&rp, "threads", "%d", nthreads);
+    bn_rec_add(&rp, "read_pct", "%d", RW_READ_PCT);
+    rw_fields(&rp, &plain);
+    bn_rec_emit(&rp);
+
+    bn_rec_add(&rr, "workload", "rw_read_heavy");
+    bn_rec_add(&rr, "threads", "%d", nthreads);
+    bn_rec_add(&rr, "read_pct", "%d", RW_READ_PCT);
+    rw_fields(&rr, &rw);
+    bn_rec_add(&rr, "ops_s_plain", "%.0f", plain.ops_s);
+    bn_rec_add(&rr, "ops_s_ratio_plain", "%.2f", plain.ops_s > 0 ? rw.ops_s / plain.ops_s : 0);
+    bn_tgt_check(&t, "overlaps=0", rw.overlaps == 0 && plain.overlaps == 0);
+    bn_tgt_check(&t, "ops_s>plain", rw.ops_s > plain.ops_s);
+    bn_tgt_emit(&rr, &t);
+    bn_rec_emit(&rr);
+    bn_s_free(&plain.waits);
+    bn_s_free(&rw.waits);
+}

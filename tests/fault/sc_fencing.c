@@ -68,6 +68,24 @@ static int res_write(redisContext *ref, const char *name, const char *who,
     return out;
 }
 
+/* The lock on `name` (watchdog lease, waiting up to 20 s) and, with
+ * fencing=1, its token; NULL after telling the driver on queue q. */
+static rl_lock *take(rl_client *c, redisContext *ref, const char *name, const char *q,
+                     unsigned long long *token)
+{
+    rl_lock *lock;
+    int rc;
+
+    rl_lock_new(&lock, c, name);
+    rc = rl_lock_try_acquire(lock, 20000, RL_LEASE_WATCHDOG);
+    if (rc != RL_OK || (fx_argl("fencing", 0) && rl_lock_token(token, lock) != RL_OK)) {
+        fx_event_push(ref, q, "failed %d", rc);
+        rl_lock_free(lock);
+        return NULL;
+    }
+    return lock;
+}
+
 int role_late_writer(void)
 {
     rl_client *c = fx_worker_client();
@@ -79,12 +97,8 @@ int role_late_writer(void)
 
     if (!ref)
         return 91;
-    rl_lock_new(&lock, c, name);
-    rc = rl_lock_try_acquire(lock, 20000, RL_LEASE_WATCHDOG);
-    if (rc != RL_OK || (fx_argl("fencing", 0) && rl_lock_token(&token, lock) != RL_OK)) {
-        fx_event_push(ref, q, "failed %d", rc);
+    if (!(lock = take(c, ref, name, q, &token)))
         return 1;
-    }
     if (rl_interrupted()) {             /* the check: it must pass here */
         fx_event_push(ref, q, "failed flagged");
         return 1;
@@ -112,12 +126,8 @@ int role_next_writer(void)
 
     if (!ref)
         return 91;
-    rl_lock_new(&lock, c, name);
-    rc = rl_lock_try_acquire(lock, 20000, RL_LEASE_WATCHDOG);
-    if (rc != RL_OK || (fx_argl("fencing", 0) && rl_lock_token(&token, lock) != RL_OK)) {
-        fx_event_push(ref, q, "failed %d", rc);
+    if (!(lock = take(c, ref, name, q, &token)))
         return 1;
-    }
     ok = res_write(ref, name, "new", token, (int)fx_argl("guard", 0));
     fx_event_push(ref, q, "wrote token=%llu accepted=%d waited=%lld", token, ok,
                   (long long)(rt_now_ms() - t0));

@@ -536,6 +536,20 @@ static void trio_switch(sn_trio *t, int k)
     atomic_store(&t->fs[k]->epoch, 2);
 }
 
+/* A failover every sentinel names (epoch 2), and the old primary back,
+ * empty, at its address (a crashed node brought back). */
+static void trio_fail_over(sn_trio *t)
+{
+    int k;
+
+    for (k = 0; k < 3; k++)
+        trio_switch(t, k);
+    redisFree(t->oc);
+    assert_int_equal(rt_redis_restart(t->old), 0);
+    t->oc = rt_redis_connect(t->old);
+    assert_non_null(t->oc);
+}
+
 static void trio_stop(sn_trio *t)
 {
     int k;
@@ -588,7 +602,7 @@ static void test_sentinel_new_conn_after_loss_not_checked(void **state)
     rl_options o;
     rl_client *c;
     rl_lock *l0, *l1;
-    int k, rc;
+    int rc;
 
     (void)state;
     trio_start(&t);
@@ -600,12 +614,7 @@ static void test_sentinel_new_conn_after_loss_not_checked(void **state)
     IT_EQ(count_in(t.oc, "rv-before"), 1);
     IT_RC(rl_lock_release(l0), RL_OK);
 
-    for (k = 0; k < 3; k++)
-        trio_switch(&t, k);
-    redisFree(t.oc);
-    assert_int_equal(rt_redis_restart(t.old), 0);
-    t.oc = rt_redis_connect(t.old);
-    assert_non_null(t.oc);
+    trio_fail_over(&t);
 
     rc = rl_lock_try_acquire(l1, 0, 5000);
     if (count_in(t.oc, "rv-after") != 0)
@@ -658,12 +667,7 @@ static void test_sentinel_stale_ask_does_not_clear_a_newer_loss(void **state)
     IT_WAIT(atomic_load(&t.fs[0]->queries) + atomic_load(&t.fs[1]->queries) +
                     atomic_load(&t.fs[2]->queries) > q0, 3000);
     /* Meanwhile: a failover, and the old primary back empty. */
-    for (k = 0; k < 3; k++)
-        trio_switch(&t, k);
-    redisFree(t.oc);
-    assert_int_equal(rt_redis_restart(t.old), 0);
-    t.oc = rt_redis_connect(t.old);
-    assert_non_null(t.oc);
+    trio_fail_over(&t);
 
     rc = rl_lock_try_acquire(l1, 0, 5000);
     if (count_in(t.oc, "rv-gen1") != 0)

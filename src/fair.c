@@ -104,9 +104,13 @@ int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms
 {
     int i;
 
-    if (e->family != RL__FAM_FAIR || !e->queue_key || (*script != RL__S_ACQUIRE && *script != RL__S_RELEASE) ||
+    /* A plain script (one key) for a reentry and for a release that leaves
+     * a count: they count as for a plain lock, and are not refused
+     * (TRYAGAIN) while the name's Cluster slot migrates. */
+    if (e->family != RL__FAM_FAIR || !e->queue_key ||
+        (*script != RL__S_ACQUIRE && *script != RL__S_RELEASE) || held > 1 ||
         (*script == RL__S_ACQUIRE && held > 0))
-        return 1;   /* a plain script: reentry counts as for a plain lock */
+        return 1;
     for (i = *nargs - 1; i >= 1; i--) {
         args[i + 2] = args[i];
         lens[i + 2] = lens[i];

@@ -341,6 +341,10 @@ static const char force_src[] =
     "if h then\n" \
     "  local ch = " chan " .. ':' .. (string.match(h, '^(.*):') or h)\n" \
     RL__NOTICE(arg, "ch") \
+    "else\n" \
+    /* Nobody queued: a plain handle's waiter (another process, another \
+     * family) may wait on the plain channel, as for a plain release. */ \
+    RL__NOTICE(arg, chan) \
     "end\n"
 
 /* KEYS lock, queue, places; ARGV lease_ms, owner, held (0), since, place_ms

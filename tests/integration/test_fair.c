@@ -394,13 +394,57 @@ static void test_wakes_only_head(void **state)
         assert_int_equal(it_acq_join(&a[i], 10000), 0);
         IT_RC(a[i].rc, RL_OK);
     }
-    /* The last release found nobody waiting: no message at all. */
+    /* The last release found nobody queued: one message, on the plain
+     * channel, for a plain handle's waiter of another process (review: it
+     * slept for the whole lease). */
+    assert_int_equal(read_message(sub, got, sizeof got, 5000), 0);
+    assert_string_equal(got, "rl:{head}:release");
     assert_int_equal(read_message(sub, got, sizeof got, 300), -1);
     redisFree(sub);
     for (i = 0; i < 3; i++) {
         rl_lock_free(l[i]);
         rl_client_free(c[i]);
     }
+}
+
+/* Review finding: a fair holder's release woke no plain waiter of another
+ * client on the same name (it published on queued fair waiters' channels
+ * only), so the plain waiter slept for the holder's whole lease (28 s of
+ * 30). Nobody is queued here: the plain channel gets the notice. */
+static void test_fair_release_wakes_plain_waiter(void **state)
+{
+    it_env *e = *state;
+    rl_client *cf = client_at(e->redis->url, 30000), *cp = client_at(e->redis->url, 30000);
+    rl_lock *lf = fair(cf, "mixed"), *lp = it_lock(cp, "mixed");
+    int64_t t0;
+    it_acq a;
+
+    IT_RC(rl_lock_acquire(lf), RL_OK);
+    memset(&a, 0, sizeof a);
+    a.lock = lp;
+    a.wait_ms = 20000;
+    a.lease_ms = RL_LEASE_WATCHDOG;
+    it_acq_start(&a);
+    IT_WAIT(({
+                redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{mixed}:release");
+                int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                         r->element[1]->integer >= 1;
+                if (r)
+                    freeReplyObject(r);
+                on;
+            }), 5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_release(lf), RL_OK);
+    /* Woken by the notice, not by the lease (30 s). */
+    IT_EQ(it_acq_join(&a, 5000), 0);
+    IT_RC(a.rc, RL_OK);
+    print_message("plain waiter in %lld ms after the fair release\n",
+                  (long long)(rt_now_ms() - t0));
+    IT_RC(a.release_rc, RL_OK);
+    rl_lock_free(lf);
+    rl_lock_free(lp);
+    rl_client_free(cf);
+    rl_client_free(cp);
 }
 
 /* Reentry, the watchdog, the value format; a force-release leaves the
@@ -605,6 +649,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_stopped_waiter, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_timeout_leaves_queue, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_wakes_only_head, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fair_release_wakes_plain_waiter, it_setup,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_watchdog_force, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_release_queues_next, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),

@@ -44,7 +44,13 @@ static int kind_offered(const rl_client *c, int kind)
      * with either offers no other kind (scripts.c). */
     if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
         return 0;
-    if (kind == RL_KIND_READ || kind == RL_KIND_WRITE || kind == RL_KIND_FAIR)
+    /* Read-write: not in Cluster mode yet. Its scripts reach P{N}:rd and
+     * P{N}:wi without declaring them, and while a slot migrates a script
+     * can stop halfway ("non local key") after it wrote, or create them
+     * on the importing node (review of the read-write lock). */
+    if (kind == RL_KIND_READ || kind == RL_KIND_WRITE)
+        return c->mode == RL__MODE_SINGLE || c->mode == RL__MODE_SENTINEL;
+    if (kind == RL_KIND_FAIR)
         return c->mode != RL__MODE_REDLOCK;
     return kind == RL_KIND_PLAIN;
 }

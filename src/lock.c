@@ -172,7 +172,11 @@ int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t 
         e = NULL;
     }
     if (e) {
-        e->family = family;
+        /* Written only when it changes, which is only while nothing uses
+         * the entry (no handle, hold or leftover): the change paths and the
+         * watchdog read it without the mutex. */
+        if (e->family != family)
+            e->family = family;
         e->handles++;
     }
     pthread_mutex_unlock(&client->mu);

@@ -367,14 +367,7 @@ static void test_exec_sigterm(void **state)
         IT_RC(rl_lock_acquire(l), RL_OK);
         cli_start(&x, (const char *[]){ "exec", "term3", "--", "true", NULL });
         /* Its wait is on: it listens for the release notice. */
-        IT_WAIT(({
-                    redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{term3}:release");
-                    int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                             r->element[1]->integer == 1;
-                    if (r)
-                        freeReplyObject(r);
-                    on;
-                }), 10000);
+        IT_WAIT(rt_redis_numsub(e->rc, "rl:{term3}:release", 18) == 1, 10000);
         IT_EQ(kill(x.pid, SIGTERM), 0);
         IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
         IT_RC(rl_lock_release(l), RL_OK);
@@ -524,14 +517,7 @@ static void test_release_force_wakes(void **state)
     /* Held for 30 s leases by another process; a waiter in a third. */
     start_sleeper(e, &holder, "stuck", NULL, pidfile, sizeof pidfile);
     cli_start(&waiter, (const char *[]){ "exec", "stuck", "--", "true", NULL });
-    IT_WAIT(({
-                redisReply *r = redisCommand(e->rc, "PUBSUB NUMSUB rl:{stuck}:release");
-                int on = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                         r->element[1]->integer == 1;
-                if (r)
-                    freeReplyObject(r);
-                on;
-            }), 10000);
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{stuck}:release", 18) == 1, 10000);
     IT_EQ(cli_run((const char *[]){ "release", "stuck", NULL }, NULL, 0, 20000), 1);
     t0 = rt_now_ms();
     IT_EQ(cli_run((const char *[]){ "release", "--force", "stuck", NULL }, out, sizeof out,

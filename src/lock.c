@@ -36,21 +36,16 @@ static int kind_family(int kind)
     }
 }
 
-/* Whether the client's mode offers the kind. The fair lock's queue lives
- * on the one server that arbitrates the name: not in Redlock mode. */
+/* Whether the client's mode offers the kind. The fair lock's queue and
+ * the read-write lock's deadlines live on the one server that arbitrates
+ * the name: not in Redlock mode. */
 static int kind_offered(const rl_client *c, int kind)
 {
     /* Fencing tokens and lock-delay are the plain lock's so far: a client
      * with either offers no other kind (scripts.c). */
     if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
         return 0;
-    /* Read-write: not in Cluster mode yet. Its scripts reach P{N}:rd and
-     * P{N}:wi without declaring them, and while a slot migrates a script
-     * can stop halfway ("non local key") after it wrote, or create them
-     * on the importing node (review of the read-write lock). */
-    if (kind == RL_KIND_READ || kind == RL_KIND_WRITE)
-        return c->mode == RL__MODE_SINGLE || c->mode == RL__MODE_SENTINEL;
-    if (kind == RL_KIND_FAIR)
+    if (kind == RL_KIND_FAIR || kind == RL_KIND_READ || kind == RL_KIND_WRITE)
         return c->mode != RL__MODE_REDLOCK;
     return kind == RL_KIND_PLAIN;
 }
@@ -110,26 +105,27 @@ static int key_command(rl_client *c, const rl__entry *e, int argc, const char **
 /*
  * A writer that registered an intent gives up (timed out, cancelled, an
  * error): take the intent back, so that readers need not wait for it to
- * run out. Best effort (it runs out within RL__RW_INTENT_MS anyway); the
- * caller's status and its detail are kept.
+ * run out, and tell them. Best effort (it runs out within
+ * RL__RW_INTENT_MS anyway); the caller's status and its detail are kept.
  */
 static void withdraw_intent(rl__op *o, int rc)
 {
-    size_t klen = o->e->key_len + 3;
-    char *key = malloc(klen + 1), why[256];
-    const char *argv[3] = { "ZREM", key, o->owner };
-    size_t lens[3] = { 4, klen, o->owner_len };
-    long long n;
+    rl__entry *e = o->e;
+    char field[4 + RL__OWNER_MAX], why[256];
+    const char *args[6] = { e->key, field, "0", "0", rl__notice_arg(o->c), e->channel };
+    size_t lens[6] = { e->key_len, 4 + o->owner_len, 1, 1, 1, e->channel_len };
+    rl__conn *conn;
+    rl__resp resp;
+    int64_t sent;
 
-    if (!key || atomic_load(&o->c->closing)) {
-        free(key);
+    if (atomic_load(&o->c->closing))
         return;
-    }
     snprintf(why, sizeof why, "%s", rl_last_error());
-    memcpy(key, o->e->key, o->e->key_len);
-    memcpy(key + o->e->key_len, ":wi", 4);
-    (void)key_command(o->c, o->e, 3, argv, lens, &n);
-    free(key);
+    memcpy(field, "~wi:", 4);
+    memcpy(field + 4, o->owner, o->owner_len);
+    rl__op_send(o, RL__S_RW_RELEASE, 1, 6, args, lens, &conn, &sent, &resp);
+    if (conn)
+        rl__pool_put(o->c, conn);
     rl__err(rc, "%s", why);
 }
 

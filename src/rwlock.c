@@ -2,34 +2,39 @@
  * The read-write lock (RL_KIND_READ / RL_KIND_WRITE): its scripts, and
  * the rules the client keeps for it locally.
  *
- * In Redis, for name N and prefix P (every key shares the tag {N}):
+ * In Redis, for name N and prefix P, one key, the hash P{N}, as for a
+ * plain lock, so that a Cluster slot migration moves the lock whole and no
+ * script touches a key it has not declared:
  *
- *   P{N}      hash, as for a plain lock: one field per hold, value
- *             "<count> <since>". A writer's field is "<uuid>:<tid>", as a
- *             plain owner's; a reader's is "<uuid>:<tid>:r". No other
- *             field: the tools, the plain scripts and the force-release
- *             see owners only. A plain owner's field, in the hash of a
- *             plain lock on the same name, reads as a writer's: it keeps
- *             out readers and writers alike, and a plain acquire finds
- *             the hash held (it exists without its field).
- *   P{N}:rd   sorted set, field -> deadline (Redis TIME in ms): every
- *             read-write hold has its own lease, since readers share one
- *             key. The scripts drop every field whose deadline has passed
- *             before they decide, so a dead reader keeps a writer out for
- *             its lease at most. The hash's PEXPIRE is kept at least as
- *             long as the latest deadline (never shortened); when the
- *             hash is gone, the set is stale and is deleted.
- *   P{N}:wi   sorted set, waiting writer's field -> deadline: a writer
- *             that finds the lock busy and means to wait registers an
- *             intent, which stops new readers (a reader's reentry, and a
- *             writer taking the read side, still pass). The waiting writer
- *             keeps it alive by asking again every RL__RW_INTENT_MS / 3;
- *             a writer that died or gave up leaves it to run out within
- *             RL__RW_INTENT_MS.
+ *   "<uuid>:<tid>"        a write hold, as a plain owner's field; value
+ *                         "<count> <since>"
+ *   "<uuid>:<tid>:r"      a read hold; same value
+ *   "~d:<hold's field>"   that hold's deadline (Redis TIME, ms). Every
+ *                         hold has its own lease, since readers share the
+ *                         key: a hold past its deadline is gone for every
+ *                         script (as an expired key is), and the next
+ *                         script that reads the hash whole drops it, so a
+ *                         dead reader keeps a writer out for its lease at
+ *                         most. The key's PEXPIRE is kept at least as
+ *                         long as the latest deadline, never shortened.
+ *   "~wi:<writer's field>" a waiting writer's intent, valued its deadline:
+ *                         a writer that finds the lock busy and means to
+ *                         wait registers it, and it stops new readers (a
+ *                         reader's reentry, and a writer taking the read
+ *                         side, still pass). The waiting writer keeps it
+ *                         alive by asking again every RL__RW_INTENT_MS / 3
+ *                         and takes it back when it gives up (the release
+ *                         script, which tells the readers); one that died
+ *                         leaves it to run out within RL__RW_INTENT_MS.
  *
- * Write-held test without a scan: a writer shares the hash with at most
- * its own read hold, so a hash of more than two fields is held by readers;
- * one of at most two is write-held when a field lacks the ":r" suffix.
+ * Fields beginning with '~' are not owners: the tools skip them, and to a
+ * plain script the hash is simply held (a plain lock's "~delay",
+ * scripts.c, keeps read-write acquirers out as it keeps plain ones). A plain owner's field, in the
+ * hash of a plain lock on the same name, reads as an undated writer's: it
+ * keeps out readers and writers alike, and a plain acquire finds the hash
+ * held. Deciding reads the hash whole (HGETALL): an acquisition and a
+ * last release cost O(fields); renewal and reentry touch their own fields
+ * only.
  *
  * A thread holding write may take read (two holds, two fields); releasing
  * the write side then leaves it a reader (downgrade). A reader asking for

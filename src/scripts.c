@@ -413,22 +413,69 @@ static const char fair_leave_src[] =
     "end\n"
     "return 1\n";
 
-/* ---- the read-write lock (src/rwlock.c says how its keys are kept) ---- */
+/* ---- the read-write lock (src/rwlock.c says how its one key is kept) --
+ *
+ * Fields of the lock hash besides the holds: "~d:<field>", a hold's
+ * deadline, and "~wi:<writer's field>", a waiting writer's intent, each
+ * valued in Redis TIME ms. Everything lives in the one key, so that the
+ * scripts touch no key they have not declared: in Cluster, a slot
+ * migrating moves the lock whole, and a script never meets a key that
+ * has left (Redis: "non local key"). A script never touches the key after
+ * a change that may have deleted it, for the same reason.
+ */
 
-/* Shared by the three scripts: the time (read before any write: effects
- * replication, the default from Redis 5, asked for explicitly for older
- * servers), the lease of one field (its deadline, and the keys' expiry,
- * never shortened). */
+/* The time (read before any write: effects replication, the default from
+ * Redis 5, asked for explicitly for older servers); a hold's deadline
+ * field; the key's expiry, made at least ms and never shortened. */
 #define RL__RW_PRELUDE \
     "redis.replicate_commands()\n" \
     "local t = redis.call('time')\n" \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
-    "local function extend(k, f, lease)\n" \
-    "  local rd = k .. ':rd'\n" \
-    "  local d = tonumber(redis.call('zscore', rd, f))\n" \
-    "  if not d or d < now + lease then redis.call('zadd', rd, now + lease, f) end\n" \
-    "  if redis.call('pttl', k) < lease then redis.call('pexpire', k, lease) end\n" \
-    "  if redis.call('pttl', rd) < lease then redis.call('pexpire', rd, lease) end\n" \
+    "local function dl(f) return '~d:' .. f end\n" \
+    "local function keep(k, ms)\n" \
+    "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
+    "end\n"
+
+/* The hash k read whole: s.owners live holds (s.live[field]), s.writer
+ * the write hold among them, s.soonest the first deadline that may end
+ * one (s.undated: a hold without one, a plain lock's owner, which lasts
+ * as the key does), s.intent the latest waiting writer's intent, s.delay
+ * a plain holder's lock-delay; s.dead, the fields to drop: holds past
+ * their deadline, deadlines without a hold, intents run out (a thousand
+ * a call at most: HDEL takes them as arguments). */
+#define RL__RW_SCAN \
+    "local function scan(k)\n" \
+    "  local all = redis.call('hgetall', k)\n" \
+    "  local s, dates, holds = {owners = 0, live = {}, dead = {}}, {}, {}\n" \
+    "  local function drop(g) if #s.dead < 1000 then s.dead[#s.dead + 1] = g end end\n" \
+    "  for i = 1, #all, 2 do\n" \
+    "    local g, x = all[i], tonumber(all[i + 1]) or 0\n" \
+    "    if string.sub(g, 1, 3) == '~d:' then\n" \
+    "      dates[string.sub(g, 4)] = x\n" \
+    "    elseif string.sub(g, 1, 4) == '~wi:' then\n" \
+    "      if x <= now then drop(g) elseif not s.intent or x > s.intent then s.intent = x end\n" \
+    "    elseif g == " RL__DELAY_FIELD " then\n" \
+    "      s.delay = true\n" \
+    "    elseif string.sub(g, 1, 1) ~= '~' then\n" \
+    "      holds[#holds + 1] = g\n" \
+    "    end\n" \
+    "  end\n" \
+    "  for _, g in ipairs(holds) do\n" \
+    "    local x = dates[g]\n" \
+    "    dates[g] = nil\n" \
+    "    if x and x <= now then\n" \
+    "      drop(g)\n" \
+    "      drop(dl(g))\n" \
+    "    else\n" \
+    "      s.owners = s.owners + 1\n" \
+    "      s.live[g] = true\n" \
+    "      if string.sub(g, -2) ~= ':r' then s.writer = g end\n" \
+    "      if not x then s.undated = true\n" \
+    "      elseif not s.soonest or x < s.soonest then s.soonest = x end\n" \
+    "    end\n" \
+    "  end\n" \
+    "  for g in pairs(dates) do drop(dl(g)) end\n" \
+    "  return s\n" \
     "end\n"
 
 /* KEYS[1] lock; ARGV lease_ms, field, held, since, side ('r' or 'w'),
@@ -438,105 +485,121 @@ static const char fair_leave_src[] =
 static const char rw_acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     RL__RW_PRELUDE
+    RL__RW_SCAN
     "local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])\n"
-    "local rd, wi = k .. ':rd', k .. ':wi'\n"
     "if held > 0 then\n"
-    "  local v = redis.call('hget', k, f)\n"
-    "  if not v then return {-1, 0} end\n"
+    "  local got = redis.call('hmget', k, f, dl(f))\n"
+    "  local v, d = got[1], tonumber(got[2])\n"
+    "  if not v or (d and d <= now) then return {-1, 0} end\n"
     "  local n = " RL__COUNT("v") "\n"
     "  if n ~= held then return {-2, n or -1} end\n"
-    "  redis.call('hset', k, f, (n + 1) .. " RL__SUFFIX("v") ")\n"
-    "  extend(k, f, lease)\n"
+    "  redis.call('hset', k, f, (n + 1) .. " RL__SUFFIX("v") ", dl(f), math.max(d or 0, now + lease))\n"
+    "  keep(k, lease)\n"
     "  return {1, n + 1}\n"
     "end\n"
-    "if redis.call('exists', k) == 0 then\n"
-    "  redis.call('del', rd)\n"
-    "else\n"
-    /* Holds whose lease has passed are gone. */
-    "  local dead = redis.call('zrangebyscore', rd, '-inf', now)\n"
-    "  if #dead > 0 then\n"
-    "    for _, d in ipairs(dead) do redis.call('hdel', k, d) end\n"
-    "    redis.call('zremrangebyscore', rd, '-inf', now)\n"
+    "local s = scan(k)\n"
+    "local wait\n"
+    /* Ours already (an acquire reported failed but applied late): taken. */
+    "if not s.live[f] then\n"
+    "  local first = s.soonest and s.soonest - now\n"
+    "  if s.undated then first = redis.call('pttl', k) end\n"
+    /* Our own thread's write hold lets it read, intents or not. */
+    "  local own = s.writer and s.writer .. ':r' == f\n"
+    "  if s.delay then\n"
+    "    wait = redis.call('pttl', k)\n"
+    "  elseif ARGV[5] == 'w' then\n"
+    "    if s.owners > 0 then wait = first end\n"
+    "  elseif s.writer and not own then\n"
+    "    wait = first\n"
+    "  elseif s.intent and not own then\n"
+    /* A waiting writer goes first: readers wait for its intent. */
+    "    wait = s.intent - now\n"
     "  end\n"
     "end\n"
-    "local n = redis.call('hlen', k)\n"
-    /* Ours already: an acquire reported failed but applied late. */
-    "if n > 0 and redis.call('hexists', k, f) == 0 then\n"
-    "  local busy = true\n"
-    "  if ARGV[5] == 'r' and n <= 2 then\n"
-    "    local w = nil\n"
-    "    for _, g in ipairs(redis.call('hkeys', k)) do\n"
-    "      if string.sub(g, -2) ~= ':r' then w = g end\n"
-    "    end\n"
-    /* Readers only, or our own thread holds write (it may read). */
-    "    busy = w ~= nil and w .. ':r' ~= f\n"
-    "    if w ~= nil and not busy then n = 0 end\n"
-    "  elseif ARGV[5] == 'r' then\n"
-    "    busy = false\n"
+    "if wait then\n"
+    "  local intent = tonumber(ARGV[6]) or 0\n"
+    "  if ARGV[5] == 'w' and intent > 0 then\n"
+    "    redis.call('hset', k, '~wi:' .. f, now + intent)\n"
+    "    keep(k, intent)\n"
     "  end\n"
-    "  if not busy and n > 0 then\n"
-    "    redis.call('zremrangebyscore', wi, '-inf', now)\n"
-    "    busy = redis.call('zcard', wi) > 0\n"
-    "    if busy then\n"
-    "      local last = redis.call('zrange', wi, -1, -1, 'withscores')\n"
-    "      return {0, tonumber(last[2]) - now}\n"
-    "    end\n"
-    "  end\n"
-    "  if busy then\n"
-    "    local intent = tonumber(ARGV[6])\n"
-    "    if ARGV[5] == 'w' and intent > 0 then\n"
-    "      redis.call('zadd', wi, now + intent, f)\n"
-    "      if redis.call('pttl', wi) < intent then redis.call('pexpire', wi, intent) end\n"
-    "    end\n"
-    /* Until the first lease that may end; a plain holder's: the key's. */
-    "    local first = redis.call('zrange', rd, 0, 0, 'withscores')\n"
-    "    if first[2] then return {0, math.max(tonumber(first[2]) - now, 0)} end\n"
-    "    return {0, redis.call('pttl', k)}\n"
-    "  end\n"
-    "elseif n == 0 and ARGV[5] == 'r' then\n"
-    /* A free lock: a waiting writer still goes first. */
-    "  redis.call('zremrangebyscore', wi, '-inf', now)\n"
-    "  if redis.call('zcard', wi) > 0 then\n"
-    "    local last = redis.call('zrange', wi, -1, -1, 'withscores')\n"
-    "    return {0, tonumber(last[2]) - now}\n"
-    "  end\n"
+    /* The key keeps a live field: what made us wait. */
+    "  if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
+    "  return {0, math.max(wait, 0)}\n"
     "end\n"
-    "redis.call('hset', k, f, '1 ' .. ARGV[4])\n"
-    "extend(k, f, lease)\n"
-    "if ARGV[5] == 'w' then redis.call('zrem', wi, f) end\n"
+    "redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), now + lease)\n"
+    "keep(k, lease)\n"
+    "if ARGV[5] == 'w' then s.dead[#s.dead + 1] = '~wi:' .. f end\n"
+    "if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
     "return {1, 1}\n";
 
 /* KEYS[1] lock; ARGV as the plain release: field, held (0: drop the whole
  * field), lease_ms (0: leave the lease alone), the notice and the release
  * channel. A notice goes out when the lock comes free, and when a writer
- * leaves (readers may enter beside its thread's read hold). */
+ * leaves (readers may enter beside its thread's read hold). A hold past
+ * its deadline is gone, as an expired key is. The field "~wi:<writer's
+ * field>" takes that writer's intent back (it gave up waiting): readers
+ * are told, unless a writer holds. */
 static const char rw_release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     RL__RW_PRELUDE
+    RL__RW_SCAN
     "local k, f = KEYS[1], ARGV[1]\n"
-    "local v = redis.call('hget', k, f)\n"
+    "local notice = ARGV[4] and ARGV[4] ~= '0'\n"
+    "if string.sub(f, 1, 4) == '~wi:' then\n"
+    "  local s = scan(k)\n"
+    "  s.dead[#s.dead + 1] = f\n"
+    "  redis.call('hdel', k, unpack(s.dead))\n"
+    "  if notice and not s.writer then\n"
+    RL__NOTICE("ARGV[4]", "ARGV[5]")
+    "  end\n"
+    "  return {1, 0}\n"
+    "end\n"
+    "local got = redis.call('hmget', k, f, dl(f))\n"
+    "local v, d = got[1], tonumber(got[2])\n"
     "if not v then return {-1, 0} end\n"
+    "if d and d <= now then\n"
+    "  redis.call('hdel', k, f, dl(f))\n"
+    "  return {-1, 0}\n"
+    "end\n"
     RL__RELEASE_COUNT
     "if n > 0 then\n"
     "  redis.call('hset', k, f, n .. " RL__SUFFIX("v") ")\n"
-    "  if lease > 0 then extend(k, f, lease) end\n"
+    "  if lease > 0 then\n"
+    "    redis.call('hset', k, dl(f), math.max(d or 0, now + lease))\n"
+    "    keep(k, lease)\n"
+    "  end\n"
     "  return {1, n}\n"
     "end\n"
-    /* Asked before the delete, as in the plain release. */
-    "local last = redis.call('hlen', k) == 1\n"
-    "redis.call('hdel', k, f)\n"
-    "if last then redis.call('del', k .. ':rd') else redis.call('zrem', k .. ':rd', f) end\n"
-    "if (last or string.sub(f, -2) ~= ':r') and ARGV[4] ~= '0' then\n"
+    /* Whether ours was the last live hold is asked before the delete. */
+    "local s = scan(k)\n"
+    "s.dead[#s.dead + 1] = f\n"
+    "s.dead[#s.dead + 1] = dl(f)\n"
+    "redis.call('hdel', k, unpack(s.dead))\n"
+    "if notice and (s.owners == 1 or string.sub(f, -2) ~= ':r') then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
     "return {1, 0}\n";
 
 /* As the plain renew (KEYS lock1..N; ARGV lease_ms, field1..fieldN; one
- * '1' or '0' per pair), moving each hold's own deadline too. */
+ * '1' or '0' per pair), moving each hold's own deadline too. A hold past
+ * its deadline is gone, as an expired key is. */
 static const char rw_renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     RL__RW_PRELUDE
-    RL__RENEW_EACH("    extend(KEYS[i], ARGV[i + 1], lease)\n");
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local k, f = KEYS[i], ARGV[i + 1]\n"
+    "  local r = redis.pcall('hmget', k, f, dl(f))\n"
+    "  local d = type(r) == 'table' and tonumber(r[2])\n"
+    "  if type(r) == 'table' and r[1] and not (d and d <= now) then\n"
+    "    if not d or d < now + lease then redis.call('hset', k, dl(f), now + lease) end\n"
+    "    keep(k, lease)\n"
+    "    out[i] = '1'\n"
+    "  else\n"
+    "    out[i] = '0'\n"
+    "  end\n"
+    "end\n"
+    "return table.concat(out)\n";
 
 const char *const rl__script_src[RL__S_COUNT] = {
     acquire_src, release_src, renew_src, force_src,

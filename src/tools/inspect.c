@@ -301,6 +301,8 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
             w->delay_ms = strtoll(v->str, NULL, 10);
             continue;
         }
+        if (f->len > 0 && f->str[0] == '~')
+            continue;   /* not an owner: a read-write lock's deadline or intent */
         colon = memchr(f->str, ':', f->len);
         if (colon && colon - f->str == RL__UUID_LEN) {
             memcpy(h->uuid, f->str, RL__UUID_LEN);

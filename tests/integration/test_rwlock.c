@@ -150,6 +150,49 @@ static void test_shared_and_exclusive(void **state)
     FREE_ALL(r1, r2, w1, w2, NULL, c1, c2);
 }
 
+/*
+ * A writer that gives up waiting takes its intent back and tells the
+ * readers it stopped: a reader waiting behind the intent gets in then,
+ * not when the intent would have run out (RL__RW_INTENT_MS, 3 s).
+ */
+static void test_intent_withdrawn_wakes_readers(void **state)
+{
+    it_env *e = *state;
+    rl_client *c1 = it_client(e, LEASE_MS), *c3 = it_client(e, LEASE_MS);
+    rl_client *c4 = it_client(e, LEASE_MS);
+    rl_lock *r1 = rw_lock(c1, "wd", RL_KIND_READ), *w3 = rw_lock(c3, "wd", RL_KIND_WRITE);
+    rl_lock *r4 = rw_lock(c4, "wd", RL_KIND_READ);
+    it_acq w, r;
+
+    IT_RC(rl_lock_try_acquire(r1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    memset(&w, 0, sizeof w);
+    w.lock = w3;
+    w.wait_ms = 1500;
+    w.lease_ms = RL_LEASE_WATCHDOG;
+    it_acq_start(&w);
+    IT_WAIT(fields(e, "wd", "~wi:") == 1, 5000);
+    memset(&r, 0, sizeof r);
+    r.lock = r4;
+    r.wait_ms = 10000;
+    r.lease_ms = RL_LEASE_WATCHDOG;
+    r.hold = 1;
+    it_acq_start(&r);
+    assert_int_equal(it_acq_join(&w, 5000), 0);
+    IT_RC(w.rc, RL_ETIMEDOUT);
+    IT_WAIT(atomic_load(&r.state) >= 2, 10000);
+    IT_RC(r.rc, RL_OK);
+    /* Kept out by the intent until the writer gave up (1500 ms), let in
+     * at once then (the withdrawal comes just before the writer returns). */
+    IT_RANGE((r.t_return_us - w.t_call_us) / 1000, 1400, 10000);
+    IT_RANGE((r.t_return_us - w.t_return_us) / 1000, -200, 1000);
+    IT_EQ(fields(e, "wd", "~wi:"), 0);
+    it_acq_let_go(&r);
+    assert_int_equal(it_acq_join(&r, 5000), 0);
+    IT_RC(r.release_rc, RL_OK);
+    IT_RC(rl_lock_release(r1), RL_OK);
+    FREE_ALL(r1, w3, r4, NULL, c1, c3, c4);
+}
+
 /* Reentry on each side, downgrade, and an upgrade refused at once. */
 static void test_reentry_downgrade_upgrade(void **state)
 {
@@ -639,6 +682,8 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_shared_and_exclusive, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_intent_withdrawn_wakes_readers, it_setup,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_downgrade_upgrade, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_plain_beside, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_dead_reader_own_lease, it_setup, it_teardown),

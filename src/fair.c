@@ -98,7 +98,7 @@ const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len)
     return e->wake_channel;
 }
 
-int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
+int rl__fair_args(const rl__entry *e, int nkeys, int *script, long long held, long place_ms,
                   const char *next, size_t next_len, char *placebuf, const char **args,
                   size_t *lens, int *nargs)
 {
@@ -110,7 +110,7 @@ int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms
     if (e->family != RL__FAM_FAIR || !e->queue_key ||
         (*script != RL__S_ACQUIRE && *script != RL__S_RELEASE) || held > 1 ||
         (*script == RL__S_ACQUIRE && held > 0))
-        return 1;
+        return nkeys;
     for (i = *nargs - 1; i >= 1; i--) {
         args[i + 2] = args[i];
         lens[i + 2] = lens[i];

@@ -112,18 +112,20 @@ static void withdraw_intent(rl__op *o, int rc)
 {
     rl__entry *e = o->e;
     char field[4 + RL__OWNER_MAX], why[256];
-    const char *args[6] = { e->key, field, "0", "0", rl__notice_arg(o->c), e->channel };
-    size_t lens[6] = { e->key_len, 4 + o->owner_len, 1, 1, 1, e->channel_len };
+    const char *args[10];
+    size_t lens[10];
     rl__conn *conn;
     rl__resp resp;
     int64_t sent;
+    int nargs;
 
     if (atomic_load(&o->c->closing))
         return;
     snprintf(why, sizeof why, "%s", rl_last_error());
     memcpy(field, "~wi:", 4);
     memcpy(field + 4, o->owner, o->owner_len);
-    rl__op_send(o, RL__S_RW_RELEASE, 1, 6, args, lens, &conn, &sent, &resp);
+    nargs = rl__release_args(o->c, e, field, 4 + o->owner_len, "0", 1, "0", 1, args, lens);
+    rl__op_send(o, RL__S_RW_RELEASE, 1, nargs, args, lens, &conn, &sent, &resp);
     if (conn)
         rl__pool_put(o->c, conn);
     rl__err(rc, "%s", why);

@@ -137,24 +137,20 @@ int rl__op_send(rl__op *o, int script, int nkeys, int nargs, const char **args,
     }
 }
 
-/* The release script's arguments (keys first; *nkeys of them) for a hold
- * of ours counted `held`, with the lease given (as Redis is to keep it:
- * rl__redis_lease()). Returns their number; args and lens need room for 6. */
-static int release_args(const rl__op *o, const char *held, size_t held_len, const char *lease,
-                        size_t lease_len, const char **args, size_t *lens, int *nkeys)
+int rl__release_args(rl_client *c, const rl__entry *e, const char *owner, size_t owner_len,
+                     const char *held, size_t held_len, const char *lease, size_t lease_len,
+                     const char **args, size_t *lens)
 {
     int n = 0;
 
-    args[n] = o->e->key;
-    lens[n++] = o->e->key_len;
-    *nkeys = n;
-    args[n] = o->owner;         lens[n++] = o->owner_len;
+    args[n] = e->key;           lens[n++] = e->key_len;
+    args[n] = owner;            lens[n++] = owner_len;
     args[n] = held;             lens[n++] = held_len;
     args[n] = lease;            lens[n++] = lease_len;
     /* Without channel rights, spare Redis a PUBLISH it would refuse. */
-    args[n] = rl__notice_arg(o->c);
+    args[n] = rl__notice_arg(c);
     lens[n++] = 1;
-    args[n] = o->e->channel;    lens[n++] = o->e->channel_len;
+    args[n] = e->channel;       lens[n++] = e->channel_len;
     return n;
 }
 
@@ -169,11 +165,11 @@ static int undo_on(rl__op *o, rl__conn *conn, long long count, long lease_ms)
     rl__result res;
     int script = RL__S_RELEASE, nkeys, nargs;
 
-    nargs = release_args(o, heldbuf, rl__fmt_ll(heldbuf, count), leasebuf,
-                         rl__fmt_ll(leasebuf, count > 1 ? rl__redis_lease(o->c, lease_ms) : 0),
-                         args, lens, &nkeys);
-    if (o->e->family == RL__FAM_FAIR)
-        nkeys = rl__fair_args(o->e, &script, count, 0, NULL, 0, placebuf, args, lens, &nargs);
+    nargs = rl__release_args(o->c, o->e, o->owner, o->owner_len, heldbuf,
+                             rl__fmt_ll(heldbuf, count), leasebuf,
+                             rl__fmt_ll(leasebuf, count > 1 ? rl__redis_lease(o->c, lease_ms) : 0),
+                             args, lens);
+    nkeys = rl__fair_args(o->e, 1, &script, count, 0, NULL, 0, placebuf, args, lens, &nargs);
     script = rl__rw_script(o->e, script);
     return rl__conn_script_fast(o->c, conn, script, &resp, nkeys, nargs, args, lens) == RL_OK &&
            rl__resp_result(&resp, &res) == RL_OK && res.code == RL__R_DONE &&
@@ -285,7 +281,8 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
     size_t leaselen = rl__fmt_ll(leasebuf, lease_ms > 0 ? rl__redis_lease(o->c, lease_ms) : 0);
 
     if (script != RL__S_ACQUIRE) {
-        nargs = release_args(o, heldbuf, heldlen, leasebuf, leaselen, args, lens, &nkeys);
+        nargs = rl__release_args(o->c, o->e, o->owner, o->owner_len, heldbuf, heldlen,
+                                 leasebuf, leaselen, args, lens);
     } else {
         args[0] = o->e->key;
         lens[0] = o->e->key_len;
@@ -322,9 +319,8 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
 
     /* A fair name: the same change, by the fair script (fair.c). (A fair
      * lock's client has neither fencing nor a lock-delay: plain layout.) */
-    if (o->e->family == RL__FAM_FAIR)
-        nkeys = rl__fair_args(o->e, &sent_script, held, o->place_ms, o->next, o->next_len,
-                              placebuf, args, lens, &nargs);
+    nkeys = rl__fair_args(o->e, nkeys, &sent_script, held, o->place_ms, o->next, o->next_len,
+                          placebuf, args, lens, &nargs);
 
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
@@ -430,13 +426,13 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
      * comes free, for the waiters of other processes (Redlock: also where
      * it is free already, for those that listen to this node). A hold with
      * a lock-delay leaves its tombstone instead (scripts.c). */
-    const char *argv[13] = { "EVALSHA", NULL, NULL, e->key, owner, "0", "0",
-                             rl__notice_arg(c), e->channel };
-    size_t lens[13] = { 7, 40, 1, e->key_len, owner_len, 1, 1, 1, e->channel_len };
+    const char *argv[13] = { "EVALSHA", NULL, NULL };
+    size_t lens[13] = { 7, 40, 1 };
     char placebuf[24];
-    int script = rl__rw_script(e, RL__S_RELEASE), nargs = 6;
-    int nkeys = rl__fair_args(e, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
+    int script = rl__rw_script(e, RL__S_RELEASE), nkeys;
+    int nargs = rl__release_args(c, e, owner, owner_len, "0", 1, "0", 1, argv + 3, lens + 3);
 
+    nkeys = rl__fair_args(e, 1, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
     argv[1] = c->sha[script];
     argv[2] = nkeys == 3 ? "3" : "1";
     redisAppendCommandArgv(conn->ctx, 3 + nargs, argv, lens);

@@ -624,6 +624,13 @@ void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *o
                          size_t owner_len, const rl__fence *fence, rl__server *node);
 /* Queue the release script in its "drop our field" form (whatever its
  * count, with a notice) on conn: the leftovers' drop and the shutdown's. */
+/* The release script's arguments (the key, then ARGV) for owner's hold of
+ * e counted `held` ("0": the whole field), with the lease Redis is to keep
+ * ("0": leave it; else rl__redis_lease()). Returns their number, 6; one
+ * is a key. args and lens need room for 10: rl__fair_args() adds four. */
+int rl__release_args(rl_client *c, const rl__entry *e, const char *owner, size_t owner_len,
+                     const char *held, size_t held_len, const char *lease, size_t lease_len,
+                     const char **args, size_t *lens);
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
                      size_t owner_len);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late
@@ -645,11 +652,12 @@ void rl__fair_entry_free(rl__entry *e);
 const char *rl__entry_sub_channel(const rl_client *c, rl__entry *e, size_t *len);
 /* Turn the arguments of an acquire or release script call (args[0] the
  * key, then *nargs - 1 ARGV; room for four more) into the fair script's
- * when e is fair: the queue's keys inserted; place_ms appended to a new
- * acquisition, or `next` (when not NULL) and its place to a release
- * (formatted in placebuf, 24 bytes); *script changed to match. Returns the
- * number of keys (1: unchanged). */
-int rl__fair_args(const rl__entry *e, int *script, long long held, long place_ms,
+ * when e is fair and the change is one the fair scripts make: the queue's
+ * keys inserted; place_ms appended to a new acquisition, or `next` (when
+ * not NULL) and its place to a release (formatted in placebuf, 24 bytes);
+ * *script changed to match. Returns the number of keys: 3, or the caller's
+ * nkeys when nothing changed. */
+int rl__fair_args(const rl__entry *e, int nkeys, int *script, long long held, long place_ms,
                   const char *next, size_t next_len, char *placebuf, const char **args,
                   size_t *lens, int *nargs);
 

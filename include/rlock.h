@@ -353,7 +353,7 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
  * lock_delay_ms (both are the plain lock's so far); RL_ENOMEM.
  *
  * Read-write locks (RL_KIND_READ, RL_KIND_WRITE; not offered by a
- * Redlock or a Redis Cluster client: RL_ENOTSUP): any number of threads, of any processes,
+ * Redlock client: RL_ENOTSUP): any number of threads, of any processes,
  * hold the read side together; a thread holding the write side holds it
  * alone. Each side is reentrant per thread (rl_lock_hold_count() counts
  * the handle's side). A thread holding the write side may also take the

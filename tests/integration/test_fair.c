@@ -440,6 +440,30 @@ static void test_fair_release_wakes_plain_waiter(void **state)
     rl_client_free(cp);
 }
 
+/* The messages a pattern subscriber reads before one whose payload is
+ * `last` (-1: the connection failed or timed out). */
+static int pmessages_before(redisContext *sub, const char *last)
+{
+    int n = 0;
+
+    for (;;) {
+        redisReply *r = NULL;
+        int end;
+        if (redisGetReply(sub, (void **)&r) != REDIS_OK || !r)
+            return -1;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+            strcmp(r->element[0]->str, "pmessage") != 0) {
+            freeReplyObject(r);
+            continue;
+        }
+        end = strcmp(r->element[3]->str, last) == 0;
+        freeReplyObject(r);
+        if (end)
+            return n;
+        n++;
+    }
+}
+
 /* Reentry, the watchdog, the value format; a force-release leaves the
  * queue working. */
 static void test_reentry_watchdog_force(void **state)
@@ -451,6 +475,8 @@ static void test_reentry_watchdog_force(void **state)
     rl_stats st;
     it_hash hh;
     it_acq a;
+    redisContext *sub;
+    redisReply *r;
 
     where_single(&w, e);
     IT_RC(rl_lock_new(&plain, c, "reent"), RL_EINVAL);   /* open as fair in this client */
@@ -473,7 +499,19 @@ static void test_reentry_watchdog_force(void **state)
     a.hold = 1;
     it_acq_start(&a);
     IT_WAIT(queued(&w, "reent") == 1, 10000);
+    /* The force wakes the first waiter's process on its own channel (its
+     * 500 ms re-ask would hide a missing wake from the waiter's timing):
+     * exactly one message there before ours. */
+    sub = rt_redis_connect(e->redis);
+    assert_non_null(sub);
+    r = redisCommand(sub, "PSUBSCRIBE rl:{reent}:release:*");
+    assert_true(r && r->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
     IT_RC(rl_lock_force_release(l2), RL_OK);
+    r = redisCommand(w.rc, "PUBLISH rl:{reent}:release:it-sentinel end");
+    freeReplyObject(r);
+    IT_EQ(pmessages_before(sub, "end"), 1);
+    redisFree(sub);
     IT_WAIT(atomic_load(&a.state) >= 2, 5000);
     IT_RC(a.rc, RL_OK);
     IT_WAIT(rl_lock_interrupted(l) == 1, 5000);

@@ -43,6 +43,7 @@ typedef struct row {
     const rl__server *node;
     long long pttl;
     long long waiters;          /* -1: unknown */
+    long long queued;           /* a fair lock's waiters in its queue (0: none, or not fair) */
     long long delay_ms;         /* the holder's lock-delay; 0: none */
     int nh;
     holder *h;
@@ -221,16 +222,18 @@ static int name_of(const rl_client *c, const char *key, size_t len, const char *
     return 0;
 }
 
-/* HGETALL, PTTL and the subscriber count of one lock key on server s, as
- * a row (nothing when the key is gone or is not a hash). */
+/* HGETALL, PTTL, the subscriber count of one lock key on server s and its
+ * fair queue's length, as a row (nothing when the key is gone or is not a
+ * hash). A fair lock's waiters listen on channels of their own, not on
+ * the release channel: its queue counts them. */
 static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
 {
     rl_client *c = sc->c;
     rl__conn *conn = conn_to(sc, s);
-    char chan[RL__OWNER_MAX + 1200];
+    char chan[RL__OWNER_MAX + 1200], queue[RL__OWNER_MAX + 1200];
     const char *name;
     size_t nlen, k, clen;
-    redisReply *r[3] = { NULL, NULL, NULL };
+    redisReply *r[4] = { NULL, NULL, NULL, NULL };
     row *w;
     int i, ok = 1;
 
@@ -239,6 +242,8 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
     memcpy(chan, key, klen);
     memcpy(chan + klen, ":release", 8);
     clen = klen + 8;
+    memcpy(queue, key, klen);
+    memcpy(queue + klen, ":queue", 6);
     {
         const char *a1[2] = { "HGETALL", key }, *a2[2] = { "PTTL", key };
         size_t l1[2] = { 7, klen }, l2[2] = { 4, klen };
@@ -250,9 +255,12 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
         }
         redisAppendCommandArgv(conn->ctx, 2, a1, l1);
         redisAppendCommandArgv(conn->ctx, 2, a2, l2);
+        const char *a4[2] = { "ZCARD", queue };
+        size_t l4[2] = { 5, klen + 6 };
         redisAppendCommandArgv(conn->ctx, 3, a3, l3);
+        redisAppendCommandArgv(conn->ctx, 2, a4, l4);
     }
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         if (redisGetReply(conn->ctx, (void **)&r[i]) != REDIS_OK) {
             rt_err("%s: %s", s->name, rl__conn_error(conn));
             sc->failed = 1;
@@ -288,6 +296,7 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
     if (r[2]->type == REDIS_REPLY_ARRAY && r[2]->elements == 2 &&
         r[2]->element[1]->type == REDIS_REPLY_INTEGER)
         w->waiters = r[2]->element[1]->integer;
+    w->queued = r[3]->type == REDIS_REPLY_INTEGER ? r[3]->integer : 0;
     sc->nrows++;
     for (k = 0; k + 1 < r[0]->elements; k += 2) {
         const redisReply *f = r[0]->element[k], *v = r[0]->element[k + 1];
@@ -318,7 +327,7 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
         w->nh++;
     }
 out:
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < 4; i++)
         if (r[i])
             freeReplyObject(r[i]);
 }
@@ -500,8 +509,8 @@ static void print_json(const scan *sc, FILE *f)
         json_str(f, w->name, w->name_len);
         fprintf(f, ", \"node\": ");
         json_str(f, w->node->name, strlen(w->node->name));
-        fprintf(f, ", \"lease_left_ms\": %lld, \"waiters\": %lld, \"holders\": [", w->pttl,
-                w->waiters);
+        fprintf(f, ", \"lease_left_ms\": %lld, \"waiters\": %lld, \"queued\": %lld, "
+                "\"holders\": [", w->pttl, w->waiters, w->queued);
         for (k = 0; k < w->nh; k++) {
             const holder *h = &w->h[k];
             const owner_rec *o = h->owner;
@@ -563,7 +572,7 @@ static void print_table(const scan *sc, FILE *f)
             duration(b[C_AGE], sizeof b[0], h->since >= 0 ? now - h->since : -1);
             lease_left(b[C_LEASE], sizeof b[0], w->pttl);
             if (w->waiters >= 0)
-                snprintf(b[C_WAITERS], sizeof b[0], "%lld", w->waiters);
+                snprintf(b[C_WAITERS], sizeof b[0], "%lld", w->waiters + w->queued);
             else
                 snprintf(b[C_WAITERS], sizeof b[0], "?");
             cells[r][C_NAME] = printable(w->name, w->name_len);
@@ -620,6 +629,9 @@ static void print_detail(const scan *sc, const char *name, FILE *f)
                     w->waiters);
         else
             fprintf(f, "waiting:     unknown\n");
+        if (w->queued > 0)
+            fprintf(f, "queued:      %lld thread(s) in the fair lock's queue, served in order\n",
+                    w->queued);
         for (k = 0; k < w->nh; k++) {
             const holder *h = &w->h[k];
             const owner_rec *o = h->owner;
@@ -779,7 +791,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     rl_client *c;
     rl_lock *lock;
     scan sc;
-    int force = 0, rc, at = parse_simple(argc, argv, co, &force, usage);
+    size_t i;
+    int force = 0, rc, kind, at = parse_simple(argc, argv, co, &force, usage);
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
@@ -803,8 +816,13 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
         if (sc.nrows)
             print_table(&sc, stderr);
     }
+    /* A fair lock with a queue: its first waiter is woken on its own
+     * channel, which a fair handle's force-release does. */
+    for (i = 0; i < sc.nrows && !sc.rows[i].queued; i++)
+        ;
+    kind = i < sc.nrows ? RL_KIND_FAIR : RL_KIND_PLAIN;
     scan_done(&sc);
-    if ((rc = rl_lock_new(&lock, c, argv[at])) != RL_OK) {
+    if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
         rt_err("%s", rl_last_error());
         rl_client_free(c);
         return RT_EXIT_USAGE;

@@ -532,6 +532,114 @@ static void test_release_force_wakes(void **state)
     IT_EQ(cli_wait(&holder, 15000), 4);
 }
 
+/* The messages a pattern subscriber reads before one whose payload is
+ * `last` (-1: the connection failed or timed out). */
+static int pmessages_before(redisContext *sub, const char *last)
+{
+    int n = 0;
+
+    for (;;) {
+        redisReply *r = NULL;
+        int end;
+        if (redisGetReply(sub, (void **)&r) != REDIS_OK || !r)
+            return -1;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+            strcmp(r->element[0]->str, "pmessage") != 0) {
+            freeReplyObject(r);
+            continue;
+        }
+        end = strcmp(r->element[3]->str, last) == 0;
+        freeReplyObject(r);
+        if (end)
+            return n;
+        n++;
+    }
+}
+
+/* The other kinds: a fair lock's queued waiters are counted (they do not
+ * listen on the release channel) and its first waiter is woken by
+ * release --force on its own channel; a read-write lock's deadline fields
+ * are not shown as holders. */
+static void test_fair_and_rw_shown(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 0), *o = it_client(e, 0);
+    rl_lock *f = NULL, *fo = NULL, *r = NULL, *ro = NULL;
+    char out[8192];
+    redisContext *sub;
+    redisReply *rep;
+    it_acq a[2];
+    int i;
+
+    IT_RC(rl_lock_new_kind(&f, c, "fa", 2, RL_KIND_FAIR), RL_OK);
+    IT_RC(rl_lock_new_kind(&fo, o, "fa", 2, RL_KIND_FAIR), RL_OK);
+    IT_RC(rl_lock_acquire(f), RL_OK);
+    memset(a, 0, sizeof a);
+    for (i = 0; i < 2; i++) {
+        a[i].lock = fo;
+        a[i].wait_ms = 30000;
+        a[i].lease_ms = RL_LEASE_WATCHDOG;
+        a[i].hold = 1;
+        it_acq_start(&a[i]);
+    }
+    /* One thread queued in Redis, the other behind it in its process. */
+    IT_WAIT(({
+                rep = redisCommand(e->rc, "ZCARD rl:{fa}:queue");
+                int one = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+                freeReplyObject(rep);
+                one;
+            }), 10000);
+    IT_EQ(cli_run((const char *[]){ "show", "fa", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "queued:      1 thread(s)") || !strstr(out, "count:     1"))
+        fail_msg("show fa:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--json", "list", "fa", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "\"queued\": 1"))
+        fail_msg("list --json fa:\n%s", out);
+
+    sub = rt_redis_connect(e->redis);
+    assert_non_null(sub);
+    rep = redisCommand(sub, "PSUBSCRIBE rl:{fa}:release:*");
+    assert_true(rep && rep->type == REDIS_REPLY_ARRAY);
+    freeReplyObject(rep);
+    IT_EQ(cli_run((const char *[]){ "release", "--force", "fa", NULL }, out, sizeof out, 20000),
+          0);
+    rep = redisCommand(e->rc, "PUBLISH rl:{fa}:release:it-sentinel end");
+    freeReplyObject(rep);
+    IT_EQ(pmessages_before(sub, "end"), 1);     /* the first waiter's process, woken */
+    redisFree(sub);
+    for (i = 0; i < 2; i++) {   /* each holds in turn: let it go */
+        int k = -1;
+        IT_WAIT((k = atomic_load(&a[0].state) == 2 ? 0 : atomic_load(&a[1].state) == 2 ? 1 : -1) >=
+                    0, 20000);
+        it_acq_let_go(&a[k]);
+        IT_WAIT(atomic_load(&a[k].state) == 3, 20000);
+    }
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(it_acq_join(&a[i], 20000), 0);
+        IT_RC(a[i].rc, RL_OK);
+        IT_RC(a[i].release_rc, RL_OK);
+    }
+    IT_RC(rl_lock_release(f), RL_ELOST);        /* forced away from under it */
+
+    /* Two readers: two holders, no "~d:" deadline among them. */
+    IT_RC(rl_lock_new_kind(&r, c, "rw", 2, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_new_kind(&ro, o, "rw", 2, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_acquire(r), RL_OK);
+    IT_RC(rl_lock_acquire(ro), RL_OK);
+    IT_EQ(cli_run((const char *[]){ "--json", "show", "rw", NULL }, out, sizeof out, 20000), 0);
+    if (strstr(out, "~d:") || !strstr(out, ":r\"") ||
+        strstr(strstr(out, ":r\"") + 1, ":r\"") == NULL)
+        fail_msg("show --json rw:\n%s", out);
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_RC(rl_lock_release(ro), RL_OK);
+    rl_lock_free(f);
+    rl_lock_free(fo);
+    rl_lock_free(r);
+    rl_lock_free(ro);
+    rl_client_free(c);
+    rl_client_free(o);
+}
+
 /* ---- the option -------------------------------------------------------- */
 
 static void test_client_name_option(void **state)
@@ -965,6 +1073,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_and_rw_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),

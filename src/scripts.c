@@ -518,7 +518,12 @@ static const char rw_acquire_src[] =
     "end\n"
     "if wait then\n"
     "  local intent = tonumber(ARGV[6]) or 0\n"
-    "  if ARGV[5] == 'w' and intent > 0 then\n"
+    /* Beside read-write holds only. A plain holder's key (its owner, or
+     * its lock-delay) lasts as that holder's lease: an intent's expiry
+     * would lengthen it, keeping a dead holder's lock for as long as a
+     * writer waits, and a field more would keep the plain release from
+     * seeing itself the last (it counts the fields) and announcing it. */
+    "  if ARGV[5] == 'w' and intent > 0 and not s.undated and not s.delay then\n"
     "    redis.call('hset', k, '~wi:' .. f, now + intent)\n"
     "    keep(k, intent)\n"
     "  end\n"

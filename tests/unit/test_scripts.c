@@ -594,6 +594,38 @@ static void test_lock_delay_after_the_lease(void **state)
     assert_int_equal(exists(e), 0);
 }
 
+/* The read-write acquire (KEYS lock; ARGV lease_ms, field, held, since,
+ * side, intent_ms) of a new hold, side 'r' or 'w', the writer with an
+ * intent of 3 s. */
+static redisReply *rw_acquire(env *e, const char *field, const char *side)
+{
+    const char *a[7] = { KEY, "1000", field, "0", "123", side, "3000" };
+    return run(e, RL__S_RW_ACQUIRE, 1, 7, a);
+}
+
+/* A writer waiting on a plain holder's key (a hold of 500 ms) registers no
+ * intent there, and leaves the key's expiry as it is. */
+static void test_rw_writer_leaves_a_plain_key_alone(void **state)
+{
+    env *e = *state;
+    const char *a[4] = { KEY, "500", OTHER, "0" };
+    redisReply *r;
+
+    flush(e);
+    r = run(e, RL__S_ACQUIRE, 1, 4, a);
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER, "w");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(pttl(e), 1, 500);
+    r = redisCommand(e->rc, "HLEN %s", KEY);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -607,6 +639,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_delay_after_the_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

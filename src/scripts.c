@@ -529,7 +529,10 @@ static const char rw_acquire_src[] =
     "  end\n"
     /* The key keeps a live field: what made us wait. */
     "  if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
-    "  return {0, math.max(wait, 0)}\n"
+    /* A deadline's wait is > 0; a plain holder's is its PTTL, -1 when the
+     * key has no expiry (not set by rlock): the client then waits a lease,
+     * as for the plain acquire, rather than ask again every millisecond. */
+    "  return {0, wait}\n"
     "end\n"
     "redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), now + lease)\n"
     "keep(k, lease)\n"

@@ -603,6 +603,28 @@ static redisReply *rw_acquire(env *e, const char *field, const char *side)
     return run(e, RL__S_RW_ACQUIRE, 1, 7, a);
 }
 
+/* A name held by a plain owner without expiry (not set by rlock): the
+ * read-write acquire answers its PTTL, -1, as the plain acquire does (the
+ * client then waits a lease; a wait of 0 had it ask again at once, every
+ * millisecond, for as long as it waited). */
+static void test_rw_wait_on_a_key_without_expiry(void **state)
+{
+    env *e = *state;
+    redisReply *r;
+
+    flush(e);
+    r = redisCommand(e->rc, "HSET %s %s 1", KEY, OTHER);
+    assert_non_null(r);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER, "w");
+    expect_pair(r, 0, -1);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER ":r", "r");
+    expect_pair(r, 0, -1);
+    freeReplyObject(r);
+    assert_int_equal(pttl(e), -1);
+}
+
 /* A writer waiting on a plain holder's key (a hold of 500 ms) registers no
  * intent there, and leaves the key's expiry as it is. */
 static void test_rw_writer_leaves_a_plain_key_alone(void **state)
@@ -640,6 +662,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_delay_after_the_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),
     };

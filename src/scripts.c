@@ -484,6 +484,12 @@ static const char fair_leave_src[] =
  * {-1, 0}, {-2, count}. */
 static const char rw_acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
+    /* The intent too, before anything is written: an HSET of it followed
+     * by a PEXPIRE that fails would leave it, stopping readers for good. */
+    "local intent = tonumber(ARGV[6]) or 0\n"
+    "if intent ~= math.floor(intent) or intent < 0 or intent > 2147483647 then\n"
+    "  return redis.error_reply('ERR rlock: intent out of range')\n"
+    "end\n"
     RL__RW_PRELUDE
     RL__RW_SCAN
     "local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])\n"
@@ -517,7 +523,6 @@ static const char rw_acquire_src[] =
     "  end\n"
     "end\n"
     "if wait then\n"
-    "  local intent = tonumber(ARGV[6]) or 0\n"
     /* Beside read-write holds only. A plain holder's key (its owner, or
      * its lock-delay) lasts as that holder's lease: an intent's expiry
      * would lengthen it, keeping a dead holder's lock for as long as a

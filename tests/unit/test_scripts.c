@@ -648,6 +648,35 @@ static void test_rw_writer_leaves_a_plain_key_alone(void **state)
     freeReplyObject(r);
 }
 
+/* A read-write acquire with a bad intent answers an error and writes
+ * nothing (it wrote the intent, then PEXPIRE failed: "1e30" left an
+ * intent that stopped every new reader while the key lived). */
+static void test_rw_bad_intent_writes_nothing(void **state)
+{
+    static const char *const bad[] = { "1e30", "2147483648", "1.5", "-5", "nan" };
+    env *e = *state;
+    const char *rd[7] = { KEY, "60000", OTHER ":r", "0", "123", "r", "0" };
+    size_t i;
+    redisReply *r;
+
+    flush(e);
+    r = run(e, RL__S_RW_ACQUIRE, 1, 7, rd);
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[7] = { KEY, "1000", OWNER, "0", "123", "w", bad[i] };
+        r = run(e, RL__S_RW_ACQUIRE, 1, 7, a);
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("intent \"%s\": no error", bad[i]);
+        freeReplyObject(r);
+        r = redisCommand(e->rc, "HLEN %s", KEY);
+        assert_non_null(r);
+        if (r->integer != 2)
+            fail_msg("intent \"%s\": %lld fields, expected 2", bad[i], r->integer);
+        freeReplyObject(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +692,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_bad_intent_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),
     };

@@ -18,8 +18,9 @@
  *                         most. The key's PEXPIRE is kept at least as
  *                         long as the latest deadline, never shortened.
  *   "~wi:<writer's field>" a waiting writer's intent, valued its deadline:
- *                         a writer that finds the lock busy and means to
- *                         wait registers it, and it stops new readers (a
+ *                         a writer that finds the lock read-write held and
+ *                         means to wait registers it (never in a plain
+ *                         holder's hash), and it stops new readers (a
  *                         reader's reentry, and a writer taking the read
  *                         side, still pass). The waiting writer keeps it
  *                         alive by asking again every RL__RW_INTENT_MS / 3

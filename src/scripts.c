@@ -484,6 +484,12 @@ static const char fair_leave_src[] =
  * {-1, 0}, {-2, count}. */
 static const char rw_acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
+    /* The intent too, before anything is written: an HSET of it followed
+     * by a PEXPIRE that fails would leave it, stopping readers for good. */
+    "local intent = tonumber(ARGV[6]) or 0\n"
+    "if intent ~= math.floor(intent) or intent < 0 or intent > 2147483647 then\n"
+    "  return redis.error_reply('ERR rlock: intent out of range')\n"
+    "end\n"
     RL__RW_PRELUDE
     RL__RW_SCAN
     "local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])\n"
@@ -517,14 +523,21 @@ static const char rw_acquire_src[] =
     "  end\n"
     "end\n"
     "if wait then\n"
-    "  local intent = tonumber(ARGV[6]) or 0\n"
-    "  if ARGV[5] == 'w' and intent > 0 then\n"
+    /* Beside read-write holds only. A plain holder's key (its owner, or
+     * its lock-delay) lasts as that holder's lease: an intent's expiry
+     * would lengthen it, keeping a dead holder's lock for as long as a
+     * writer waits, and a field more would keep the plain release from
+     * seeing itself the last (it counts the fields) and announcing it. */
+    "  if ARGV[5] == 'w' and intent > 0 and not s.undated and not s.delay then\n"
     "    redis.call('hset', k, '~wi:' .. f, now + intent)\n"
     "    keep(k, intent)\n"
     "  end\n"
     /* The key keeps a live field: what made us wait. */
     "  if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
-    "  return {0, math.max(wait, 0)}\n"
+    /* A deadline's wait is > 0; a plain holder's is its PTTL, -1 when the
+     * key has no expiry (not set by rlock): the client then waits a lease,
+     * as for the plain acquire, rather than ask again every millisecond. */
+    "  return {0, wait}\n"
     "end\n"
     "redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), now + lease)\n"
     "keep(k, lease)\n"

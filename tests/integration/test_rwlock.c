@@ -261,6 +261,51 @@ static void test_plain_beside(void **state)
     FREE_ALL(r, w, pl, NULL, c, p);
 }
 
+/*
+ * A writer waiting on a name that a plain lock holds leaves the plain key
+ * as it is: a holder that stops renewing loses it when its lease runs out
+ * (an intent's expiry kept it alive for as long as the writer waited), and
+ * a plain release is the last one, announced, so the writer gets in at once.
+ */
+static void test_writer_waits_on_plain(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, LEASE_MS), *p = it_client(e, LEASE_MS);
+    rl_lock *w = rw_lock(c, "pw", RL_KIND_WRITE), *pl = it_lock(p, "pw");
+    const char *chan = "rl:{pw}:release";
+    int64_t t0;
+    it_acq a;
+
+    /* A fixed lease of 600 ms, never renewed: a plain holder gone quiet. */
+    IT_RC(rl_lock_try_acquire(pl, 0, 600), RL_OK);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_try_acquire(w, 4000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RANGE(rt_now_ms() - t0, 300, 1500);
+    IT_RC(rl_lock_release(w), RL_OK);
+    IT_RC(rl_lock_release(pl), RL_ELOST);
+
+    /* A plain holder that releases: the writer, waiting, is told. */
+    IT_RC(rl_lock_try_acquire(pl, 0, RL_LEASE_WATCHDOG), RL_OK);
+    memset(&a, 0, sizeof a);
+    a.lock = w;
+    a.wait_ms = 10000;
+    a.lease_ms = RL_LEASE_WATCHDOG;
+    a.hold = 1;
+    it_acq_start(&a);
+    IT_WAIT(rt_redis_numsub(e->rc, chan, strlen(chan)) >= 1, 5000);
+    IT_EQ(fields(e, "pw", "~wi:"), 0);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{pw}", 7), 1, LEASE_MS);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_release(pl), RL_OK);
+    IT_WAIT(atomic_load(&a.state) >= 2, 5000);
+    IT_RC(a.rc, RL_OK);
+    IT_RANGE(a.t_return_us / 1000 - t0, -5, 300);
+    it_acq_let_go(&a);
+    assert_int_equal(it_acq_join(&a, 5000), 0);
+    IT_RC(a.release_rc, RL_OK);
+    FREE_ALL(w, pl, NULL, c, p);
+}
+
 /* "--child read URL NAME": take the read side (lease LEASE_MS, renewed),
  * say so on stdout, then sleep until killed. */
 static int child_read(const char *url, const char *name)
@@ -688,6 +733,7 @@ int main(int argc, char **argv)
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_downgrade_upgrade, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_plain_beside, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_writer_waits_on_plain, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_dead_reader_own_lease, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_writer_not_starved, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),

@@ -594,6 +594,89 @@ static void test_lock_delay_after_the_lease(void **state)
     assert_int_equal(exists(e), 0);
 }
 
+/* The read-write acquire (KEYS lock; ARGV lease_ms, field, held, since,
+ * side, intent_ms) of a new hold, side 'r' or 'w', the writer with an
+ * intent of 3 s. */
+static redisReply *rw_acquire(env *e, const char *field, const char *side)
+{
+    const char *a[7] = { KEY, "1000", field, "0", "123", side, "3000" };
+    return run(e, RL__S_RW_ACQUIRE, 1, 7, a);
+}
+
+/* A name held by a plain owner without expiry (not set by rlock): the
+ * read-write acquire answers its PTTL, -1, as the plain acquire does (the
+ * client then waits a lease; a wait of 0 had it ask again at once, every
+ * millisecond, for as long as it waited). */
+static void test_rw_wait_on_a_key_without_expiry(void **state)
+{
+    env *e = *state;
+    redisReply *r;
+
+    flush(e);
+    r = redisCommand(e->rc, "HSET %s %s 1", KEY, OTHER);
+    assert_non_null(r);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER, "w");
+    expect_pair(r, 0, -1);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER ":r", "r");
+    expect_pair(r, 0, -1);
+    freeReplyObject(r);
+    assert_int_equal(pttl(e), -1);
+}
+
+/* A writer waiting on a plain holder's key (a hold of 500 ms) registers no
+ * intent there, and leaves the key's expiry as it is. */
+static void test_rw_writer_leaves_a_plain_key_alone(void **state)
+{
+    env *e = *state;
+    const char *a[4] = { KEY, "500", OTHER, "0" };
+    redisReply *r;
+
+    flush(e);
+    r = run(e, RL__S_ACQUIRE, 1, 4, a);
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER, "w");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(pttl(e), 1, 500);
+    r = redisCommand(e->rc, "HLEN %s", KEY);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+}
+
+/* A read-write acquire with a bad intent answers an error and writes
+ * nothing (it wrote the intent, then PEXPIRE failed: "1e30" left an
+ * intent that stopped every new reader while the key lived). */
+static void test_rw_bad_intent_writes_nothing(void **state)
+{
+    static const char *const bad[] = { "1e30", "2147483648", "1.5", "-5", "nan" };
+    env *e = *state;
+    const char *rd[7] = { KEY, "60000", OTHER ":r", "0", "123", "r", "0" };
+    size_t i;
+    redisReply *r;
+
+    flush(e);
+    r = run(e, RL__S_RW_ACQUIRE, 1, 7, rd);
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[7] = { KEY, "1000", OWNER, "0", "123", "w", bad[i] };
+        r = run(e, RL__S_RW_ACQUIRE, 1, 7, a);
+        if (r->type != REDIS_REPLY_ERROR)
+            fail_msg("intent \"%s\": no error", bad[i]);
+        freeReplyObject(r);
+        r = redisCommand(e->rc, "HLEN %s", KEY);
+        assert_non_null(r);
+        if (r->integer != 2)
+            fail_msg("intent \"%s\": %lld fields, expected 2", bad[i], r->integer);
+        freeReplyObject(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -607,6 +690,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_delay_after_the_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_bad_intent_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -415,18 +415,27 @@ static const char fair_leave_src[] =
 
 /* ---- the read-write lock (src/rwlock.c says how its one key is kept) --
  *
- * Fields of the lock hash besides the holds: "~d:<field>", a hold's
- * deadline, and "~wi:<writer's field>", a waiting writer's intent, each
- * valued in Redis TIME ms. Everything lives in the one key, so that the
- * scripts touch no key they have not declared: in Cluster, a slot
- * migrating moves the lock whole, and a script never meets a key that
- * has left (Redis: "non local key"). A script never touches the key after
- * a change that may have deleted it, for the same reason.
+ * Fields of the lock hash besides the holds, all beginning with '~':
+ * "~d:<field>", a hold's deadline (Redis TIME, ms); "~n", how many holds
+ * the hash has (each with its deadline); "~w", the write hold's field;
+ * "~wi", the waiting writers' intents, "<field> <deadline>" pairs joined
+ * by spaces. Everything lives in the one key, so that the scripts touch
+ * no key they have not declared: in Cluster, a slot migrating moves the
+ * lock whole, and a script never meets a key that has left (Redis: "non
+ * local key"). A script never touches the key after a change that may
+ * have deleted it (an HDEL), for the same reason.
+ *
+ * A reader's new hold and every release read a few fields only; a
+ * writer's new hold beside other holds, and anything that finds the hash
+ * not as "~n" says (a hold past its deadline, a plain owner, a lock-delay),
+ * read it whole (O(fields)) and put it right.
  */
 
 /* The time (read before any write: effects replication, the default from
  * Redis 5, asked for explicitly for older servers); a hold's deadline
- * field; the key's expiry, made at least ms and never shortened. */
+ * field; the key's expiry, made at least ms and never shortened; the live
+ * intents of a "~wi" value (a flat list of field, deadline) and the latest
+ * deadline among them; such a list joined again, without `skip`. */
 #define RL__RW_PRELUDE \
     "redis.replicate_commands()\n" \
     "local t = redis.call('time')\n" \
@@ -434,26 +443,46 @@ static const char fair_leave_src[] =
     "local function dl(f) return '~d:' .. f end\n" \
     "local function keep(k, ms)\n" \
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
+    "end\n" \
+    "local function intents(str)\n" \
+    "  local out, latest = {}, nil\n" \
+    "  for g, x in string.gmatch(str or '', '(%S+) (%d+)') do\n" \
+    "    x = tonumber(x)\n" \
+    "    if x > now then\n" \
+    "      out[#out + 1], out[#out + 2] = g, x\n" \
+    "      if not latest or x > latest then latest = x end\n" \
+    "    end\n" \
+    "  end\n" \
+    "  return out, latest\n" \
+    "end\n" \
+    "local function joined(list, skip)\n" \
+    "  local out = {}\n" \
+    "  for i = 1, #list, 2 do\n" \
+    "    if list[i] ~= skip then\n" \
+    "      out[#out + 1] = list[i] .. ' ' .. string.format('%d', list[i + 1])\n" \
+    "    end\n" \
+    "  end\n" \
+    "  return table.concat(out, ' ')\n" \
     "end\n"
 
-/* The hash k read whole: s.owners live holds (s.live[field]), s.writer
- * the write hold among them, s.soonest the first deadline that may end
- * one (s.undated: a hold without one, a plain lock's owner, which lasts
- * as the key does), s.intent the latest waiting writer's intent, s.delay
- * a plain holder's lock-delay; s.dead, the fields to drop: holds past
- * their deadline, deadlines without a hold, intents run out (a thousand
- * a call at most: HDEL takes them as arguments). */
+/* The hash k read whole, but for the caller's own field `mine` and its
+ * deadline: s.n live holds with a deadline, s.live[field],
+ * s.writer the write hold among them (or a plain owner), s.soonest the
+ * first deadline that may end one (s.undated: a hold without one, a plain
+ * lock's owner, which lasts as the key does), s.delay a plain holder's
+ * lock-delay; s.dead, the fields to drop: holds past their deadline,
+ * deadlines without a hold (a thousand a call at most: HDEL takes them as
+ * arguments). */
 #define RL__RW_SCAN \
-    "local function scan(k)\n" \
+    "local function scan(k, mine)\n" \
     "  local all = redis.call('hgetall', k)\n" \
-    "  local s, dates, holds = {owners = 0, live = {}, dead = {}}, {}, {}\n" \
+    "  local s, dates, holds = {n = 0, owners = 0, live = {}, dead = {}}, {}, {}\n" \
     "  local function drop(g) if #s.dead < 1000 then s.dead[#s.dead + 1] = g end end\n" \
     "  for i = 1, #all, 2 do\n" \
-    "    local g, x = all[i], tonumber(all[i + 1]) or 0\n" \
-    "    if string.sub(g, 1, 3) == '~d:' then\n" \
-    "      dates[string.sub(g, 4)] = x\n" \
-    "    elseif string.sub(g, 1, 4) == '~wi:' then\n" \
-    "      if x <= now then drop(g) elseif not s.intent or x > s.intent then s.intent = x end\n" \
+    "    local g = all[i]\n" \
+    "    if g == mine or g == dl(mine) then\n" \
+    "    elseif string.sub(g, 1, 3) == '~d:' then\n" \
+    "      dates[string.sub(g, 4)] = tonumber(all[i + 1]) or 0\n" \
     "    elseif g == " RL__DELAY_FIELD " then\n" \
     "      s.delay = true\n" \
     "    elseif string.sub(g, 1, 1) ~= '~' then\n" \
@@ -471,7 +500,10 @@ static const char fair_leave_src[] =
     "      s.live[g] = true\n" \
     "      if string.sub(g, -2) ~= ':r' then s.writer = g end\n" \
     "      if not x then s.undated = true\n" \
-    "      elseif not s.soonest or x < s.soonest then s.soonest = x end\n" \
+    "      else\n" \
+    "        s.n = s.n + 1\n" \
+    "        if not s.soonest or x < s.soonest then s.soonest = x end\n" \
+    "      end\n" \
     "    end\n" \
     "  end\n" \
     "  for g in pairs(dates) do drop(dl(g)) end\n" \
@@ -492,7 +524,7 @@ static const char rw_acquire_src[] =
     "end\n"
     RL__RW_PRELUDE
     RL__RW_SCAN
-    "local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])\n"
+    "local k, f, held, side = KEYS[1], ARGV[2], tonumber(ARGV[3]), ARGV[5]\n"
     "if held > 0 then\n"
     "  local got = redis.call('hmget', k, f, dl(f))\n"
     "  local v, d = got[1], tonumber(got[2])\n"
@@ -503,51 +535,102 @@ static const char rw_acquire_src[] =
     "  keep(k, lease)\n"
     "  return {1, n + 1}\n"
     "end\n"
-    "local s = scan(k)\n"
-    "local wait\n"
+    "local g = redis.call('hmget', k, '~n', '~w', '~wi', " RL__DELAY_FIELD ", f, dl(f))\n"
+    "local n, w, wi, d = tonumber(g[1]) or 0, g[2], g[3], tonumber(g[6])\n"
+    "local fields = 2 * n\n"
+    "for i = 1, 4 do if g[i] then fields = fields + 1 end end\n"
     /* Ours already (an acquire reported failed but applied late): taken. */
-    "if not s.live[f] then\n"
+    "local mine = g[5] and d and d > now\n"
+    /* The hash as "~n" says, with no hold of ours past its deadline. */
+    "local known = not g[4] and not (g[5] and not mine) and redis.call('hlen', k) == fields\n"
+    "local wait, s\n"
+    "if mine then\n"
+    "elseif known and side == 'w' and n == 0 then\n"
+    "elseif known and side == 'r' then\n"
+    /* Our own thread's write hold lets it read, intents or not. */
+    "  if w and w .. ':r' ~= f then\n"
+    "    local x = tonumber(redis.call('hmget', k, w, dl(w))[2])\n"
+    "    if x and x > now then wait = x - now else known = false end\n"
+    "  elseif not w then\n"
+    /* A waiting writer goes first: readers wait for its intent. */
+    "    local _, latest = intents(wi)\n"
+    "    if latest then wait = latest - now end\n"
+    "  end\n"
+    "else\n"
+    "  known = false\n"
+    "end\n"
+    "if not known and not mine then\n"
+    "  s = scan(k, f)\n"
+    "  n = s.n\n"
     "  local first = s.soonest and s.soonest - now\n"
     "  if s.undated then first = redis.call('pttl', k) end\n"
-    /* Our own thread's write hold lets it read, intents or not. */
     "  local own = s.writer and s.writer .. ':r' == f\n"
     "  if s.delay then\n"
     "    wait = redis.call('pttl', k)\n"
-    "  elseif ARGV[5] == 'w' then\n"
+    "  elseif side == 'w' then\n"
     "    if s.owners > 0 then wait = first end\n"
     "  elseif s.writer and not own then\n"
     "    wait = first\n"
-    "  elseif s.intent and not own then\n"
-    /* A waiting writer goes first: readers wait for its intent. */
-    "    wait = s.intent - now\n"
+    "  elseif not own then\n"
+    "    local _, latest = intents(wi)\n"
+    "    if latest then wait = latest - now end\n"
     "  end\n"
+    /* Put right what the look found: holds past their deadline (ours, if
+     * it has one left, included), a writer's mark or a count gone stale. */
+    "  if g[5] then s.dead[#s.dead + 1], s.dead[#s.dead + 2] = f, dl(f) end\n"
+    "  if w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
+    "  if n == 0 and g[1] then s.dead[#s.dead + 1] = '~n' end\n"
+    "end\n"
+    /* Fields to set (name, value pairs), then fields to delete: the delete
+     * comes last, and leaves alone what was just set. */
+    "local put, gone = {}, {}\n"
+    "local function commit()\n"
+    "  local set = {}\n"
+    "  for i = 1, #put, 2 do set[put[i]] = true end\n"
+    "  for _, x in ipairs(s and s.dead or {}) do\n"
+    "    if not set[x] then gone[#gone + 1] = x end\n"
+    "  end\n"
+    "  if #put > 0 then redis.call('hset', k, unpack(put)) end\n"
     "end\n"
     "if wait then\n"
+    "  if s then\n"
     /* Beside read-write holds only. A plain holder's key (its owner, or
      * its lock-delay) lasts as that holder's lease: an intent's expiry
      * would lengthen it, keeping a dead holder's lock for as long as a
      * writer waits, and a field more would keep the plain release from
      * seeing itself the last (it counts the fields) and announcing it. */
-    "  if ARGV[5] == 'w' and intent > 0 and not s.undated and not s.delay then\n"
-    "    redis.call('hset', k, '~wi:' .. f, now + intent)\n"
-    "    keep(k, intent)\n"
-    "  end\n"
+    "    local register = side == 'w' and intent > 0 and not s.undated and not s.delay\n"
+    "    if register then\n"
+    "      local rest = joined(intents(wi), f)\n"
+    "      put[1] = '~wi'\n"
+    "      put[2] = (rest ~= '' and rest .. ' ' or '') .. f .. ' ' .. string.format('%d', now + intent)\n"
+    "    end\n"
+    "    if n > 0 and n ~= tonumber(g[1]) then put[#put + 1], put[#put + 2] = '~n', n end\n"
+    "    commit()\n"
+    "    if register then keep(k, intent) end\n"
     /* The key keeps a live field: what made us wait. */
-    "  if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
+    "    if #gone > 0 then redis.call('hdel', k, unpack(gone)) end\n"
+    "  end\n"
     /* A deadline's wait is > 0; a plain holder's is its PTTL, -1 when the
      * key has no expiry (not set by rlock): the client then waits a lease,
      * as for the plain acquire, rather than ask again every millisecond. */
     "  return {0, wait}\n"
     "end\n"
-    "redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), now + lease)\n"
+    "put = {f, '1 ' .. ARGV[4], dl(f), now + lease, '~n', mine and n or n + 1}\n"
+    "if side == 'w' then\n"
+    "  put[7], put[8] = '~w', f\n"
+    "  local rest = joined(intents(wi), f)\n"
+    "  if rest ~= '' then put[9], put[10] = '~wi', rest\n"
+    "  elseif wi then gone[1] = '~wi' end\n"
+    "end\n"
+    "commit()\n"
     "keep(k, lease)\n"
-    "if ARGV[5] == 'w' then s.dead[#s.dead + 1] = '~wi:' .. f end\n"
-    "if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end\n"
+    "if #gone > 0 then redis.call('hdel', k, unpack(gone)) end\n"
     "return {1, 1}\n";
 
 /* KEYS[1] lock; ARGV as the plain release: field, held (0: drop the whole
  * field), lease_ms (0: leave the lease alone), the notice and the release
- * channel. A notice goes out when the lock comes free, and when a writer
+ * channel. A notice goes out when the last hold leaves, and when a writer
  * leaves (readers may enter beside its thread's read hold). A hold past
  * its deadline is gone, as an expired key is. The field "~wi:<writer's
  * field>" takes that writer's intent back (it gave up waiting): readers
@@ -555,23 +638,36 @@ static const char rw_acquire_src[] =
 static const char rw_release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     RL__RW_PRELUDE
-    RL__RW_SCAN
     "local k, f = KEYS[1], ARGV[1]\n"
     "local notice = ARGV[4] and ARGV[4] ~= '0'\n"
     "if string.sub(f, 1, 4) == '~wi:' then\n"
-    "  local s = scan(k)\n"
-    "  s.dead[#s.dead + 1] = f\n"
-    "  redis.call('hdel', k, unpack(s.dead))\n"
-    "  if notice and not s.writer then\n"
+    "  local me = string.sub(f, 5)\n"
+    "  local g = redis.call('hmget', k, '~wi', '~w')\n"
+    "  local list = intents(g[1])\n"
+    "  local rest, had = joined(list, me), false\n"
+    "  for i = 1, #list, 2 do if list[i] == me then had = true end end\n"
+    /* Whether a writer holds is asked before a delete that may take the key. */
+    "  local writing = g[2] and (tonumber(redis.call('hmget', k, g[2], dl(g[2]))[2]) or 0) > now\n"
+    "  if rest ~= '' then redis.call('hset', k, '~wi', rest)\n"
+    "  elseif g[1] then redis.call('hdel', k, '~wi') end\n"
+    "  if had and notice and not writing then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "  end\n"
     "  return {1, 0}\n"
     "end\n"
-    "local got = redis.call('hmget', k, f, dl(f))\n"
-    "local v, d = got[1], tonumber(got[2])\n"
+    "local got = redis.call('hmget', k, f, dl(f), '~n', '~w')\n"
+    "local v, d, holds = got[1], tonumber(got[2]), tonumber(got[3]) or 1\n"
     "if not v then return {-1, 0} end\n"
+    /* f's hold leaves: the count of holds and the writer's mark follow. The
+     * delete comes last. */
+    "local function leave()\n"
+    "  local gone = {f, dl(f)}\n"
+    "  if got[4] == f then gone[#gone + 1] = '~w' end\n"
+    "  if holds > 1 then redis.call('hset', k, '~n', holds - 1) else gone[#gone + 1] = '~n' end\n"
+    "  redis.call('hdel', k, unpack(gone))\n"
+    "end\n"
     "if d and d <= now then\n"
-    "  redis.call('hdel', k, f, dl(f))\n"
+    "  leave()\n"
     "  return {-1, 0}\n"
     "end\n"
     RL__RELEASE_COUNT
@@ -583,12 +679,11 @@ static const char rw_release_src[] =
     "  end\n"
     "  return {1, n}\n"
     "end\n"
-    /* Whether ours was the last live hold is asked before the delete. */
-    "local s = scan(k)\n"
-    "s.dead[#s.dead + 1] = f\n"
-    "s.dead[#s.dead + 1] = dl(f)\n"
-    "redis.call('hdel', k, unpack(s.dead))\n"
-    "if notice and (s.owners == 1 or string.sub(f, -2) ~= ':r') then\n"
+    "leave()\n"
+    /* The last hold counted; a hold whose holder died still counts until a
+     * writer's look at the whole hash drops it (a waiting writer asks
+     * again within a second anyway). */
+    "if notice and (holds <= 1 or string.sub(f, -2) ~= ':r') then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
     "return {1, 0}\n";

@@ -49,6 +49,7 @@ static const struct {
     { "lock_delay", sc_lock_delay },
     { "fair_queue", sc_fair_queue },
     { "rw_kill", sc_rw_kill },
+    { "rw_cluster_kill", sc_rw_cluster_kill },
 };
 
 static const struct {

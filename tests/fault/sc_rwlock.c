@@ -4,8 +4,8 @@
  * SIGKILLs a random worker now and then (mid-section, mid-wait, holding
  * either side) and starts a new one in its place.
  *
- *   rw_kill          on a single server (read-write locks are not offered in
- *                    Cluster mode yet: see README, "Read-write locks")
+ *   rw_kill          on a single server
+ *   rw_cluster_kill  on a 3-master Redis Cluster
  *
  * The referee for a read-write lock: a section adds "<pid>.<thread>" ->
  * 'r' or 'w' to the referee hash rf:{name}:in, then reads the hash back:
@@ -229,6 +229,18 @@ int sc_rw_kill(void)
 
     if (fx_env_start(&env, NULL) != 0)
         return fx_verdict(fx_scenario, 0, "error=no_redis");
+    rc = run(&env);
+    fx_env_stop(&env);
+    return rc;
+}
+
+int sc_rw_cluster_kill(void)
+{
+    fx_env env;
+    int rc;
+
+    if (fx_env_start_cluster(&env, 3, 0, 2000, NULL) != 0)
+        return fx_verdict(fx_scenario, 0, "error=no_cluster");
     rc = run(&env);
     fx_env_stop(&env);
     return rc;

@@ -39,6 +39,7 @@ int sc_fencing_stall(void);
 int sc_lock_delay(void);
 int sc_fair_queue(void);
 int sc_rw_kill(void);
+int sc_rw_cluster_kill(void);
 
 /* worker roles */
 int role_loop(void);

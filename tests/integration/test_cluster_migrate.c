@@ -9,14 +9,21 @@
  *    renewal that follows ASK meets NOSCRIPT there;
  *  - two holds of one slot (one renewal call) whose keys straddle the
  *    migration: the source answers the call TRYAGAIN, and the calls of one
- *    key that replace it meet NOSCRIPT on a source that lost its scripts.
+ *    key that replace it meet NOSCRIPT on a source that lost its scripts;
+ *  - read holds of a read-write lock (two clients), and a writer waiting
+ *    for them, while the lock's slot moves to another master key by key
+ *    and back: its one hash, deadlines ("~d:") and the writer's intent
+ *    ("~wi:") with it, follows the slot, the holds are renewed there, new
+ *    acquisitions mid-move succeed or wait, and the writer gets in after
+ *    the readers (src/rwlock.c).
  *
- * One cluster serves both tests; each uses names of its own and finishes
+ * One cluster serves the tests; each uses names of its own and finishes
  * its migration before it ends.
  */
 #include "it_cluster.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LEASE_MS 1500
@@ -243,11 +250,280 @@ static void test_chunk_straddling_a_migration(void **state)
     rl_client_free(c);
 }
 
+/* ---- read-write holds across a slot migration ---------------------------- */
+
+/* What a read-write lock's hash holds on node i (read after ASKING, beside
+ * the node's TIME): found 1 (present), 0 (absent), -2 (the node sends us
+ * on: ASK or MOVED), -1 (error); its holds by side; how many holds have a
+ * "~d:" deadline still ahead, within one lease (renewed there); the
+ * waiting writers' intents ("~wi:"). */
+typedef struct rw_view {
+    int found;
+    int readers, writers, dated, intents;
+} rw_view;
+
+static rw_view view_on(rt_cluster *cl, int i, const char *key, size_t kl)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    const char *argv[2] = { "HGETALL", key };
+    size_t lens[2] = { 7, kl };
+    rw_view v = { -1, 0, 0, 0, 0 };
+    redisReply *r, *t;
+    long long now;
+    size_t a, b;
+
+    if (!rc)
+        return v;
+    t = redisCommand(rc, "TIME");
+    freeReplyObject(redisCommand(rc, "ASKING"));
+    r = redisCommandArgv(rc, 2, argv, lens);
+    if (t && t->type == REDIS_REPLY_ARRAY && t->elements == 2 && r) {
+        now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+        if (r->type == REDIS_REPLY_ERROR &&
+            (strncmp(r->str, "ASK ", 4) == 0 || strncmp(r->str, "MOVED ", 6) == 0)) {
+            v.found = -2;
+        } else if (r->type == REDIS_REPLY_ARRAY) {
+            v.found = r->elements > 0;
+            for (a = 0; a + 1 < r->elements; a += 2) {
+                const char *f = r->element[a]->str;
+                size_t fl = r->element[a]->len;
+                if (fl > 4 && memcmp(f, "~wi:", 4) == 0) {
+                    v.intents++;
+                    continue;
+                }
+                if (fl == 0 || f[0] == '~')
+                    continue;
+                if (fl > 2 && memcmp(f + fl - 2, ":r", 2) == 0)
+                    v.readers++;
+                else
+                    v.writers++;
+                for (b = 0; b + 1 < r->elements; b += 2) {
+                    const char *g = r->element[b]->str;
+                    long long left;
+                    if (r->element[b]->len != fl + 3 || memcmp(g, "~d:", 3) != 0 ||
+                        memcmp(g + 3, f, fl) != 0)
+                        continue;
+                    left = atoll(r->element[b + 1]->str) - now;
+                    if (left > 0 && left <= LEASE_MS)
+                        v.dated++;
+                }
+            }
+        }
+    }
+    freeReplyObject(t);
+    freeReplyObject(r);
+    redisFree(rc);
+    return v;
+}
+
+static const char *view_str(rw_view v)
+{
+    static char buf[128];
+
+    snprintf(buf, sizeof buf, "found=%d readers=%d writers=%d dated=%d intents=%d", v.found,
+             v.readers, v.writers, v.dated, v.intents);
+    return buf;
+}
+
+/* The hash on node i holds `readers` read holds and `writers` write holds,
+ * every one with its deadline ahead, and `intents` intents. */
+#define IT_VIEW(cl, i, key, kl, r, w, wi)                                          \
+    do {                                                                           \
+        rw_view it__v = view_on((cl), (i), (key), (kl));                           \
+        if (it__v.found != 1 || it__v.readers != (r) || it__v.writers != (w) ||    \
+            it__v.dated != (r) + (w) || it__v.intents != (wi))                     \
+            fail_msg("node %d: %s; expected %d readers, %d writers, all dated, "   \
+                     "%d intents",                                                 \
+                     (i), view_str(it__v), (r), (w), (wi));                        \
+    } while (0)
+
+/* Keys of a slot on node `from` (which must be MIGRATING it), moved to
+ * node `to` one MIGRATE each, with a lease of renewals between: whatever
+ * keys a lock keeps, a script meets the slot's keys split between the two
+ * nodes. Returns how many keys moved. */
+static int move_keys_one_by_one(it_cluster *e, int slot, int from, int to, rl_lock **holds,
+                                int n)
+{
+    char port[16], slot_s[16];
+    int moved = 0;
+
+    snprintf(port, sizeof port, "%d", e->cl->node[to]->port);
+    snprintf(slot_s, sizeof slot_s, "%d", slot);
+    for (;;) {
+        redisContext *rc = rt_cluster_connect(e->cl, from);
+        redisReply *r;
+        char key[2200];
+        size_t kl = 0;
+
+        assert_non_null(rc);
+        r = redisCommand(rc, "CLUSTER GETKEYSINSLOT %s 1", slot_s);
+        assert_true(r && r->type == REDIS_REPLY_ARRAY);
+        if (r->elements == 1 && r->element[0]->len < sizeof key) {
+            kl = r->element[0]->len;
+            memcpy(key, r->element[0]->str, kl);
+        }
+        freeReplyObject(r);
+        redisFree(rc);
+        if (kl == 0)
+            break;
+        {
+            const char *argv[6] = { "MIGRATE", "127.0.0.1", port, key, "0", "5000" };
+            size_t lens[6] = { 7, 9, strlen(port), kl, 1, 4 };
+            IT_EQ(node_cmd(e->cl, from, 6, argv, lens), 0);
+        }
+        moved++;
+        assert_true(moved < 10);
+        watch_holds(holds, n, LEASE_MS, "a key of the slot moved");
+    }
+    return moved;
+}
+
+/* A new acquisition while the slot is mid-move: on the name held (readers
+ * and a waiting writer's intent), a reader waits (RL_EBUSY, RL_ETIMEDOUT)
+ * or gets in; on a fresh name of the same slot, both sides get in, and the
+ * new key lands on the importing node. Never an error (RL_EREDIS: "non
+ * local key", TRYAGAIN, BUSYKEY). */
+static void acquire_mid_move(rl_client *c, int to, it_cluster *e, const char *what)
+{
+    rl_lock *r = NULL, *w = NULL, *fresh = NULL;
+    char key[2200];
+    size_t kl;
+    int rc;
+
+    IT_RC(rl_lock_new_kind(&r, c, "rwm}1", 5, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_new_kind(&w, c, "rwm}2", 5, RL_KIND_WRITE), RL_OK);
+    IT_RC(rl_lock_new_kind(&fresh, c, "rwm}2", 5, RL_KIND_READ), RL_OK);
+
+    rc = rl_lock_try_acquire(r, 0, LEASE_MS);
+    if (rc != RL_OK && rc != RL_EBUSY)
+        fail_msg("%s: a new reader (wait 0) got %d (%s): %s", what, rc, rl_strerror(rc),
+                 rl_last_error());
+    if (rc == RL_OK)
+        IT_RC(rl_lock_release(r), RL_OK);
+    rc = rl_lock_try_acquire(r, 300, LEASE_MS);
+    if (rc != RL_OK && rc != RL_ETIMEDOUT)
+        fail_msg("%s: a new reader (wait 300 ms) got %d (%s): %s", what, rc,
+                 rl_strerror(rc), rl_last_error());
+    if (rc == RL_OK)
+        IT_RC(rl_lock_release(r), RL_OK);
+
+    key_of(e->cl, "rwm}2", key, &kl);
+    IT_RC(rl_lock_try_acquire(w, 0, LEASE_MS), RL_OK);
+    IT_VIEW(e->cl, to, key, kl, 0, 1, 0);
+    IT_RC(rl_lock_release(w), RL_OK);
+    IT_RC(rl_lock_try_acquire(fresh, 0, LEASE_MS), RL_OK);
+    IT_VIEW(e->cl, to, key, kl, 1, 0, 0);
+    IT_RC(rl_lock_release(fresh), RL_OK);
+    IT_EQ(view_on(e->cl, to, key, kl).found, 0);
+    rl_lock_free(fresh);
+    rl_lock_free(w);
+    rl_lock_free(r);
+}
+
+/* One move of the slot from `from` to `to` with the readers holding and
+ * the writer waiting: begin, new acquisitions, the keys one by one, new
+ * acquisitions again and renewals on the importing node, then the finish
+ * and renewals after it. The hash (holds with their deadlines, the
+ * intent) is on `to` at the end. */
+static void move_slot_held(it_cluster *e, rl_client *c, int slot, int from, int to,
+                           rl_lock **holds, const char *key, size_t kl, it_acq *writer)
+{
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    acquire_mid_move(c, to, e, "slot migrating, key not moved");
+    IT_RANGE(move_keys_one_by_one(e, slot, from, to, holds, 2), 1, 9);
+    IT_EQ(view_on(e->cl, from, key, kl).found, -2);    /* the source sends us on */
+    acquire_mid_move(c, to, e, "slot migrating, key moved");
+    watch_holds(holds, 2, WATCH_MS, "read holds on the importing node");
+    IT_VIEW(e->cl, to, key, kl, 2, 0, 1);
+    IT_EQ(rt_cluster_slot_finish(e->cl, slot, to), 0);
+    watch_holds(holds, 2, 2 * LEASE_MS, "read holds after the slot moved");
+    IT_VIEW(e->cl, to, key, kl, 2, 0, 1);
+    IT_EQ(view_on(e->cl, from, key, kl).found, -2);    /* MOVED */
+    IT_EQ(atomic_load(&writer->state), 1);             /* still waiting */
+}
+
+/* Two readers (two clients) hold "rwm}1" with the watchdog and a writer
+ * (a third client) waits for them while the slot moves to another master
+ * and back. The holds stay held and unflagged, renewed on whichever node
+ * has the key; the writer gets in once the readers let go, and keeps
+ * readers out while it holds. */
+static void test_rw_holds_across_a_migration(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *ca = cl_client(e->cl->url), *cb = cl_client(e->cl->url);
+    rl_client *cw = cl_client(e->cl->url), *cn = cl_client(e->cl->url);
+    rl_lock *ra = NULL, *rb = NULL, *wl = NULL, *holds[2];
+    static it_acq writer;       /* static: a failed test leaves its thread behind */
+    char key[2200];
+    size_t kl;
+    int slot, from, to;
+
+    slot = key_of(e->cl, "rwm}1", key, &kl);
+    assert_true(slot >= 0);
+    from = rt_cluster_master_of(e->cl, slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    IT_RC(rl_lock_new_kind(&ra, ca, "rwm}1", 5, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_new_kind(&rb, cb, "rwm}1", 5, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_new_kind(&wl, cw, "rwm}1", 5, RL_KIND_WRITE), RL_OK);
+    holds[0] = ra;
+    holds[1] = rb;
+
+    IT_RC(rl_lock_try_acquire(ra, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(rb, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_VIEW(e->cl, from, key, kl, 2, 0, 0);
+
+    /* The writer waits, its intent in the hash. */
+    memset(&writer, 0, sizeof writer);
+    writer.lock = wl;
+    writer.wait_ms = 60000;
+    writer.lease_ms = RL_LEASE_WATCHDOG;
+    writer.hold = 1;
+    it_acq_start(&writer);
+    IT_WAIT(view_on(e->cl, from, key, kl).intents == 1, 5000);
+    IT_EQ(atomic_load(&writer.state), 1);
+
+    move_slot_held(e, cn, slot, from, to, holds, key, kl, &writer);
+    move_slot_held(e, cn, slot, to, from, holds, key, kl, &writer);
+    IT_EQ(rl_lock_interrupted(ra), 0);
+    IT_EQ(rl_lock_interrupted(rb), 0);
+    IT_EQ(rl_lock_hold_count(ra), 1);
+    IT_EQ(rl_lock_hold_count(rb), 1);
+
+    /* The readers let go: the writer gets in, alone. */
+    IT_RC(rl_lock_release(ra), RL_OK);
+    IT_EQ(atomic_load(&writer.state), 1);
+    IT_RC(rl_lock_release(rb), RL_OK);
+    IT_WAIT(atomic_load(&writer.state) >= 2, 5000);
+    IT_RC(writer.rc, RL_OK);
+    IT_VIEW(e->cl, from, key, kl, 0, 1, 0);
+    IT_RC(rl_lock_try_acquire(ra, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_try_acquire(rb, 200, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_VIEW(e->cl, from, key, kl, 0, 1, 0);
+    it_acq_let_go(&writer);
+    IT_EQ(it_acq_join(&writer, 5000), 0);
+    IT_RC(writer.release_rc, RL_OK);
+
+    /* And readers are back in. */
+    IT_RC(rl_lock_try_acquire(ra, 2000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(ra), RL_OK);
+    IT_EQ(view_on(e->cl, from, key, kl).found, 0);
+    print_message("first warning the library logged: %s\n", warning());
+    rl_lock_free(wl);
+    rl_lock_free(rb);
+    rl_lock_free(ra);
+    rl_client_free(cn);
+    rl_client_free(cw);
+    rl_client_free(cb);
+    rl_client_free(ca);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_to_a_node_without_scripts),
         cmocka_unit_test(test_chunk_straddling_a_migration),
+        cmocka_unit_test(test_rw_holds_across_a_migration),
     };
 
     if (argc > 1)

@@ -13,7 +13,7 @@
  *  - read holds of a read-write lock (two clients), and a writer waiting
  *    for them, while the lock's slot moves to another master key by key
  *    and back: its one hash, deadlines ("~d:") and the writer's intent
- *    ("~wi:") with it, follows the slot, the holds are renewed there, new
+ *    ("~wi") with it, follows the slot, the holds are renewed there, new
  *    acquisitions mid-move succeed or wait, and the writer gets in after
  *    the readers (src/rwlock.c).
  *
@@ -256,7 +256,7 @@ static void test_chunk_straddling_a_migration(void **state)
  * the node's TIME): found 1 (present), 0 (absent), -2 (the node sends us
  * on: ASK or MOVED), -1 (error); its holds by side; how many holds have a
  * "~d:" deadline still ahead, within one lease (renewed there); the
- * waiting writers' intents ("~wi:"). */
+ * waiting writers' intents (in "~wi"). */
 typedef struct rw_view {
     int found;
     int readers, writers, dated, intents;
@@ -287,8 +287,13 @@ static rw_view view_on(rt_cluster *cl, int i, const char *key, size_t kl)
             for (a = 0; a + 1 < r->elements; a += 2) {
                 const char *f = r->element[a]->str;
                 size_t fl = r->element[a]->len;
-                if (fl > 4 && memcmp(f, "~wi:", 4) == 0) {
-                    v.intents++;
+                if (fl == 3 && memcmp(f, "~wi", 3) == 0) {
+                    /* "<field> <deadline>" pairs joined by spaces */
+                    const char *p = r->element[a + 1]->str;
+                    int words = *p != '\0';
+                    for (; (p = strchr(p, ' ')) != NULL; p++)
+                        words++;
+                    v.intents += words / 2;
                     continue;
                 }
                 if (fl == 0 || f[0] == '~')

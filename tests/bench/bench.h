@@ -212,5 +212,8 @@ void bn_run_alloc(int n);
 void bn_run_solo_redlock(int n, const int *nodes, int nnodes);
 /* rw_read_heavy (wl_rw.c): the read-write lock against the plain one. */
 void bn_run_rw(int nthreads, long dur_ms);
+/* rw_readers_beside (wl_rw.c): a reader's and a writer's cost beside 0,
+ * 100 and 1000 readers. */
+void bn_run_rw_beside(void);
 
 #endif

@@ -889,8 +889,10 @@ int main(int argc, char **argv)
         }
     if (wanted(only, "contend_fair"))
         bn_run_contend_fair(4, 32, (long)(seconds * 1000));
-    if (wanted(only, "rw"))
+    if (wanted(only, "rw")) {
         bn_run_rw(8, (long)(seconds * 1000));
+        bn_run_rw_beside();
+    }
     /* Each cluster run right after its single-server twin: this machine's
      * speed drifts from one minute to the next. */
     if (wanted(only, "spread"))

@@ -186,3 +186,111 @@ void bn_run_rw(int nthreads, long dur_ms)
     bn_s_free(&plain.waits);
     bn_s_free(&rw.waits);
 }
+
+/*
+ * rw_readers_beside: what a reader's acquire + release, and a writer's
+ * try (refused: the readers hold), cost while K other readers hold the
+ * name, K = 0, 100, 1000. The K holds are planted as a read-write lock's
+ * hash keeps them (src/rwlock.c: a field, its deadline, the count), with
+ * deadlines far off. Redis's own time per EVALSHA (commandstats) is the
+ * figure; the ratios are to K = 0 in the same run.
+ */
+#define RW_BESIDE_PAIRS 2000
+#define RW_BESIDE_TRIES 200
+
+static void rw_plant(redisContext *rc, const char *key, int k)
+{
+    int i;
+
+    freeReplyObject(bn_rcmd(rc, "DEL %s", key));
+    for (i = 0; i < k; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "00000000-0000-4000-8000-%012d:1:r", i);
+        freeReplyObject(bn_rcmd(rc, "HSET %s %s %s ~d:%s %s", key, f, "1 0", f,
+                                "9999999999999"));
+    }
+    if (k > 0) {
+        freeReplyObject(bn_rcmd(rc, "HSET %s ~n %d", key, k));
+        freeReplyObject(bn_rcmd(rc, "PEXPIRE %s 600000", key));
+    }
+}
+
+/* Redis's µs per EVALSHA between two commandstats. */
+static double evalsha_us(const bn_cstats *a, const bn_cstats *b)
+{
+    bn_cmdacct ca;
+
+    bn_cs_account(a, b, &ca);
+    return ca.evalsha > 0 ? (double)ca.evalsha_usec / (double)ca.evalsha : 0;
+}
+
+void bn_run_rw_beside(void)
+{
+    static const int ks[] = { 0, 100, 1000 };
+    redisContext *rc = bn_rconnect();
+    rl_client *c = bn_make_client(0, 0);
+    bn_cstats *a = bn_xmalloc(sizeof *a), *b = bn_xmalloc(sizeof *b);
+    double read0 = 0, write0 = 0;
+    char name[100], key[128];
+    rl_lock *r, *w;
+    size_t i;
+    int j, st;
+
+    snprintf(name, sizeof name, "rw:%s:beside", bn_run);
+    snprintf(key, sizeof key, "rl:{%s}", name);
+    if ((st = rl_lock_new_kind(&r, c, name, strlen(name), RL_KIND_READ)) != RL_OK ||
+        (st = rl_lock_new_kind(&w, c, name, strlen(name), RL_KIND_WRITE)) != RL_OK)
+        bn_die("rl_lock_new_kind(%s): %s: %s", name, rl_strerror(st), rl_last_error());
+    for (i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        bn_rec rec = { .n = 0 };
+        bn_targets t = { .any = 0 };
+        double read_us, write_us;
+        int busy = 0;
+
+        rw_plant(rc, key, ks[i]);
+        bn_cstats_get(rc, a);
+        for (j = 0; j < RW_BESIDE_PAIRS; j++) {
+            if ((st = rl_lock_try_acquire(r, 0, 30000)) != RL_OK ||
+                (st = rl_lock_release(r)) != RL_OK) {
+                bn_fail("rw_readers_beside read", st);
+                break;
+            }
+        }
+        bn_cstats_get(rc, b);
+        read_us = evalsha_us(a, b);
+        bn_cstats_get(rc, a);
+        for (j = 0; j < RW_BESIDE_TRIES; j++) {
+            st = rl_lock_try_acquire(w, 0, 30000);
+            if (st == RL_OK)
+                (void)rl_lock_release(w);
+            busy += st == RL_EBUSY;
+        }
+        bn_cstats_get(rc, b);
+        write_us = evalsha_us(a, b);
+        if (i == 0) {
+            read0 = read_us;
+            write0 = write_us;
+        }
+        bn_rec_add(&rec, "workload", "rw_readers_beside");
+        bn_rec_add(&rec, "readers", "%d", ks[i]);
+        bn_rec_add(&rec, "read_pair_evalsha_us", "%.1f", read_us);
+        bn_rec_add(&rec, "write_try_evalsha_us", "%.1f", write_us);
+        bn_rec_add(&rec, "writer_refused", "%d/%d", busy, RW_BESIDE_TRIES);
+        bn_rec_add(&rec, "read_ratio_0", "%.2f", read0 > 0 ? read_us / read0 : 0);
+        bn_rec_add(&rec, "write_ratio_0", "%.2f", write0 > 0 ? write_us / write0 : 0);
+        /* A reader pays the same however many read beside it. */
+        if (ks[i] > 0) {
+            bn_tgt_check(&t, "read_ratio_0<=2", read0 > 0 && read_us <= 2 * read0);
+            bn_tgt_check(&t, "writer_refused", busy == RW_BESIDE_TRIES);
+            bn_tgt_emit(&rec, &t);
+        }
+        bn_rec_emit(&rec);
+    }
+    freeReplyObject(bn_rcmd(rc, "DEL %s", key));
+    rl_lock_free(r);
+    rl_lock_free(w);
+    rl_client_free(c);
+    free(a);
+    free(b);
+    redisFree(rc);
+}

@@ -17,25 +17,35 @@
  *                         dead reader keeps a writer out for its lease at
  *                         most. The key's PEXPIRE is kept at least as
  *                         long as the latest deadline, never shortened.
- *   "~wi:<writer's field>" a waiting writer's intent, valued its deadline:
- *                         a writer that finds the lock read-write held and
- *                         means to wait registers it (never in a plain
- *                         holder's hash), and it stops new readers (a
- *                         reader's reentry, and a writer taking the read
- *                         side, still pass). The waiting writer keeps it
- *                         alive by asking again every RL__RW_INTENT_MS / 3
- *                         and takes it back when it gives up (the release
- *                         script, which tells the readers); one that died
- *                         leaves it to run out within RL__RW_INTENT_MS.
+ *   "~n"                  how many holds the hash has (each with its
+ *                         deadline), dead ones included until dropped
+ *   "~w"                  the write hold's field, while there is one
+ *   "~wi"                 the waiting writers' intents: "<field>
+ *                         <deadline>" pairs joined by spaces. A writer
+ *                         that finds the lock read-write held and means to
+ *                         wait registers one (never in a plain holder's
+ *                         hash), and it stops new readers (a reader's
+ *                         reentry, and a writer taking the read side,
+ *                         still pass). The waiting writer keeps it alive by
+ *                         asking again every RL__RW_INTENT_MS / 3 and takes
+ *                         it back when it gives up (the release script,
+ *                         which tells the readers); one that died leaves it
+ *                         to run out within RL__RW_INTENT_MS.
  *
  * Fields beginning with '~' are not owners: the tools skip them, and to a
  * plain script the hash is simply held (a plain lock's "~delay",
- * scripts.c, keeps read-write acquirers out as it keeps plain ones). A plain owner's field, in the
- * hash of a plain lock on the same name, reads as an undated writer's: it
- * keeps out readers and writers alike, and a plain acquire finds the hash
- * held. Deciding reads the hash whole (HGETALL): an acquisition and a
- * last release cost O(fields); renewal and reentry touch their own fields
- * only.
+ * scripts.c, keeps read-write acquirers out as it keeps plain ones). A
+ * plain owner's field, in the hash of a plain lock on the same name, reads
+ * as an undated writer's: it keeps out readers and writers alike, and a
+ * plain acquire finds the hash held.
+ *
+ * Cost: a reader's new hold reads "~n", "~w", "~wi" and its own fields,
+ * and checks HLEN against them; a release, a reentry and a renewal touch
+ * their own fields and the count. Only a writer that finds other holds,
+ * and a script that finds the hash not as "~n" says (a hold past its
+ * deadline, a plain owner, a lock-delay), read it whole (HGETALL,
+ * O(fields)) and put it right. So readers cost the same however many read
+ * beside them, and a waiting writer pays for their number once per ask.
  *
  * A thread holding write may take read (two holds, two fields); releasing
  * the write side then leaves it a reader (downgrade). A reader asking for

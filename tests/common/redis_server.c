@@ -545,6 +545,28 @@ long long rt_redis_shardnumsub(redisContext *c, const void *channel, size_t len)
     return numsub(c, "SHARDNUMSUB", channel, len);
 }
 
+int rt_redis_pmessages_before(redisContext *sub, const char *last)
+{
+    int n = 0;
+
+    for (;;) {
+        redisReply *r = NULL;
+        int end;
+        if (redisGetReply(sub, (void **)&r) != REDIS_OK || r == NULL)
+            return -1;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+            strcmp(r->element[0]->str, "pmessage") != 0) {
+            freeReplyObject(r);
+            continue;
+        }
+        end = strcmp(r->element[3]->str, last) == 0;
+        freeReplyObject(r);
+        if (end)
+            return n;
+        n++;
+    }
+}
+
 int rt_redis_exists(redisContext *c, const void *key, size_t len)
 {
     redisReply *rep = redisCommand(c, "EXISTS %b", key, len);

@@ -140,6 +140,14 @@ long long rt_redis_cmdstat_ok(redisContext *c, const char *command);
 /** Subscribers of a (binary) channel, from PUBSUB NUMSUB; -1 on error. */
 long long rt_redis_numsub(redisContext *c, const void *channel, size_t len);
 
+/**
+ * On a connection subscribed with PSUBSCRIBE: the messages read before one
+ * whose payload is `last` (the caller publishes it on a channel of the
+ * pattern, after what it counts). -1 when the connection fails or times
+ * out.
+ */
+int rt_redis_pmessages_before(redisContext *sub, const char *last);
+
 /** Sharded subscribers (SSUBSCRIBE) of a (binary) channel on this node,
  * from PUBSUB SHARDNUMSUB; -1 on error. */
 long long rt_redis_shardnumsub(redisContext *c, const void *channel, size_t len);

@@ -532,30 +532,6 @@ static void test_release_force_wakes(void **state)
     IT_EQ(cli_wait(&holder, 15000), 4);
 }
 
-/* The messages a pattern subscriber reads before one whose payload is
- * `last` (-1: the connection failed or timed out). */
-static int pmessages_before(redisContext *sub, const char *last)
-{
-    int n = 0;
-
-    for (;;) {
-        redisReply *r = NULL;
-        int end;
-        if (redisGetReply(sub, (void **)&r) != REDIS_OK || !r)
-            return -1;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-            strcmp(r->element[0]->str, "pmessage") != 0) {
-            freeReplyObject(r);
-            continue;
-        }
-        end = strcmp(r->element[3]->str, last) == 0;
-        freeReplyObject(r);
-        if (end)
-            return n;
-        n++;
-    }
-}
-
 /* The other kinds: a fair lock's queued waiters are counted (they do not
  * listen on the release channel) and its first waiter is woken by
  * release --force on its own channel; a read-write lock's deadline fields
@@ -605,7 +581,7 @@ static void test_fair_and_rw_shown(void **state)
           0);
     rep = redisCommand(e->rc, "PUBLISH rl:{fa}:release:it-sentinel end");
     freeReplyObject(rep);
-    IT_EQ(pmessages_before(sub, "end"), 1);     /* the first waiter's process, woken */
+    IT_EQ(rt_redis_pmessages_before(sub, "end"), 1);     /* the first waiter's process, woken */
     redisFree(sub);
     for (i = 0; i < 2; i++) {   /* each holds in turn: let it go */
         int k = -1;

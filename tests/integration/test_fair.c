@@ -440,30 +440,6 @@ static void test_fair_release_wakes_plain_waiter(void **state)
     rl_client_free(cp);
 }
 
-/* The messages a pattern subscriber reads before one whose payload is
- * `last` (-1: the connection failed or timed out). */
-static int pmessages_before(redisContext *sub, const char *last)
-{
-    int n = 0;
-
-    for (;;) {
-        redisReply *r = NULL;
-        int end;
-        if (redisGetReply(sub, (void **)&r) != REDIS_OK || !r)
-            return -1;
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-            strcmp(r->element[0]->str, "pmessage") != 0) {
-            freeReplyObject(r);
-            continue;
-        }
-        end = strcmp(r->element[3]->str, last) == 0;
-        freeReplyObject(r);
-        if (end)
-            return n;
-        n++;
-    }
-}
-
 /* Reentry, the watchdog, the value format; a force-release leaves the
  * queue working. */
 static void test_reentry_watchdog_force(void **state)
@@ -510,7 +486,7 @@ static void test_reentry_watchdog_force(void **state)
     IT_RC(rl_lock_force_release(l2), RL_OK);
     r = redisCommand(w.rc, "PUBLISH rl:{reent}:release:it-sentinel end");
     freeReplyObject(r);
-    IT_EQ(pmessages_before(sub, "end"), 1);
+    IT_EQ(rt_redis_pmessages_before(sub, "end"), 1);
     redisFree(sub);
     IT_WAIT(atomic_load(&a.state) >= 2, 5000);
     IT_RC(a.rc, RL_OK);

@@ -538,10 +538,15 @@ static void test_lost_acquire_reply_on_one_node(void **state)
     rt_proxy_drop_next_reply_matching(p, "EVALSHA");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     /* Held once a majority granted it: the proxied node's reply may come
-     * (and be dropped) after that, on a loaded machine. A reply dropped is
-     * a change applied. */
-    IT_WAIT(rt_proxy_dropped(p) == 1, 5000);
-    IT_EQ(count_on(2, "rl-lost-acq"), 1);       /* applied there all the same */
+     * (and be dropped) after that, on a loaded machine, or after the
+     * stragglers' grace (2 x the decision, 10 ms at least), when the
+     * client has cut that connection already (seen once under TSan with
+     * the machine loaded): either way the reply is lost and the change
+     * applied there. */
+    IT_WAIT(count_on(2, "rl-lost-acq") == 1, 5000);     /* applied there all the same */
+    if (rt_proxy_dropped(p) != 1)
+        print_message("the proxied node answered after the grace: its connection was cut "
+                      "instead of its reply dropped\n");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(count_on(0, "rl-lost-acq"), 2);
     IT_EQ(count_on(2, "rl-lost-acq"), 1);       /* afresh, not counted twice */

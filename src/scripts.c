@@ -547,11 +547,14 @@ static const char rw_acquire_src[] =
     "if mine then\n"
     "elseif known and side == 'w' and n == 0 then\n"
     "elseif known and side == 'r' then\n"
-    /* Our own thread's write hold lets it read, intents or not. */
-    "  if w and w .. ':r' ~= f then\n"
-    "    local x = tonumber(redis.call('hmget', k, w, dl(w))[2])\n"
-    "    if x and x > now then wait = x - now else known = false end\n"
-    "  elseif not w then\n"
+    /* Our own thread's write hold lets it read, intents or not, while it
+     * lasts; a mark whose hold ran out sends us to the whole look. */
+    "  if w then\n"
+    "    local x = redis.call('hmget', k, w, dl(w))\n"
+    "    x = x[1] and tonumber(x[2])\n"
+    "    if not (x and x > now) then known = false\n"
+    "    elseif w .. ':r' ~= f then wait = x - now end\n"
+    "  else\n"
     /* A waiting writer goes first: readers wait for its intent. */
     "    local _, latest = intents(wi)\n"
     "    if latest then wait = latest - now end\n"

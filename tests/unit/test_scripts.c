@@ -603,6 +603,69 @@ static redisReply *rw_acquire(env *e, const char *field, const char *side)
     return run(e, RL__S_RW_ACQUIRE, 1, 7, a);
 }
 
+/* Redis's clock (ms), as the scripts read it. */
+static long long redis_now(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    ms = strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* HSET KEY with the fields and values of a (n strings), then a 60 s expiry. */
+static void plant(env *e, int n, const char **a)
+{
+    const char *v[32];
+    int i;
+    redisReply *r;
+
+    assert_true(n + 2 <= 32);
+    v[0] = "HSET";
+    v[1] = KEY;
+    for (i = 0; i < n; i++)
+        v[i + 2] = a[i];
+    r = redisCommandArgv(e->rc, n + 2, v, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "PEXPIRE %s 60000", KEY);
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* A thread whose write hold ran out (its deadline passed, no script has
+ * dropped it yet) is no longer the writer: its read acquire waits for
+ * another writer's live intent as any reader's does (the fast path took
+ * "~w" naming our thread for a live write hold, and let us in past it). */
+static void test_rw_own_lapsed_write_hold_passes_no_intent(void **state)
+{
+    env *e = *state;
+    char past[24], later[64];
+    long long now;
+    redisReply *r;
+
+    flush(e);
+    now = redis_now(e);
+    snprintf(past, sizeof past, "%lld", now - 1000);
+    snprintf(later, sizeof later, "%s %lld", OTHER, now + 30000);
+    {
+        const char *a[10] = { OWNER, "1 123", "~d:" OWNER, past, "~n", "1", "~w", OWNER,
+                              "~wi", later };
+        plant(e, 10, a);
+    }
+    r = rw_acquire(e, OWNER ":r", "r");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    if (r->element[0]->integer != 0)
+        fail_msg("admitted past a live intent, our write hold having run out: {%lld, %lld}",
+                 r->element[0]->integer, r->element[1]->integer);
+    IT_ASSERT_RANGE(r->element[1]->integer, 1, 30000);
+    freeReplyObject(r);
+}
+
 /* A name held by a plain owner without expiry (not set by rlock): the
  * read-write acquire answers its PTTL, -1, as the plain acquire does (the
  * client then waits a lease; a wait of 0 had it ask again at once, every
@@ -694,6 +757,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_bad_intent_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rw_own_lapsed_write_hold_passes_no_intent, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -467,7 +467,8 @@ static const char fair_leave_src[] =
 
 /* The hash k read whole, but for the caller's own field `mine` and its
  * deadline: s.n live holds with a deadline, s.live[field],
- * s.writer the write hold among them (or a plain owner), s.soonest the
+ * s.writer the write hold among them (or a plain owner), s.mark that
+ * writer's field if it has a deadline (what "~w" names), s.soonest the
  * first deadline that may end one (s.undated: a hold without one, a plain
  * lock's owner, which lasts as the key does), s.delay a plain holder's
  * lock-delay; s.dead, the fields to drop: holds past their deadline,
@@ -498,7 +499,7 @@ static const char fair_leave_src[] =
     "    else\n" \
     "      s.owners = s.owners + 1\n" \
     "      s.live[g] = true\n" \
-    "      if string.sub(g, -2) ~= ':r' then s.writer = g end\n" \
+    "      if string.sub(g, -2) ~= ':r' then s.writer, s.mark = g, x and g end\n" \
     "      if not x then s.undated = true\n" \
     "      else\n" \
     "        s.n = s.n + 1\n" \
@@ -579,9 +580,11 @@ static const char rw_acquire_src[] =
     "    if latest then wait = latest - now end\n"
     "  end\n"
     /* Put right what the look found: holds past their deadline (ours, if
-     * it has one left, included), a writer's mark or a count gone stale. */
+     * it has one left, included), a writer's mark or a count gone stale,
+     * a live writer without its mark (s.mark, put in below). */
     "  if g[5] then s.dead[#s.dead + 1], s.dead[#s.dead + 2] = f, dl(f) end\n"
-    "  if w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
+    "  if s.mark == w then s.mark = nil\n"
+    "  elseif w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
     "  if n == 0 and g[1] then s.dead[#s.dead + 1] = '~n' end\n"
     "end\n"
     /* Fields to set (name, value pairs), then fields to delete: the delete
@@ -609,6 +612,7 @@ static const char rw_acquire_src[] =
     "      put[2] = (rest ~= '' and rest .. ' ' or '') .. f .. ' ' .. string.format('%d', now + intent)\n"
     "    end\n"
     "    if n > 0 and n ~= tonumber(g[1]) then put[#put + 1], put[#put + 2] = '~n', n end\n"
+    "    if s.mark then put[#put + 1], put[#put + 2] = '~w', s.mark end\n"
     "    commit()\n"
     "    if register then keep(k, intent) end\n"
     /* The key keeps a live field: what made us wait. */
@@ -625,6 +629,9 @@ static const char rw_acquire_src[] =
     "  local rest = joined(intents(wi), f)\n"
     "  if rest ~= '' then put[9], put[10] = '~wi', rest\n"
     "  elseif wi then gone[1] = '~wi' end\n"
+    /* A reader beside its own thread's writer. */
+    "elseif s and s.mark then\n"
+    "  put[7], put[8] = '~w', s.mark\n"
     "end\n"
     "commit()\n"
     "keep(k, lease)\n"

@@ -666,6 +666,40 @@ static void test_rw_own_lapsed_write_hold_passes_no_intent(void **state)
     freeReplyObject(r);
 }
 
+/* A live write hold the hash has no mark "~w" for (one taken by a client
+ * of the scripts before "~n" and "~w", during an upgrade): the whole look
+ * that keeps a reader out puts "~n" right, and must put the mark right
+ * with it; with the count alone the hash read as a writer-less one, and
+ * the next reader's few-field look let it in beside the writer. The same
+ * after a reader of the writer's own thread came in. */
+static void test_rw_repair_marks_the_writer(void **state)
+{
+    env *e = *state;
+    char live[24];
+    int own;
+    redisReply *r;
+
+    for (own = 0; own < 2; own++) {
+        flush(e);
+        snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
+        {
+            const char *a[4] = { OTHER, "1 123", "~d:" OTHER, live };
+            plant(e, 4, a);
+        }
+        r = rw_acquire(e, own ? OTHER ":r" : "00000000-0000-4000-8000-000000000003:1:r", "r");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->element[0]->integer, own ? 1 : 0);
+        freeReplyObject(r);
+        r = rw_acquire(e, OWNER ":r", "r");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        if (r->element[0]->integer != 0)
+            fail_msg("%s: a reader admitted beside a live writer: {%lld, %lld}",
+                     own ? "after the writer's own reader" : "after a reader waited",
+                     r->element[0]->integer, r->element[1]->integer);
+        freeReplyObject(r);
+    }
+}
+
 /* A name held by a plain owner without expiry (not set by rlock): the
  * read-write acquire answers its PTTL, -1, as the plain acquire does (the
  * client then waits a lease; a wait of 0 had it ask again at once, every
@@ -760,6 +794,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_own_lapsed_write_hold_passes_no_intent, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rw_repair_marks_the_writer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

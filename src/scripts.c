@@ -472,8 +472,9 @@ static const char fair_leave_src[] =
  * first deadline that may end one (s.undated: a hold without one, a plain
  * lock's owner, which lasts as the key does), s.delay a plain holder's
  * lock-delay; s.dead, the fields to drop: holds past their deadline,
- * deadlines without a hold (a thousand a call at most: HDEL takes them as
- * arguments). */
+ * deadlines without a hold, intents of the scripts before "~wi" run out
+ * ("~wi:<field>" = deadline, left by an older client) (a thousand a call
+ * at most: HDEL takes them as arguments). */
 #define RL__RW_SCAN \
     "local function scan(k, mine)\n" \
     "  local all = redis.call('hgetall', k)\n" \
@@ -484,6 +485,8 @@ static const char fair_leave_src[] =
     "    if g == mine or g == dl(mine) then\n" \
     "    elseif string.sub(g, 1, 3) == '~d:' then\n" \
     "      dates[string.sub(g, 4)] = tonumber(all[i + 1]) or 0\n" \
+    "    elseif string.sub(g, 1, 4) == '~wi:' then\n" \
+    "      if (tonumber(all[i + 1]) or 0) <= now then drop(g) end\n" \
     "    elseif g == " RL__DELAY_FIELD " then\n" \
     "      s.delay = true\n" \
     "    elseif string.sub(g, 1, 1) ~= '~' then\n" \

@@ -700,6 +700,37 @@ static void test_rw_repair_marks_the_writer(void **state)
     }
 }
 
+/* An intent in the form of the scripts before 809ff77 ("~wi:<writer's
+ * field>" valued its deadline) left in the hash by such a client, run out:
+ * the whole look drops it. Kept, it made the hash never as "~n" says, so
+ * that every reader's acquire read the whole hash for as long as the key
+ * lived (and readers coming and going keep it alive). */
+static void test_rw_old_intent_run_out_is_dropped(void **state)
+{
+    env *e = *state;
+    char past[24], live[24];
+    redisReply *r;
+
+    flush(e);
+    snprintf(past, sizeof past, "%lld", redis_now(e) - 1000);
+    snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
+    {
+        const char *a[8] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "1",
+                             "~wi:" OTHER, past };
+        plant(e, 8, a);
+    }
+    r = rw_acquire(e, OWNER ":r", "r");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HEXISTS %s %s", KEY, "~wi:" OTHER);
+    assert_non_null(r);
+    if (r->integer != 0)
+        fail_msg("an old intent run out is still in the hash");
+    freeReplyObject(r);
+    /* the hash is as "~n" says: two holds, their deadlines, the count */
+    assert_int_equal(hlen(e), 5);
+}
+
 /* A name held by a plain owner without expiry (not set by rlock): the
  * read-write acquire answers its PTTL, -1, as the plain acquire does (the
  * client then waits a lease; a wait of 0 had it ask again at once, every
@@ -795,6 +826,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rw_own_lapsed_write_hold_passes_no_intent, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_repair_marks_the_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_old_intent_run_out_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

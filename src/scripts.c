@@ -467,12 +467,14 @@ static const char fair_leave_src[] =
 
 /* The hash k read whole, but for the caller's own field `mine` and its
  * deadline: s.n live holds with a deadline, s.live[field],
- * s.writer the write hold among them (or a plain owner), s.soonest the
+ * s.writer the write hold among them (or a plain owner), s.mark that
+ * writer's field if it has a deadline (what "~w" names), s.soonest the
  * first deadline that may end one (s.undated: a hold without one, a plain
  * lock's owner, which lasts as the key does), s.delay a plain holder's
  * lock-delay; s.dead, the fields to drop: holds past their deadline,
- * deadlines without a hold (a thousand a call at most: HDEL takes them as
- * arguments). */
+ * deadlines without a hold, intents of the scripts before "~wi" run out
+ * ("~wi:<field>" = deadline, left by an older client) (a thousand a call
+ * at most: HDEL takes them as arguments). */
 #define RL__RW_SCAN \
     "local function scan(k, mine)\n" \
     "  local all = redis.call('hgetall', k)\n" \
@@ -483,6 +485,8 @@ static const char fair_leave_src[] =
     "    if g == mine or g == dl(mine) then\n" \
     "    elseif string.sub(g, 1, 3) == '~d:' then\n" \
     "      dates[string.sub(g, 4)] = tonumber(all[i + 1]) or 0\n" \
+    "    elseif string.sub(g, 1, 4) == '~wi:' then\n" \
+    "      if (tonumber(all[i + 1]) or 0) <= now then drop(g) end\n" \
     "    elseif g == " RL__DELAY_FIELD " then\n" \
     "      s.delay = true\n" \
     "    elseif string.sub(g, 1, 1) ~= '~' then\n" \
@@ -498,7 +502,7 @@ static const char fair_leave_src[] =
     "    else\n" \
     "      s.owners = s.owners + 1\n" \
     "      s.live[g] = true\n" \
-    "      if string.sub(g, -2) ~= ':r' then s.writer = g end\n" \
+    "      if string.sub(g, -2) ~= ':r' then s.writer, s.mark = g, x and g end\n" \
     "      if not x then s.undated = true\n" \
     "      else\n" \
     "        s.n = s.n + 1\n" \
@@ -547,11 +551,14 @@ static const char rw_acquire_src[] =
     "if mine then\n"
     "elseif known and side == 'w' and n == 0 then\n"
     "elseif known and side == 'r' then\n"
-    /* Our own thread's write hold lets it read, intents or not. */
-    "  if w and w .. ':r' ~= f then\n"
-    "    local x = tonumber(redis.call('hmget', k, w, dl(w))[2])\n"
-    "    if x and x > now then wait = x - now else known = false end\n"
-    "  elseif not w then\n"
+    /* Our own thread's write hold lets it read, intents or not, while it
+     * lasts; a mark whose hold ran out sends us to the whole look. */
+    "  if w then\n"
+    "    local x = redis.call('hmget', k, w, dl(w))\n"
+    "    x = x[1] and tonumber(x[2])\n"
+    "    if not (x and x > now) then known = false\n"
+    "    elseif w .. ':r' ~= f then wait = x - now end\n"
+    "  else\n"
     /* A waiting writer goes first: readers wait for its intent. */
     "    local _, latest = intents(wi)\n"
     "    if latest then wait = latest - now end\n"
@@ -576,9 +583,11 @@ static const char rw_acquire_src[] =
     "    if latest then wait = latest - now end\n"
     "  end\n"
     /* Put right what the look found: holds past their deadline (ours, if
-     * it has one left, included), a writer's mark or a count gone stale. */
+     * it has one left, included), a writer's mark or a count gone stale,
+     * a live writer without its mark (s.mark, put in below). */
     "  if g[5] then s.dead[#s.dead + 1], s.dead[#s.dead + 2] = f, dl(f) end\n"
-    "  if w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
+    "  if s.mark == w then s.mark = nil\n"
+    "  elseif w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
     "  if n == 0 and g[1] then s.dead[#s.dead + 1] = '~n' end\n"
     "end\n"
     /* Fields to set (name, value pairs), then fields to delete: the delete
@@ -606,6 +615,7 @@ static const char rw_acquire_src[] =
     "      put[2] = (rest ~= '' and rest .. ' ' or '') .. f .. ' ' .. string.format('%d', now + intent)\n"
     "    end\n"
     "    if n > 0 and n ~= tonumber(g[1]) then put[#put + 1], put[#put + 2] = '~n', n end\n"
+    "    if s.mark then put[#put + 1], put[#put + 2] = '~w', s.mark end\n"
     "    commit()\n"
     "    if register then keep(k, intent) end\n"
     /* The key keeps a live field: what made us wait. */
@@ -622,6 +632,9 @@ static const char rw_acquire_src[] =
     "  local rest = joined(intents(wi), f)\n"
     "  if rest ~= '' then put[9], put[10] = '~wi', rest\n"
     "  elseif wi then gone[1] = '~wi' end\n"
+    /* A reader beside its own thread's writer. */
+    "elseif s and s.mark then\n"
+    "  put[7], put[8] = '~w', s.mark\n"
     "end\n"
     "commit()\n"
     "keep(k, lease)\n"

@@ -603,6 +603,134 @@ static redisReply *rw_acquire(env *e, const char *field, const char *side)
     return run(e, RL__S_RW_ACQUIRE, 1, 7, a);
 }
 
+/* Redis's clock (ms), as the scripts read it. */
+static long long redis_now(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    ms = strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* HSET KEY with the fields and values of a (n strings), then a 60 s expiry. */
+static void plant(env *e, int n, const char **a)
+{
+    const char *v[32];
+    int i;
+    redisReply *r;
+
+    assert_true(n + 2 <= 32);
+    v[0] = "HSET";
+    v[1] = KEY;
+    for (i = 0; i < n; i++)
+        v[i + 2] = a[i];
+    r = redisCommandArgv(e->rc, n + 2, v, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "PEXPIRE %s 60000", KEY);
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/* A thread whose write hold ran out (its deadline passed, no script has
+ * dropped it yet) is no longer the writer: its read acquire waits for
+ * another writer's live intent as any reader's does (the fast path took
+ * "~w" naming our thread for a live write hold, and let us in past it). */
+static void test_rw_own_lapsed_write_hold_passes_no_intent(void **state)
+{
+    env *e = *state;
+    char past[24], later[64];
+    long long now;
+    redisReply *r;
+
+    flush(e);
+    now = redis_now(e);
+    snprintf(past, sizeof past, "%lld", now - 1000);
+    snprintf(later, sizeof later, "%s %lld", OTHER, now + 30000);
+    {
+        const char *a[10] = { OWNER, "1 123", "~d:" OWNER, past, "~n", "1", "~w", OWNER,
+                              "~wi", later };
+        plant(e, 10, a);
+    }
+    r = rw_acquire(e, OWNER ":r", "r");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    if (r->element[0]->integer != 0)
+        fail_msg("admitted past a live intent, our write hold having run out: {%lld, %lld}",
+                 r->element[0]->integer, r->element[1]->integer);
+    IT_ASSERT_RANGE(r->element[1]->integer, 1, 30000);
+    freeReplyObject(r);
+}
+
+/* A live write hold the hash has no mark "~w" for (one taken by a client
+ * of the scripts before "~n" and "~w", during an upgrade): the whole look
+ * that keeps a reader out puts "~n" right, and must put the mark right
+ * with it; with the count alone the hash read as a writer-less one, and
+ * the next reader's few-field look let it in beside the writer. The same
+ * after a reader of the writer's own thread came in. */
+static void test_rw_repair_marks_the_writer(void **state)
+{
+    env *e = *state;
+    char live[24];
+    int own;
+    redisReply *r;
+
+    for (own = 0; own < 2; own++) {
+        flush(e);
+        snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
+        {
+            const char *a[4] = { OTHER, "1 123", "~d:" OTHER, live };
+            plant(e, 4, a);
+        }
+        r = rw_acquire(e, own ? OTHER ":r" : "00000000-0000-4000-8000-000000000003:1:r", "r");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->element[0]->integer, own ? 1 : 0);
+        freeReplyObject(r);
+        r = rw_acquire(e, OWNER ":r", "r");
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        if (r->element[0]->integer != 0)
+            fail_msg("%s: a reader admitted beside a live writer: {%lld, %lld}",
+                     own ? "after the writer's own reader" : "after a reader waited",
+                     r->element[0]->integer, r->element[1]->integer);
+        freeReplyObject(r);
+    }
+}
+
+/* An intent in the form of the scripts before 809ff77 ("~wi:<writer's
+ * field>" valued its deadline) left in the hash by such a client, run out:
+ * the whole look drops it. Kept, it made the hash never as "~n" says, so
+ * that every reader's acquire read the whole hash for as long as the key
+ * lived (and readers coming and going keep it alive). */
+static void test_rw_old_intent_run_out_is_dropped(void **state)
+{
+    env *e = *state;
+    char past[24], live[24];
+    redisReply *r;
+
+    flush(e);
+    snprintf(past, sizeof past, "%lld", redis_now(e) - 1000);
+    snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
+    {
+        const char *a[8] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "1",
+                             "~wi:" OTHER, past };
+        plant(e, 8, a);
+    }
+    r = rw_acquire(e, OWNER ":r", "r");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HEXISTS %s %s", KEY, "~wi:" OTHER);
+    assert_non_null(r);
+    if (r->integer != 0)
+        fail_msg("an old intent run out is still in the hash");
+    freeReplyObject(r);
+    /* the hash is as "~n" says: two holds, their deadlines, the count */
+    assert_int_equal(hlen(e), 5);
+}
+
 /* A name held by a plain owner without expiry (not set by rlock): the
  * read-write acquire answers its PTTL, -1, as the plain acquire does (the
  * client then waits a lease; a wait of 0 had it ask again at once, every
@@ -695,6 +823,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rw_bad_intent_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rw_own_lapsed_write_hold_passes_no_intent, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rw_repair_marks_the_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_old_intent_run_out_is_dropped, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

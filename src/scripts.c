@@ -466,7 +466,8 @@ static const char fair_leave_src[] =
     "end\n"
 
 /* The hash k read whole, but for the caller's own field `mine` and its
- * deadline: s.n live holds with a deadline, s.live[field],
+ * deadline: s.n the holds with a deadline it leaves (live ones, and dead
+ * ones past the cap below), s.live[field],
  * s.writer the write hold among them (or a plain owner), s.mark that
  * writer's field if it has a deadline (what "~w" names), s.soonest the
  * first deadline that may end one (s.undated: a hold without one, a plain
@@ -497,8 +498,12 @@ static const char fair_leave_src[] =
     "    local x = dates[g]\n" \
     "    dates[g] = nil\n" \
     "    if x and x <= now then\n" \
-    "      drop(g)\n" \
-    "      drop(dl(g))\n" \
+    "      if #s.dead + 2 <= 1000 then\n" \
+    "        s.dead[#s.dead + 1], s.dead[#s.dead + 2] = g, dl(g)\n" \
+    "      else\n" \
+    /* Left for a later look: still in the hash, still counted. */ \
+    "        s.n = s.n + 1\n" \
+    "      end\n" \
     "    else\n" \
     "      s.owners = s.owners + 1\n" \
     "      s.live[g] = true\n" \

@@ -731,6 +731,48 @@ static void test_rw_old_intent_run_out_is_dropped(void **state)
     assert_int_equal(hlen(e), 5);
 }
 
+/* More dead holds than one look drops (it drops a thousand fields at most,
+ * 500 holds): those it leaves stay counted in "~n", so the hash stays as
+ * "~n" says (with the dead ones left out of the count, a release of one
+ * later brought "~n" below the holds left). */
+static void test_rw_dead_past_the_cap_stay_counted(void **state)
+{
+    env *e = *state;
+    long long now, n, fields;
+    redisReply *r;
+    int i;
+
+    flush(e);
+    now = redis_now(e);
+    for (i = 0; i < 600; i++) {
+        r = redisCommand(e->rc, "HSET %s 00000000-0000-4000-8000-%012d:1:r %s "
+                         "~d:00000000-0000-4000-8000-%012d:1:r %lld", KEY, i, "1 0", i,
+                         now - 1000);
+        assert_non_null(r);
+        freeReplyObject(r);
+    }
+    {
+        char live[24];
+        snprintf(live, sizeof live, "%lld", now + 30000);
+        const char *a[6] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "601" };
+        plant(e, 6, a);
+    }
+    /* A writer's try reads the whole hash: 500 dead holds dropped. */
+    r = rw_acquire(e, OWNER, "w");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HGET %s ~n", KEY);
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    n = atoll(r->str);
+    freeReplyObject(r);
+    fields = hlen(e);
+    /* the holds and their deadlines, "~n", the writer's intent "~wi" */
+    if (fields != 2 * n + 2)
+        fail_msg("~n = %lld but the hash has %lld fields (expected %lld)", n, fields, 2 * n + 2);
+    assert_int_equal(n, 101);
+}
+
 /* A name held by a plain owner without expiry (not set by rlock): the
  * read-write acquire answers its PTTL, -1, as the plain acquire does (the
  * client then waits a lease; a wait of 0 had it ask again at once, every
@@ -820,6 +862,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_dead_past_the_cap_stay_counted, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rw_bad_intent_writes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_writer_leaves_a_plain_key_alone, setup,
                                         teardown),

@@ -817,10 +817,11 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
             print_table(&sc, stderr);
     }
     /* A fair lock with a queue: its first waiter is woken on its own
-     * channel, which a fair handle's force-release does. */
+     * channel, which a fair handle's force-release does. (Redlock offers
+     * no fair lock: a queue there is a single server's leftover.) */
     for (i = 0; i < sc.nrows && !sc.rows[i].queued; i++)
         ;
-    kind = i < sc.nrows ? RL_KIND_FAIR : RL_KIND_PLAIN;
+    kind = i < sc.nrows && c->mode != RL__MODE_REDLOCK ? RL_KIND_FAIR : RL_KIND_PLAIN;
     scan_done(&sc);
     if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
         rt_err("%s", rl_last_error());

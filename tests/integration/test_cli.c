@@ -856,6 +856,16 @@ static void test_cluster_and_redlock(void **state)
     IT_RC(rl_lock_release(l[0]), RL_OK);
     IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
                                      NULL }, NULL, 0, 20000), 0);
+    /* A queue on one node (left there by a single-server fair client):
+     * Redlock offers no fair lock, and release --force frees it all the
+     * same. */
+    IT_RC(rl_lock_acquire(l[0]), RL_OK);
+    freeReplyObject(redisCommand(ctl[0], "ZADD rl:{rl1}:queue 1 someone"));
+    IT_EQ(cli_run((const char *[]){ "--url", url, "release", "--force", "rl1", NULL }, out,
+                  sizeof out, 20000), 0);
+    IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
+                                     NULL }, NULL, 0, 20000), 0);
+    IT_RC(rl_lock_release(l[0]), RL_ELOST);
     rl_lock_free(l[0]);
     rl_client_free(c);
     for (i = 0; i < 3; i++) {

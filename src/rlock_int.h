@@ -622,8 +622,6 @@ void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owne
 /* The same, for one Redlock node. */
 void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
                          size_t owner_len, const rl__fence *fence, rl__server *node);
-/* Queue the release script in its "drop our field" form (whatever its
- * count, with a notice) on conn: the leftovers' drop and the shutdown's. */
 /* The release script's arguments (the key, then ARGV) for owner's hold of
  * e counted `held` ("0": the whole field), with the lease Redis is to keep
  * ("0": leave it; else rl__redis_lease()). Returns their number, 6; one
@@ -631,6 +629,8 @@ void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *o
 int rl__release_args(rl_client *c, const rl__entry *e, const char *owner, size_t owner_len,
                      const char *held, size_t held_len, const char *lease, size_t lease_len,
                      const char **args, size_t *lens);
+/* Queue the release script in its "drop our field" form (whatever its
+ * count, with a notice) on conn: the leftovers' drop and the shutdown's. */
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
                      size_t owner_len);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late

@@ -247,16 +247,14 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
     {
         const char *a1[2] = { "HGETALL", key }, *a2[2] = { "PTTL", key };
         size_t l1[2] = { 7, klen }, l2[2] = { 4, klen };
-        const char *a3[4] = { "PUBSUB", "NUMSUB", chan };
-        size_t l3[3] = { 6, 6, clen };
+        const char *a3[4] = { "PUBSUB", "NUMSUB", chan }, *a4[2] = { "ZCARD", queue };
+        size_t l3[3] = { 6, 6, clen }, l4[2] = { 5, klen + 6 };
         if (c->mode == RL__MODE_CLUSTER) {
             a3[1] = "SHARDNUMSUB";      /* notices are sharded there */
             l3[1] = 11;
         }
         redisAppendCommandArgv(conn->ctx, 2, a1, l1);
         redisAppendCommandArgv(conn->ctx, 2, a2, l2);
-        const char *a4[2] = { "ZCARD", queue };
-        size_t l4[2] = { 5, klen + 6 };
         redisAppendCommandArgv(conn->ctx, 3, a3, l3);
         redisAppendCommandArgv(conn->ctx, 2, a4, l4);
     }

@@ -62,7 +62,8 @@ static void test_args(void **state)
 
     (void)state;
     /* A new acquisition: the fair script, the queue's keys, the place. */
-    assert_int_equal(rl__fair_args(e, 1, &script, 0, 2000, NULL, 0, placebuf, args, lens, &nargs), 3);
+    assert_int_equal(rl__fair_args(e, 1, &script, 0, 2000, NULL, 0,
+                                   placebuf, args, lens, &nargs), 3);
     assert_int_equal(script, RL__S_FAIR_ACQUIRE);
     assert_int_equal(nargs, 8);
     assert_string_equal(args[1], "rl:{n}:queue");
@@ -74,13 +75,15 @@ static void test_args(void **state)
     /* Reentry: the plain script, untouched. */
     script = RL__S_ACQUIRE;
     nargs = 4;
-    assert_int_equal(rl__fair_args(e, 1, &script, 1, 2000, NULL, 0, placebuf, args, lens, &nargs), 1);
+    assert_int_equal(rl__fair_args(e, 1, &script, 1, 2000, NULL, 0,
+                                   placebuf, args, lens, &nargs), 1);
     assert_int_equal(script, RL__S_ACQUIRE);
     assert_int_equal(nargs, 4);
     /* A release queueing the next waiter. */
     script = RL__S_RELEASE;
     nargs = 6;
-    assert_int_equal(rl__fair_args(e, 1, &script, 1, 0, "next", 4, placebuf, args, lens, &nargs), 3);
+    assert_int_equal(rl__fair_args(e, 1, &script, 1, 0, "next", 4,
+                                   placebuf, args, lens, &nargs), 3);
     assert_int_equal(script, RL__S_FAIR_RELEASE);
     assert_int_equal(nargs, 10);
     assert_string_equal(args[8], "next");
@@ -90,7 +93,8 @@ static void test_args(void **state)
     e->family = RL__FAM_PLAIN;
     script = RL__S_RELEASE;
     nargs = 6;
-    assert_int_equal(rl__fair_args(e, 2, &script, 1, 0, "next", 4, placebuf, args, lens, &nargs), 2);
+    assert_int_equal(rl__fair_args(e, 2, &script, 1, 0, "next", 4,
+                                   placebuf, args, lens, &nargs), 2);
     assert_int_equal(script, RL__S_RELEASE);
     assert_int_equal(nargs, 6);
     rl__fair_entry_free(e);

@@ -268,6 +268,16 @@ void it_acq_start(it_acq *a)
     a->started = 1;
 }
 
+void it_acq_begin(it_acq *a, rl_lock *lock, long wait_ms, int hold)
+{
+    memset(a, 0, sizeof *a);
+    a->lock = lock;
+    a->wait_ms = wait_ms;
+    a->lease_ms = RL_LEASE_WATCHDOG;
+    a->hold = hold;
+    it_acq_start(a);
+}
+
 void it_acq_let_go(it_acq *a)
 {
     atomic_store(&a->go, 1);

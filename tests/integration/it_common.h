@@ -150,6 +150,9 @@ typedef struct it_acq {
 
 /** Start the thread (fails the test when it cannot). */
 void it_acq_start(it_acq *a);
+/** Clear *a, and start it on lock with the watchdog's lease, waiting up to
+ * wait_ms; hold: keep the lock until it_acq_let_go(). */
+void it_acq_begin(it_acq *a, rl_lock *lock, long wait_ms, int hold);
 /** Tell a holding thread to release. */
 void it_acq_let_go(it_acq *a);
 /** Wait up to timeout_ms for the thread to finish, then join it; 0 or -1 (not joined). */

@@ -550,14 +550,8 @@ static void test_fair_and_rw_shown(void **state)
     IT_RC(rl_lock_new_kind(&f, c, "fa", 2, RL_KIND_FAIR), RL_OK);
     IT_RC(rl_lock_new_kind(&fo, o, "fa", 2, RL_KIND_FAIR), RL_OK);
     IT_RC(rl_lock_acquire(f), RL_OK);
-    memset(a, 0, sizeof a);
-    for (i = 0; i < 2; i++) {
-        a[i].lock = fo;
-        a[i].wait_ms = 30000;
-        a[i].lease_ms = RL_LEASE_WATCHDOG;
-        a[i].hold = 1;
-        it_acq_start(&a[i]);
-    }
+    for (i = 0; i < 2; i++)
+        it_acq_begin(&a[i], fo, 30000, 1);
     /* One thread queued in Redis, the other behind it in its process. */
     IT_WAIT(({
                 rep = redisCommand(e->rc, "ZCARD rl:{fa}:queue");

@@ -372,12 +372,8 @@ static void test_wakes_only_head(void **state)
         l[i] = fair(c[i], "head");
     }
     IT_RC(rl_lock_acquire(l[0]), RL_OK);
-    memset(a, 0, sizeof a);
     for (i = 0; i < 2; i++) {
-        a[i].lock = l[i + 1];
-        a[i].wait_ms = 10000;
-        a[i].lease_ms = RL_LEASE_WATCHDOG;
-        it_acq_start(&a[i]);
+        it_acq_begin(&a[i], l[i + 1], 10000, 0);
         IT_WAIT(queued(&w, "head") == i + 1, 10000);
         /* Its process's channel: the release channel and its uuid. */
         r = redisCommand(w.rc, "ZRANGE rl:{head}:queue %d %d", i, i);
@@ -420,11 +416,7 @@ static void test_fair_release_wakes_plain_waiter(void **state)
     it_acq a;
 
     IT_RC(rl_lock_acquire(lf), RL_OK);
-    memset(&a, 0, sizeof a);
-    a.lock = lp;
-    a.wait_ms = 20000;
-    a.lease_ms = RL_LEASE_WATCHDOG;
-    it_acq_start(&a);
+    it_acq_begin(&a, lp, 20000, 0);
     IT_WAIT(rt_redis_numsub(e->rc, "rl:{mixed}:release", 18) >= 1, 5000);
     t0 = rt_now_ms();
     IT_RC(rl_lock_release(lf), RL_OK);
@@ -468,12 +460,7 @@ static void test_reentry_watchdog_force(void **state)
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(rl_lock_is_locked(l), 1);
     /* A waiter of another client; then the name is forced free. */
-    memset(&a, 0, sizeof a);
-    a.lock = l2;
-    a.wait_ms = 10000;
-    a.lease_ms = RL_LEASE_WATCHDOG;
-    a.hold = 1;
-    it_acq_start(&a);
+    it_acq_begin(&a, l2, 10000, 1);
     IT_WAIT(queued(&w, "reent") == 1, 10000);
     /* The force wakes the first waiter's process on its own channel (its
      * 500 ms re-ask would hide a missing wake from the waiter's timing):

@@ -346,11 +346,7 @@ static void test_delay_wakes_waiters(void **state)
     for (round = 0; round < 2; round++) {
         int64_t t0;
         IT_RC(rl_lock_acquire(la), RL_OK);
-        memset(&w, 0, sizeof w);
-        w.lock = lb;
-        w.wait_ms = 20000;
-        w.lease_ms = RL_LEASE_WATCHDOG;
-        it_acq_start(&w);
+        it_acq_begin(&w, lb, 20000, 0);
         /* The waiter sleeps on the lease it saw: it listens for the notice. */
         IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-wake}:release", 20) >= 1, 5000);
         t0 = now_ms();

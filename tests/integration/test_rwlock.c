@@ -142,11 +142,7 @@ static void test_shared_and_exclusive(void **state)
         rl_client *c3 = it_client(e, LEASE_MS);
         rl_lock *w3 = rw_lock(c3, "rw", RL_KIND_WRITE);
         it_acq a;
-        memset(&a, 0, sizeof a);
-        a.lock = w3;
-        a.wait_ms = 400;
-        a.lease_ms = RL_LEASE_WATCHDOG;
-        it_acq_start(&a);
+        it_acq_begin(&a, w3, 400, 0);
         IT_WAIT(intents(e, "rw") == 1, 5000);
         IT_RC(try_other(r1, 0), RL_EBUSY);      /* a new reader: stopped */
         IT_RC(rl_lock_try_acquire(r1, 0, RL_LEASE_WATCHDOG), RL_OK);   /* a reentry: not */
@@ -190,18 +186,9 @@ static void test_intent_withdrawn_wakes_readers(void **state)
     it_acq w, r;
 
     IT_RC(rl_lock_try_acquire(r1, 0, RL_LEASE_WATCHDOG), RL_OK);
-    memset(&w, 0, sizeof w);
-    w.lock = w3;
-    w.wait_ms = 1500;
-    w.lease_ms = RL_LEASE_WATCHDOG;
-    it_acq_start(&w);
+    it_acq_begin(&w, w3, 1500, 0);
     IT_WAIT(intents(e, "wd") == 1, 5000);
-    memset(&r, 0, sizeof r);
-    r.lock = r4;
-    r.wait_ms = 10000;
-    r.lease_ms = RL_LEASE_WATCHDOG;
-    r.hold = 1;
-    it_acq_start(&r);
+    it_acq_begin(&r, r4, 10000, 1);
     assert_int_equal(it_acq_join(&w, 5000), 0);
     IT_RC(w.rc, RL_ETIMEDOUT);
     IT_WAIT(atomic_load(&r.state) >= 2, 10000);
@@ -311,12 +298,7 @@ static void test_writer_waits_on_plain(void **state)
 
     /* A plain holder that releases: the writer, waiting, is told. */
     IT_RC(rl_lock_try_acquire(pl, 0, RL_LEASE_WATCHDOG), RL_OK);
-    memset(&a, 0, sizeof a);
-    a.lock = w;
-    a.wait_ms = 10000;
-    a.lease_ms = RL_LEASE_WATCHDOG;
-    a.hold = 1;
-    it_acq_start(&a);
+    it_acq_begin(&a, w, 10000, 1);
     /* Waiting: refused once, and listening (the first wait's subscription
      * may linger still, before this writer has asked at all). */
     IT_WAIT(waiters(c) == 1 && rt_redis_numsub(e->rc, chan, strlen(chan)) >= 1, 5000);
@@ -384,12 +366,7 @@ static void test_dead_reader_own_lease(void **state)
      * wakes the writer at once. */
     {
         it_acq a;
-        memset(&a, 0, sizeof a);
-        a.lock = w;
-        a.wait_ms = 10000;
-        a.lease_ms = RL_LEASE_WATCHDOG;
-        a.hold = 1;
-        it_acq_start(&a);
+        it_acq_begin(&a, w, 10000, 1);
         IT_WAIT(intents(e, "dead") == 1, 5000);
         t0 = rt_now_ms();
         IT_RC(rl_lock_release(r), RL_OK);

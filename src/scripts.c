@@ -208,36 +208,31 @@ static const char release_src[] =
     "end\n"
     "return {1, 0}\n";
 
-/* For each (KEYS[i], ARGV[i + 1]) pair: `renew` where the field is there
- * ('1'), else '0'; the flags joined. A key of the wrong type counts as
- * gone and does not stop the others. A hold with a lock-delay whose lease
- * part ran out (PTTL <= delay) counts as gone too: its field stays for the
- * rest of the delay only. */
-#define RL__RENEW_EACH(renew) \
-    "local out = {}\n" \
-    "for i = 1, #KEYS do\n" \
-    "  local r = redis.pcall('hmget', KEYS[i], ARGV[i + 1], " RL__DELAY_FIELD ")\n" \
-    "  local d = type(r) == 'table' and r[1] and tonumber(r[2])\n" \
-    "  if d and redis.call('pttl', KEYS[i]) <= d then r = nil end\n" \
-    "  if type(r) == 'table' and r[1] then\n" \
-    renew \
-    "    out[i] = '1'\n" \
-    "  else\n" \
-    "    out[i] = '0'\n" \
-    "  end\n" \
-    "end\n" \
-    "return table.concat(out)\n"
-
 /* KEYS lock1..lockN; ARGV lease_ms, owner1..ownerN. Returns one '1' (still
- * held, lease renewed) or '0' (gone) per pair. (A client with a lock-delay
- * passes its lease plus the delay; a hold whose lease part ran out is gone.) */
+ * held, lease renewed) or '0' (gone) per pair, joined. A key of the wrong
+ * type counts as gone and does not stop the others. (A client with a
+ * lock-delay passes its lease plus the delay; a hold whose lease part ran
+ * out, PTTL <= delay, counts as gone: its field stays for the rest of the
+ * delay only.) */
 static const char renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local r = redis.pcall('hmget', KEYS[i], ARGV[i + 1], " RL__DELAY_FIELD ")\n"
+    "  local d = type(r) == 'table' and r[1] and tonumber(r[2])\n"
+    "  if d and redis.call('pttl', KEYS[i]) <= d then r = nil end\n"
+    "  if type(r) == 'table' and r[1] then\n"
     /* Never shorten. (The client never sends a renewal that could land on
      * a newer hold of the same owner: see the watchdog.) */
-    RL__RENEW_EACH("    if redis.call('pttl', KEYS[i]) < lease then\n"
-                   "      redis.call('pexpire', KEYS[i], lease)\n"
-                   "    end\n");
+    "    if redis.call('pttl', KEYS[i]) < lease then\n"
+    "      redis.call('pexpire', KEYS[i], lease)\n"
+    "    end\n"
+    "    out[i] = '1'\n"
+    "  else\n"
+    "    out[i] = '0'\n"
+    "  end\n"
+    "end\n"
+    "return table.concat(out)\n";
 
 /* KEYS[1] lock; ARGV[1] "<our uuid>:", the notice and the release channel
  * (see RL__NOTICE). Deletes

@@ -242,9 +242,11 @@ typedef struct rl_options {
      * (Redis keeps it for the lease plus the delay; a lost hold leaves a
      * field "~delay" alone in it for the delay), so every client of the
      * name honours it, whatever its own setting; rl_lock_ttl() and
-     * rl_lock_is_locked() count the delay. Single server, Cluster and
-     * Sentinel; a redlock:// URL returns RL_ENOTSUP from rl_client_new().
-     * 0: off.
+     * rl_lock_is_locked() count the delay. lease_ms plus the delay must
+     * be at most RL_TIME_MAX_MS, else rl_client_new() returns RL_EINVAL
+     * (and rl_lock_try_acquire() refuses a lease_ms of its own past it).
+     * Single server, Cluster and Sentinel; a redlock:// URL returns
+     * RL_ENOTSUP from rl_client_new(). 0: off.
      */
     long lock_delay_ms;
 } rl_options;
@@ -394,8 +396,10 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; a value
  * in RL_LEASE_MIN_MS..RL_TIME_MAX_MS sets a fixed lease that is never
  * renewed (the lock frees itself when it runs out, and the hold counts as
- * lost from then on). The hold counts as lost a margin (lease/100 + 2 ms)
- * before the lease can run out in Redis.
+ * lost from then on); with the client's lock_delay_ms, at most
+ * RL_TIME_MAX_MS less the delay (else RL_EINVAL, nothing sent). The hold
+ * counts as lost a margin (lease/100 + 2 ms) before the lease can run out
+ * in Redis.
  *
  * A thread that already holds the lock takes it again at once (reentry):
  * the hold count rises by one and the lease is refreshed; the hold keeps

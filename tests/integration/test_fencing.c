@@ -373,6 +373,74 @@ static void test_delay_wakes_waiters(void **state)
     rl_client_free(b);
 }
 
+/* Issue 21 item 6: Redis keeps a hold of a delay client for the lease plus
+ * the delay, which must fit in RL_TIME_MAX_MS (it was cut there: a long
+ * lease lost its delay, and Redis took the lease for over while the
+ * holder's flag was down). Every place a lease is given refuses a sum past
+ * it with RL_EINVAL and writes nothing. */
+static void test_delay_lease_past_the_cap_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = NULL, *d;
+    rl_lock *l, *k = NULL;
+    rl_options o;
+    char url[64];
+    int kinds[3] = { RL_KIND_FAIR, RL_KIND_READ, RL_KIND_WRITE }, i;
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", e->redis->port);
+    /* The client's lease (the default's 30000 too) plus its delay. */
+    it_options(&o, url, 0, 1000);
+    o.lock_delay_ms = RL_TIME_MAX_MS - 29999;
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_null(c);
+    o.lock_delay_ms = RL_TIME_MAX_MS - 30000;
+    IT_RC(rl_client_new(&c, &o), RL_OK);
+    rl_client_free(c);
+    c = NULL;
+    it_options(&o, url, RL_TIME_MAX_MS - 1000, 1000);
+    o.lock_delay_ms = 1001;
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_null(c);
+    o.lock_delay_ms = RL_TIME_MAX_MS;
+    o.url = "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3";
+    assert_int_not_equal(rl_client_new(&c, &o), RL_OK);
+    assert_null(c);
+
+    /* A call's own lease plus the client's delay: refused, nothing written,
+     * the hold count untouched on reentry; at the cap it is taken. */
+    d = fenced_client(e, NULL, 0, 1000);
+    l = it_lock(d, "dl-cap");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_EINVAL);
+    IT_RC(rl_lock_try_acquire(l, 1000, RL_TIME_MAX_MS - 999), RL_EINVAL);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}", 11), 0);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}:fence", 17), 0);
+    IT_EQ(rl_lock_hold_count(l), 0);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS - 1000), RL_OK);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-cap}", 11), RL_TIME_MAX_MS - 1000,
+             RL_TIME_MAX_MS);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_EINVAL);
+    IT_EQ(rl_lock_hold_count(l), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}", 11), 0);
+    /* Read-write and fair handles take no lease of a delay client at all. */
+    for (i = 0; i < 3; i++) {
+        IT_RC(rl_lock_new_kind(&k, d, "dl-cap-k", 8, kinds[i]), RL_ENOTSUP);
+        assert_null(k);
+    }
+    rl_lock_free(l);
+    rl_client_free(d);
+
+    /* Without a delay the whole range stays a lease. */
+    d = it_client(e, 0);
+    l = it_lock(d, "dl-cap");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_OK);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-cap}", 11), RL_TIME_MAX_MS - 1000,
+             RL_TIME_MAX_MS);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(d);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +451,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delay_after_a_lost_hold, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_renewed_and_started, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_wakes_waiters, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_delay_lease_past_the_cap_refused, it_setup,
+                                        it_teardown),
     };
 
     if (argc > 1)

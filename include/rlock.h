@@ -233,18 +233,21 @@ typedef struct rl_options {
      * client is lost rather than released (its lease ran out, it was
      * flagged and then given up with RL_ELOST, it was force-released, or it
      * was still held at shutdown), nobody may take the name until this long
-     * after the lease ran out or the hold was given up: a late write of the
-     * old holder then cannot land inside the next holder's section, if it
-     * comes within the delay. A clean rl_lock_release() (before the lease
+     * after the lease ran out or the hold was given up (force-released:
+     * after the lease it had left, by when its flag has risen): a late
+     * write of the old holder then cannot land inside the next holder's
+     * section, if it comes within the delay. A clean rl_lock_release() (before the lease
      * ran out) ends it at once; once the lease has run out in Redis the
      * hold is gone for its holder too (release returns RL_ELOST).
      * Waiters sleep until the delay is over. Kept in the lock's own key
      * (Redis keeps it for the lease plus the delay; a lost hold leaves a
      * field "~delay" alone in it for the delay), so every client of the
      * name honours it, whatever its own setting; rl_lock_ttl() and
-     * rl_lock_is_locked() count the delay. Single server, Cluster and
-     * Sentinel; a redlock:// URL returns RL_ENOTSUP from rl_client_new().
-     * 0: off.
+     * rl_lock_is_locked() count the delay. lease_ms plus the delay must
+     * be at most RL_TIME_MAX_MS, else rl_client_new() returns RL_EINVAL
+     * (and rl_lock_try_acquire() refuses a lease_ms of its own past it).
+     * Single server, Cluster and Sentinel; a redlock:// URL returns
+     * RL_ENOTSUP from rl_client_new(). 0: off.
      */
     long lock_delay_ms;
 } rl_options;
@@ -394,8 +397,10 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  * lease_ms: RL_LEASE_WATCHDOG keeps the lease alive until release; a value
  * in RL_LEASE_MIN_MS..RL_TIME_MAX_MS sets a fixed lease that is never
  * renewed (the lock frees itself when it runs out, and the hold counts as
- * lost from then on). The hold counts as lost a margin (lease/100 + 2 ms)
- * before the lease can run out in Redis.
+ * lost from then on); with the client's lock_delay_ms, at most
+ * RL_TIME_MAX_MS less the delay (else RL_EINVAL, nothing sent). The hold
+ * counts as lost a margin (lease/100 + 2 ms) before the lease can run out
+ * in Redis.
  *
  * A thread that already holds the lock takes it again at once (reentry):
  * the hold count rises by one and the lease is refreshed; the hold keeps
@@ -460,8 +465,11 @@ RL_EXTERN int rl_lock_release(rl_lock *lock);
  * in this process (through this client) whose field the delete removed are
  * flagged at once, including a thread whose acquisition raced with it;
  * holders in other processes at their watchdog's next renewal, or when
- * their fixed lease runs out. Meant for operators and recovery tools.
- * Returns RL_OK (also when the lock was free), RL_ECONN, RL_EREDIS
+ * their fixed lease runs out. A holder whose client has a lock_delay_ms
+ * loses its hold at once, but the name stays blocked for what was left of
+ * its lease plus the delay (by then its flag has risen, and the delay has
+ * gone by since); forcing the name again while only that block is left
+ * ends it. Meant for operators and recovery tools. Returns RL_OK (also when the lock was free), RL_ECONN, RL_EREDIS
  * (WRONGTYPE: not an rlock key), RL_EPROTO, RL_EINVAL. Thread-safe.
  */
 RL_EXTERN int rl_lock_force_release(rl_lock *lock);

@@ -127,6 +127,11 @@ static int check_options(const rl_options *o)
     }
     if (o->lock_delay_ms < 0 || o->lock_delay_ms > RL_TIME_MAX_MS)
         return rl__err(RL_EINVAL, "lock_delay_ms must be 0..%ld", RL_TIME_MAX_MS);
+    /* Redis keeps a hold for its lease plus the delay: cut short, the
+     * delay would be lost, or the lease end before the holder's flag. */
+    if (lease > RL_TIME_MAX_MS - o->lock_delay_ms)
+        return rl__err(RL_EINVAL, "lease_ms %ld plus lock_delay_ms %ld is past %ld ms (Redis "
+                       "keeps a hold for both)", lease, o->lock_delay_ms, RL_TIME_MAX_MS);
     if (o->key_prefix && (strlen(o->key_prefix) > RL__PREFIX_MAX ||
                           strpbrk(o->key_prefix, "{}")))
         return rl__err(RL_EINVAL, "key_prefix must be at most %d bytes without '{' or '}'",

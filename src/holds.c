@@ -378,7 +378,9 @@ void rl__hold_free_spares(rl_client *c)
 
 long rl__redis_lease(const rl_client *c, long lease_ms)
 {
-    return lease_ms > RL_TIME_MAX_MS - c->delay_ms ? RL_TIME_MAX_MS : lease_ms + c->delay_ms;
+    /* Within RL_TIME_MAX_MS: rl_client_new() and rl_lock_try_acquire()
+     * refuse a lease whose sum with the delay is past it. */
+    return lease_ms + c->delay_ms;
 }
 
 long rl__drift_ms(long lease_ms)

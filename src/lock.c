@@ -647,6 +647,10 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
                lease_ms > RL_TIME_MAX_MS) {
         rc = rl__err(RL_EINVAL, "lease_ms must be %d..%ld or RL_LEASE_WATCHDOG",
                      RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
+    } else if (lease_ms > RL_TIME_MAX_MS - lock->client->delay_ms) {
+        /* Redis keeps the hold for the lease plus the delay (rl__redis_lease). */
+        rc = rl__err(RL_EINVAL, "lease_ms %ld plus the client's lock_delay_ms %ld is past "
+                     "%ld ms", lease_ms, lock->client->delay_ms, RL_TIME_MAX_MS);
     } else {
         t = rl__thread_self();
         op_init(&o, lock, t);

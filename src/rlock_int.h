@@ -573,7 +573,8 @@ void rl__hold_orphan(rl_client *c, rl__hold *h);                     /* mutex he
 void rl__hold_report(rl_client *c, rl__hold *h);   /* on_lost, once; mutex held, dropped */
 long rl__drift_ms(long lease_ms);
 /* The lease Redis is asked to keep for a hold of lease_ms: the lease plus
- * the client's lock-delay (scripts.c), at most RL_TIME_MAX_MS. */
+ * the client's lock-delay (scripts.c); the callers' checks keep it at most
+ * RL_TIME_MAX_MS. */
 long rl__redis_lease(const rl_client *c, long lease_ms);
 
 /* ---- outcome.c: changes sent, lost replies resolved, leftovers -------- */

@@ -240,8 +240,12 @@ static const char renew_src[] =
  * that exactly those holds are flagged, however the delete interleaved
  * with our own acquisitions: {1, n, tid1..tidn}, or {1, -1} when there
  * were too many to list (then every local hold of the name is flagged).
- * A holder with a lock-delay loses its hold now: the delay's tombstone is
- * left for the delay (a force-release of a tombstone alone deletes it). */
+ * A holder with a lock-delay loses its hold now, but the key keeps its
+ * expiry (what is left of the lease, plus the delay) with the tombstone
+ * alone in it: the holder learns of the loss at its next renewal, or at its
+ * fixed lease's end, and the next holder must not come in before its flag
+ * rose and the delay went by after it. A force-release of a tombstone alone
+ * deletes it (the operator's way out). */
 static const char force_src[] =
     "if redis.call('type', KEYS[1]).ok ~= 'hash' then\n"
     "  if redis.call('exists', KEYS[1]) == 1 then\n"
@@ -264,13 +268,14 @@ static const char force_src[] =
     "if out[2] > " RL__STR(RL__FORCE_TIDS) " then out = {1, -1} end\n"
     "local delay = tonumber(redis.call('hget', KEYS[1], " RL__DELAY_FIELD "))\n"
     /* Held by an owner with a lock-delay: it loses the hold now, the
-     * tombstone stays for the delay. Only a tombstone: the operator ends
-     * the delay. */
+     * tombstone stays until the lease it was given, and the delay, are
+     * over (never shortened). Only a tombstone: the operator ends the
+     * delay. */
     "if delay and delay > 0 and #fields > 1 then\n"
     "  for _, f in ipairs(fields) do\n"
     "    if f ~= " RL__DELAY_FIELD " then redis.call('hdel', KEYS[1], f) end\n"
     "  end\n"
-    "  if redis.call('pttl', KEYS[1]) > delay then\n"
+    "  if redis.call('pttl', KEYS[1]) < 0 then\n"
     "    redis.call('pexpire', KEYS[1], delay)\n"
     "  end\n"
     "else\n"

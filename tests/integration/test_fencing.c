@@ -292,8 +292,9 @@ static void test_delay_after_a_lost_hold(void **state)
     rl_client_free(b);
 }
 
-/* The watchdog keeps lease + delay in Redis; a force-release and a
- * shutdown's drop leave the name blocked for the delay from then. */
+/* The watchdog keeps lease + delay in Redis; a force-release leaves the
+ * name blocked for what was left of it (the holder learns it at its next
+ * renewal), a shutdown's drop for the delay from then. */
 static void test_delay_renewed_and_started(void **state)
 {
     it_env *e = *state;
@@ -308,9 +309,10 @@ static void test_delay_renewed_and_started(void **state)
     IT_EQ(rl_lock_interrupted(la), 0);
     IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-wd}", 10), 2000, 2600);
 
-    /* Force-released by another client: blocked for the delay. */
+    /* Force-released by another client: blocked for the lease left and the
+     * delay (never shortened). */
     IT_RC(rl_lock_force_release(lb), RL_OK);
-    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-wd}", 10), 1000, 2000);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-wd}", 10), 1000, 2600);
     IT_RC(rl_lock_try_acquire(lb, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_WAIT(rl_lock_interrupted(la) == 1, 3000);
     IT_RC(rl_lock_release(la), RL_ELOST);
@@ -331,46 +333,208 @@ static void test_delay_renewed_and_started(void **state)
     rl_client_free(b);
 }
 
-/* Review finding: a force-release or a shutdown of a holder with a delay
- * leaves a tombstone; a waiter of another client that slept on the
- * holder's lease (lease + delay) must be woken and sleep only for the delay
- * (it overslept by the whole lease: the tombstone sent no notice). */
+/* Review finding: a shutdown of a holder with a delay leaves a tombstone;
+ * a waiter of another client that slept on the holder's lease (lease +
+ * delay) must be woken and sleep only for the delay (it overslept by the
+ * whole lease: the tombstone sent no notice). (A force-release keeps the
+ * lease left: test_delay_force_release_outlasts_the_flag.) */
 static void test_delay_wakes_waiters(void **state)
 {
     it_env *e = *state;
     rl_client *a = fenced_client(e, NULL, 10000, 300), *b = it_client(e, 0);
     rl_lock *la = it_lock(a, "dl-wake"), *lb = it_lock(b, "dl-wake");
     it_acq w;
-    int round;
+    int64_t t0;
 
-    for (round = 0; round < 2; round++) {
-        int64_t t0;
-        IT_RC(rl_lock_acquire(la), RL_OK);
-        it_acq_begin(&w, lb, 20000, 0);
-        /* The waiter sleeps on the lease it saw: it listens for the notice. */
-        IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-wake}:release", 20) >= 1, 5000);
-        t0 = now_ms();
-        if (round == 0) {
-            IT_RC(rl_lock_force_release(lb), RL_OK);
-        } else {
-            IT_RC(rl_client_shutdown(a), RL_OK);
-        }
-        /* In after the delay (300 ms), not after the lease (10 s). */
-        IT_EQ(it_acq_join(&w, 5000), 0);
-        IT_RC(w.rc, RL_OK);
-        print_message("%s: the waiter in %lld ms later (delay 300, lease 10000)\n",
-                      round == 0 ? "force-release" : "shutdown", (long long)(now_ms() - t0));
-        IT_RC(w.release_rc, RL_OK);
-        if (round == 0) {
-            /* The holder learns at its next renewal (every 3.3 s). */
-            IT_WAIT(rl_lock_interrupted(la) == 1, 6000);
-            IT_RC(rl_lock_release(la), RL_ELOST);
-        }
-    }
+    IT_RC(rl_lock_acquire(la), RL_OK);
+    it_acq_begin(&w, lb, 20000, 0);
+    /* The waiter sleeps on the lease it saw: it listens for the notice. */
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-wake}:release", 20) >= 1, 5000);
+    t0 = now_ms();
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    /* In after the delay (300 ms), not after the lease (10 s). */
+    IT_EQ(it_acq_join(&w, 5000), 0);
+    IT_RC(w.rc, RL_OK);
+    print_message("shutdown: the waiter in %lld ms later (delay 300, lease 10000)\n",
+                  (long long)(now_ms() - t0));
+    IT_RC(w.release_rc, RL_OK);
     rl_lock_free(la);
     rl_lock_free(lb);
     rl_client_free(a);
     rl_client_free(b);
+}
+
+/* Issue 21 item 6: Redis keeps a hold of a delay client for the lease plus
+ * the delay, which must fit in RL_TIME_MAX_MS (it was cut there: a long
+ * lease lost its delay, and Redis took the lease for over while the
+ * holder's flag was down). Every place a lease is given refuses a sum past
+ * it with RL_EINVAL and writes nothing. */
+static void test_delay_lease_past_the_cap_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = NULL, *d;
+    rl_lock *l, *k = NULL;
+    rl_options o;
+    char url[64];
+    int kinds[3] = { RL_KIND_FAIR, RL_KIND_READ, RL_KIND_WRITE }, i;
+
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", e->redis->port);
+    /* The client's lease (the default's 30000 too) plus its delay. */
+    it_options(&o, url, 0, 1000);
+    o.lock_delay_ms = RL_TIME_MAX_MS - 29999;
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_null(c);
+    o.lock_delay_ms = RL_TIME_MAX_MS - 30000;
+    IT_RC(rl_client_new(&c, &o), RL_OK);
+    rl_client_free(c);
+    c = NULL;
+    it_options(&o, url, RL_TIME_MAX_MS - 1000, 1000);
+    o.lock_delay_ms = 1001;
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    assert_null(c);
+    o.lock_delay_ms = RL_TIME_MAX_MS;
+    o.url = "redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3";
+    assert_int_not_equal(rl_client_new(&c, &o), RL_OK);
+    assert_null(c);
+
+    /* A call's own lease plus the client's delay: refused, nothing written,
+     * the hold count untouched on reentry; at the cap it is taken. */
+    d = fenced_client(e, NULL, 0, 1000);
+    l = it_lock(d, "dl-cap");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_EINVAL);
+    IT_RC(rl_lock_try_acquire(l, 1000, RL_TIME_MAX_MS - 999), RL_EINVAL);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}", 11), 0);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}:fence", 17), 0);
+    IT_EQ(rl_lock_hold_count(l), 0);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS - 1000), RL_OK);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-cap}", 11), RL_TIME_MAX_MS - 1000,
+             RL_TIME_MAX_MS);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_EINVAL);
+    IT_EQ(rl_lock_hold_count(l), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{dl-cap}", 11), 0);
+    /* Read-write and fair handles take no lease of a delay client at all. */
+    for (i = 0; i < 3; i++) {
+        IT_RC(rl_lock_new_kind(&k, d, "dl-cap-k", 8, kinds[i]), RL_ENOTSUP);
+        assert_null(k);
+    }
+    rl_lock_free(l);
+    rl_client_free(d);
+
+    /* Without a delay the whole range stays a lease. */
+    d = it_client(e, 0);
+    l = it_lock(d, "dl-cap");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_TIME_MAX_MS), RL_OK);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{dl-cap}", 11), RL_TIME_MAX_MS - 1000,
+             RL_TIME_MAX_MS);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(d);
+}
+
+/* When the holder's flag rose (on_lost): ms, 0 before. */
+static void note_flag(const char *name, size_t len, void *payload)
+{
+    int64_t zero = 0;
+
+    (void)name;
+    (void)len;
+    atomic_compare_exchange_strong((_Atomic int64_t *)payload, &zero, now_ms());
+}
+
+/* The client's renewal rounds so far. */
+static unsigned long long renewal_rounds(rl_client *c)
+{
+    rl_stats st;
+
+    memset(&st, 0, sizeof st);
+    st.version = RL_STATS_VERSION;
+    IT_RC(rl_client_stats(&st, c), RL_OK);
+    return st.renewal_rounds;
+}
+
+/* The forcer of test_delay_force_release_outlasts_the_flag: a plain handle, or a fair one, of a client
+ * without a delay. */
+static int force_with(it_env *e, int kind, const char *name)
+{
+    rl_client *f = it_client(e, 0);
+    rl_lock *l = NULL;
+    int rc;
+
+    IT_RC(rl_lock_new_kind(&l, f, name, strlen(name), kind), RL_OK);
+    rc = rl_lock_force_release(l);
+    rl_lock_free(l);
+    rl_client_free(f);
+    return rc;
+}
+
+/*
+ * Issue 21 item 7: a holder force-released by another client learns it at
+ * its next renewal (up to the renew interval plus the command timeout
+ * later), or at its lease's end for a fixed lease; the next holder must
+ * not get in before that, and not before the delay after it. The holder
+ * here: delay 1500, lease 6000 renewed every 3000 (round 0: forced by a
+ * plain handle, 1: by a fair one, just after a renewal), or a fixed lease
+ * of 3000 (round 2). A waiter of a third client waits for the name.
+ */
+static void test_delay_force_release_outlasts_the_flag(void **state)
+{
+    it_env *e = *state;
+    _Atomic int64_t flag_at;
+    int round;
+
+    for (round = 0; round < 3; round++) {
+        char url[64];
+        rl_options o;
+        rl_client *a, *b;
+        rl_lock *la, *lb;
+        unsigned long long rounds;
+        int64_t t_force, t_in;
+        it_acq w;
+
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", e->redis->port);
+        it_options(&o, url, 6000, 1000);
+        o.renew_interval_ms = 3000;
+        o.lock_delay_ms = 1500;
+        o.on_lost = note_flag;
+        o.payload = &flag_at;
+        atomic_store(&flag_at, 0);
+        a = it_client_opts(&o);
+        b = it_client(e, 0);
+        la = it_lock(a, "dl-force");
+        lb = it_lock(b, "dl-force");
+        if (round < 2) {
+            IT_RC(rl_lock_acquire(la), RL_OK);
+            /* Just after a renewal: the next one is an interval away. */
+            rounds = renewal_rounds(a);
+            IT_WAIT(renewal_rounds(a) > rounds, 5000);
+        } else {
+            IT_RC(rl_lock_try_acquire(la, 0, 3000), RL_OK);
+        }
+        it_acq_begin(&w, lb, 30000, 0);
+        IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-force}:release", 21) >= 1, 5000);
+        t_force = now_ms();
+        IT_RC(force_with(e, round == 1 ? RL_KIND_FAIR : RL_KIND_PLAIN, "dl-force"), RL_OK);
+        IT_EQ(it_acq_join(&w, 20000), 0);
+        IT_RC(w.rc, RL_OK);
+        t_in = w.t_return_us / 1000;
+        IT_WAIT(atomic_load(&flag_at) != 0, 10000);
+        print_message("round %d (%s): the holder's flag %lld ms after the force-release, the "
+                      "waiter in %lld ms after it: %lld ms after the flag (delay 1500)\n",
+                      round, round == 2 ? "fixed lease 3000" : round ? "fair forcer"
+                                                                   : "plain forcer",
+                      (long long)(atomic_load(&flag_at) - t_force),
+                      (long long)(t_in - t_force), (long long)(t_in - atomic_load(&flag_at)));
+        /* Not in before the holder's flag rose, nor within the delay after. */
+        if (t_in < atomic_load(&flag_at) + 1500)
+            fail_msg("round %d: the waiter got in %lld ms after the holder's flag rose "
+                     "(delay 1500)", round, (long long)(t_in - atomic_load(&flag_at)));
+        IT_RC(rl_lock_release(la), RL_ELOST);
+        rl_lock_free(la);
+        rl_lock_free(lb);
+        rl_client_free(a);
+        rl_client_free(b);
+    }
 }
 
 int main(int argc, char **argv)
@@ -383,6 +547,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delay_after_a_lost_hold, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_renewed_and_started, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_delay_wakes_waiters, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_delay_lease_past_the_cap_refused, it_setup,
+                                        it_teardown),
+        cmocka_unit_test_setup_teardown(test_delay_force_release_outlasts_the_flag, it_setup,
+                                        it_teardown),
     };
 
     if (argc > 1)

@@ -389,13 +389,16 @@ static int settle(rl_client *c, rl__hold *h)
     return m > now;
 }
 
+/* A renewal sent before a change of h was learned on node i says what the
+ * node had before that change (a non-last release may have deleted our
+ * field there since, counts differing by node): it confirms nothing. */
 int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms)
 {
     int64_t exp = sent_ms + h->lease_ms - h->drift_ms;
 
     if (sent_ms < 0)
         h->nodes[i].expiry = 0;
-    else if (exp > h->nodes[i].expiry)
+    else if (exp > h->nodes[i].expiry && sent_ms > h->nodes[i].learned)
         h->nodes[i].expiry = exp;
     return settle(c, h);
 }
@@ -572,6 +575,8 @@ static void learn(rl_client *c, rl__hold *h, const vote *v, int64_t sent, long l
         rl__node_hold *nh = &h->nodes[i];
         if (v[i].state == V_SKIP || v[i].state == V_FAIL)
             continue;           /* nothing ran there */
+        /* Within the same ms as a renewal's sending counts as after it. */
+        nh->learned = rl__now_ms();
         if (v[i].state == V_LOST) {
             nh->count = -1;
             nh->doubt = v[i].lost;

@@ -489,6 +489,8 @@ typedef struct rl__node_hold {
                              * drift); 0: not confirmed */
     rl__fence doubt;        /* owner thread only: a change there whose outcome is
                              * unknown: fence it before the next (id < 0: none) */
+    int64_t learned;        /* under mutex: when a change there was last learned
+                             * (local clock); a renewal sent before confirms nothing */
 } rl__node_hold;
 
 struct rl__hold {

@@ -29,6 +29,8 @@ typedef struct rt_conn {
     size_t repl_len;
     char *pend;
     size_t pend_len, pend_cap;
+    /* Keep every server reply (in `pend`) until the hold is let go. */
+    int holding;
 } rt_conn;
 
 struct rt_proxy {
@@ -53,12 +55,16 @@ struct rt_proxy {
     char *mangle_repl;
     size_t mangle_len;
     long mangled;
+    int hold_armed;
+    char *hold_needle;
+    unsigned long unhold_req;
     unsigned long seq_req;
     /* State reported by the proxy thread under mu. */
     unsigned long seq_ack;
     unsigned long cut_done;
     int last_cut_closed;
     long dropped;
+    size_t held;        /* bytes held now */
     int nconns;
     long accepted;
 
@@ -153,6 +159,7 @@ static void close_conn(rt_conn *c)
     c->repl = c->pend = NULL;
     c->repl_len = c->pend_len = c->pend_cap = 0;
     c->mangling = 0;
+    c->holding = 0;
 }
 
 /* One CRLF-terminated line from buf[pos]: its length without the CRLF,
@@ -242,6 +249,7 @@ static void add_conn(rt_proxy *p, int cfd, int sfd)
     p->conns[p->n].repl_len = 0;
     p->conns[p->n].pend = NULL;
     p->conns[p->n].pend_len = p->conns[p->n].pend_cap = 0;
+    p->conns[p->n].holding = 0;
     p->n++;
 }
 
@@ -295,10 +303,30 @@ static void from_client(rt_proxy *p, rt_conn *c, char *buf)
         c->repl_len = p->mangle_len;
         p->mangle_repl = NULL;
         p->mangle_len = 0;
+    } else if (p->hold_armed && !c->mangling && !c->dropping &&
+               contains_ci(buf, (size_t)n, p->hold_needle)) {
+        p->hold_armed = 0;
+        c->holding = 1;
     }
     pthread_mutex_unlock(&p->mu);
     if (send_all(c->sfd, buf, (size_t)n) != 0)
         close_conn(c);
+}
+
+/* Append buf[0..n) to c's pending bytes; -1 out of memory. */
+static int pend_add(rt_conn *c, const char *buf, size_t n)
+{
+    if (c->pend_len + n > c->pend_cap) {
+        size_t cap = (c->pend_len + n) * 2;
+        char *v = realloc(c->pend, cap);
+        if (v == NULL)
+            return -1;
+        c->pend = v;
+        c->pend_cap = cap;
+    }
+    memcpy(c->pend + c->pend_len, buf, n);
+    c->pend_len += n;
+    return 0;
 }
 
 /* Server -> client. */
@@ -326,18 +354,10 @@ static void from_server(rt_proxy *p, rt_conn *c, char *buf)
         /* Gather the reply; once it is whole, send the replacement in its
          * place and whatever came after it as is. */
         long whole;
-        if (c->pend_len + (size_t)n > c->pend_cap) {
-            size_t cap = (c->pend_len + (size_t)n) * 2;
-            char *v = realloc(c->pend, cap);
-            if (v == NULL) {
-                close_conn(c);
-                return;
-            }
-            c->pend = v;
-            c->pend_cap = cap;
+        if (pend_add(c, buf, (size_t)n) != 0) {
+            close_conn(c);
+            return;
         }
-        memcpy(c->pend + c->pend_len, buf, (size_t)n);
-        c->pend_len += (size_t)n;
         whole = resp_skip(c->pend, c->pend_len, 0, 0);
         if (whole == 0)
             return;
@@ -359,8 +379,36 @@ static void from_server(rt_proxy *p, rt_conn *c, char *buf)
         c->pend_len = 0;
         return;
     }
+    if (c->holding) {
+        if (pend_add(c, buf, (size_t)n) != 0) {
+            close_conn(c);
+            return;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->held += (size_t)n;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
     if (send_all(c->cfd, buf, (size_t)n) != 0)
         close_conn(c);
+}
+
+/* Send what the holding connections kept, and forward as usual from now. */
+static void unhold_all(rt_proxy *p)
+{
+    size_t i;
+
+    for (i = 0; i < p->n; i++) {
+        rt_conn *c = &p->conns[i];
+        if (c->cfd < 0 || !c->holding)
+            continue;
+        c->holding = 0;
+        if (send_all(c->cfd, c->pend, c->pend_len) != 0)
+            close_conn(c);
+        c->pend_len = 0;
+    }
+    p->held = 0;
 }
 
 static void *proxy_main(void *arg)
@@ -391,6 +439,10 @@ static void *proxy_main(void *arg)
             p->n = 0;
             p->cut_done = p->cut_req;
             p->last_cut_closed = closed;
+        }
+        if (p->unhold_req) {
+            unhold_all(p);
+            p->unhold_req = 0;
         }
         stalled = p->stall;
         refuse = p->refuse;
@@ -527,6 +579,7 @@ void rt_proxy_stop(rt_proxy *p)
     free(p->drop_needle);
     free(p->mangle_needle);
     free(p->mangle_repl);
+    free(p->hold_needle);
     close(p->lfd);
     close(p->wake[0]);
     close(p->wake[1]);
@@ -658,4 +711,39 @@ long rt_proxy_accepted(rt_proxy *p)
     n = p->accepted;
     pthread_mutex_unlock(&p->mu);
     return n;
+}
+
+void rt_proxy_hold_next_reply_matching(rt_proxy *p, const char *needle)
+{
+    char *n = strdup(needle != NULL ? needle : "");
+
+    if (n == NULL) {
+        fprintf(stderr, "rltest: proxy hold: out of memory\n");
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    free(p->hold_needle);
+    p->hold_needle = n;
+    p->hold_armed = 1;
+    pthread_mutex_unlock(&p->mu);
+}
+
+size_t rt_proxy_held(rt_proxy *p)
+{
+    size_t n;
+    pthread_mutex_lock(&p->mu);
+    n = p->held;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int rt_proxy_unhold(rt_proxy *p)
+{
+    int rc;
+    pthread_mutex_lock(&p->mu);
+    p->hold_armed = 0;
+    p->unhold_req = 1;
+    rc = sync_locked(p);
+    pthread_mutex_unlock(&p->mu);
+    return rc;
 }

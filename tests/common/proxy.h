@@ -34,6 +34,10 @@
  *     understood" (garbage, an oversized error, ...).
  *   - stall: nothing is forwarded in either direction; sockets stay open and
  *     new connections are accepted (and stalled too). Like a frozen network.
+ *   - hold: the next client->server chunk containing a given string is
+ *     forwarded, and from then on everything the server sends on that
+ *     connection is kept until the test lets it go (rt_proxy_unhold): "the
+ *     reply is on its way", for as long as the test needs.
  *   - cut all: close every current connection (client and server side).
  *   - refuse: new client connections are accepted and closed at once.
  */
@@ -99,6 +103,25 @@ long rt_proxy_mangled(rt_proxy *p);
 
 /** How many replies were dropped so far (each drop also cut a connection). */
 long rt_proxy_dropped(rt_proxy *p);
+
+/**
+ * Arm "hold the replies on the connection of the next client->server chunk
+ * that contains `needle`" (ASCII, case-insensitive as for drops; NULL or
+ * "": any chunk). That chunk is forwarded; the server's bytes on that
+ * connection are kept (rt_proxy_held counts them) until rt_proxy_unhold().
+ * Re-arming replaces a pending arm. A chunk that a pending drop or mangle
+ * matches is not held.
+ */
+void rt_proxy_hold_next_reply_matching(rt_proxy *p, const char *needle);
+
+/** Bytes held now (0 once let go). */
+size_t rt_proxy_held(rt_proxy *p);
+
+/**
+ * Send every held byte to its client, cancel a pending arm, and forward as
+ * usual from then on; returns once the proxy thread has done so. 0 or -1.
+ */
+int rt_proxy_unhold(rt_proxy *p);
 
 /** Stop (on=1) or resume (on=0) forwarding in both directions. 0 or -1. */
 int rt_proxy_stall(rt_proxy *p, int on);

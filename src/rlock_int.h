@@ -98,6 +98,13 @@ typedef struct rl__url {
 
 int rl__url_parse(rl__url *out, const char *url);
 void rl__url_clear(rl__url *url);
+/* The URL as it may be shown (a message, a log line), into buf: a URL that
+ * parses keeps its scheme and what follows its last '@' (hosts, path,
+ * database), its credentials shown as "***"; one that does not parse shows
+ * "***" after its scheme when that is one rlock knows, else alone. No byte
+ * of any userinfo, whatever the URL's shape, reaches buf. Leaves
+ * rl_last_error() as it was. Returns buf. */
+const char *rl__url_redact(const char *url, char *buf, size_t cap);
 
 /* ---- resp.c (pure): the hot path's own RESP2 encoding and reading ----- */
 

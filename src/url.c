@@ -5,6 +5,7 @@
  *   redis://[[user]:pass@]host[:port][,host[:port]...][/db]   host may be [ipv6]
  *   unix:///path/to/socket[?db=N]
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -297,6 +298,55 @@ int rl__url_parse(rl__url *out, const char *url)
     if (strncmp(url, "rediss://", 9) == 0)
         return fail(out, RL_EINVAL, "TLS (rediss://) is not supported");
     return fail(out, RL_EINVAL, "scheme must be redis://, redlock://, sentinel:// or unix://");
+}
+
+/* Length of a leading "scheme://" of a scheme rlock knows (or refuses by
+ * name), or 0: a word of the user's own in front of "://" may be a
+ * password typed in the wrong place. */
+static size_t scheme_len(const char *url)
+{
+    static const char *const known[] = { "redis://", "redlock://", "sentinel://", "unix://",
+                                         "rediss://" };
+    size_t i;
+
+    for (i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strncmp(url, known[i], strlen(known[i])) == 0)
+            return strlen(known[i]);
+    return 0;
+}
+
+const char *rl__url_redact(const char *url, char *buf, size_t cap)
+{
+    char saved[512];
+    const char *at;
+    size_t head;
+    rl__url u;
+    int ok;
+
+    if (cap == 0)
+        return buf;
+    if (!url)
+        url = "redis://127.0.0.1:6379";
+    /* Whether it parses decides what is shown: a URL of no known shape
+     * may hold a password anywhere (a missing '/' or '@' moves it out of
+     * the userinfo), so nothing of it but the scheme is ever shown. */
+    snprintf(saved, sizeof saved, "%s", rl_last_error());
+    ok = rl__url_parse(&u, url) == RL_OK;
+    rl__url_clear(&u);
+    rl__err(RL_OK, "%s", saved);
+
+    head = scheme_len(url);
+    if (!ok) {
+        snprintf(buf, cap, "%.*s***", (int)head, url);
+        return buf;
+    }
+    /* Parsed: every '@' is the userinfo's (a host never holds one). */
+    at = strrchr(url + head, '@');
+    if (at)
+        snprintf(buf, cap, "%.*s***%s", (int)head, url, at);
+    else
+        snprintf(buf, cap, "%s", url);
+    return buf;
 }
 
 void rl__url_clear(rl__url *u)

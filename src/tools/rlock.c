@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rlock_int.h"
 #include "tool.h"
 
 const char *rt_prog = "rlock";
@@ -71,27 +72,6 @@ void rt_err(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-const char *rt_url_safe(const char *url, char *buf, size_t cap)
-{
-    const char *scheme = strstr(url, "://"), *at, *colon;
-
-    snprintf(buf, cap, "%s", url);
-    if (!scheme)
-        return buf;
-    scheme += 3;
-    /* The credentials end at the last '@': a password may hold '/' (base64)
-     * or '@' written raw, and the URL may be one rlock cannot parse, so the
-     * first '/' is no bound. */
-    at = strrchr(scheme, '@');
-    if (!at)
-        return buf;
-    colon = memchr(scheme, ':', (size_t)(at - scheme));
-    if (!colon)
-        colon = at;    /* "redis://secret@host": a password alone */
-    snprintf(buf, cap, "%.*s%s%s", (int)(colon - url), url, colon == at ? "***" : ":***", at);
-    return buf;
-}
-
 int rt_parse_ms(const char *s, long *out)
 {
     char *end;
@@ -135,7 +115,7 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
     o.on_lost = on_lost;
     o.payload = payload;
     if ((rc = rl_client_new(out, &o)) != RL_OK)
-        rt_err("cannot use %s: %s (%s)", rt_url_safe(co->url, safe, sizeof safe),
+        rt_err("cannot use %s: %s (%s)", rl__url_redact(co->url, safe, sizeof safe),
                rl_strerror(rc), rl_last_error());
     return rc;
 }

@@ -36,8 +36,6 @@ typedef struct rt_common {
 extern const char *rt_prog;
 
 void rt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The URL with any password replaced by "***", into buf. */
-const char *rt_url_safe(const char *url, char *buf, size_t cap);
 /* Parse a non-negative count of ms (at most RL_TIME_MAX_MS): 0 or -1. */
 int rt_parse_ms(const char *s, long *out);
 /* A client for the common options: RL_OK or a status (reported). */

@@ -57,7 +57,9 @@ static int teardown(void **state)
     return it_teardown(state);
 }
 
-static void cli_start(cli *x, const char *const *args)
+/* Start rlock with args; its stdout (and its stderr too with `both`) into
+ * the file x->out. */
+static void cli_spawn(cli *x, const char *const *args, int both)
 {
     const char *argv[32];
     posix_spawn_file_actions_t fa;
@@ -72,6 +74,8 @@ static void cli_start(cli *x, const char *const *args)
     snprintf(x->out, sizeof x->out, "%s/out.%d", tmpdir, ++seq);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, x->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (both)
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
     /* None of the test's own descriptors (its Redis connections): what a
      * command run by rlock holds is rlock's. */
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
@@ -81,6 +85,11 @@ static void cli_start(cli *x, const char *const *args)
         fail_msg("cannot run %s: %s", RLOCK_CLI, strerror(rc));
     if (nstarted < (int)(sizeof started / sizeof started[0]))
         started[nstarted++] = x->pid;
+}
+
+static void cli_start(cli *x, const char *const *args)
+{
+    cli_spawn(x, args, 0);
 }
 
 static int cli_reaped(cli *x)
@@ -112,15 +121,16 @@ static void cli_kill(cli *x)
     }
 }
 
-/* Run to the end; its stdout into buf. */
-static int cli_run(const char *const *args, char *buf, size_t cap, long timeout_ms)
+/* Run to the end; its stdout (with `both`, and its stderr) into buf. */
+static int cli_run_out(const char *const *args, int both, char *buf, size_t cap,
+                       long timeout_ms)
 {
     cli x;
     int st;
     FILE *f;
     size_t n = 0;
 
-    cli_start(&x, args);
+    cli_spawn(&x, args, both);
     st = cli_wait(&x, timeout_ms);
     if (buf) {
         buf[0] = '\0';
@@ -131,6 +141,11 @@ static int cli_run(const char *const *args, char *buf, size_t cap, long timeout_
         buf[n] = '\0';
     }
     return st;
+}
+
+static int cli_run(const char *const *args, char *buf, size_t cap, long timeout_ms)
+{
+    return cli_run_out(args, 0, buf, cap, timeout_ms);
 }
 
 static int key_exists(it_env *e, const char *name)
@@ -235,7 +250,8 @@ static void test_exec_status(void **state)
         assert_non_null(f);
         err[fread(err, 1, sizeof err - 1, f)] = '\0';
         fclose(f);
-        if (!strstr(err, "redis://:***@127.0.0.1:1") || strstr(err, "hunter2") ||
+        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "redis://***:") ||
+            strstr(err, "hunter2") ||
             strstr(err, "ter2"))
             fail_msg("stderr: %s", err);
     }
@@ -1043,6 +1059,47 @@ static void test_exec_terminal_ctrl_c(void **state)
                  kernel, user);
 }
 
+/* ---- URLs ------------------------------------------------------------- */
+
+/* Issue 21 item 11: whatever shape the URL has, its userinfo never reaches
+ * the terminal, given with -u or in $RLOCK_URL, for every subcommand. The
+ * old tool echoed the secret for 6 of these 14 shapes. */
+static void test_url_never_shown(void **state)
+{
+    static const char *urls[] = {
+        "redis//:S3cr3t@127.0.0.1:6379", "redis:/:S3cr3t@127.0.0.1:6379",
+        ":S3cr3t@127.0.0.1:6379", "redis://S3cr3t@127.0.0.1:1", "redis://:S3cr3t@127.0.0.1:1",
+        "redis://u:S3cr3t@127.0.0.1:1", "S3cr3t@h", "redis://:S3cr3t@h:notaport",
+        "rediss://:S3cr3t@h", "http://u:S3cr3t@h", "redis://:S3cr3t", "redis://:S3cr3t@",
+        "redis:///:S3cr3t@h", "redis://:p@ss:S3cr3t@127.0.0.1:1",
+    };
+    static const char *cmds[][5] = {
+        { "list", NULL }, { "show", "n", NULL }, { "release", "--force", "n", NULL },
+        { "exec", "n", "--", "true", NULL },
+    };
+    char out[2048];
+    size_t i, k;
+    int st;
+    (void)state;
+
+    for (i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        for (k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+            const char *args[8] = { "-u", urls[i] };
+            memcpy(args + 2, cmds[k], sizeof cmds[k]);
+            st = cli_run_out(args, 1, out, sizeof out, 10000);
+            if (strstr(out, "S3cr3t") || strstr(out, "3cr3"))
+                fail_msg("rlock -u '%s' %s: the secret shown: %s", urls[i], cmds[k][0], out);
+            if (st != 2)
+                fail_msg("rlock -u '%s' %s exited %d: %s", urls[i], cmds[k][0], st, out);
+        }
+        setenv("RLOCK_URL", urls[i], 1);
+        st = cli_run_out((const char *const[]){ "list", NULL }, 1, out, sizeof out, 10000);
+        if (strstr(out, "S3cr3t"))
+            fail_msg("RLOCK_URL='%s' rlock list: the secret shown: %s", urls[i], out);
+        assert_int_equal(st, 2);   /* cannot use the URL */
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1058,6 +1115,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_url_never_shown, setup, teardown),
     };
 
     if (argc == 4 && strcmp(argv[1], "--sigint-recorder") == 0)

@@ -394,6 +394,102 @@ static void test_too_long(void **state)
     assert_int_equal(rl__url_parse(&u, big), RL_EINVAL);
 }
 
+/* Issue 21 item 11: whatever the URL's shape, no byte of its userinfo is
+ * shown. The planted secret S3cr3t sits where a user would put a password
+ * in each shape, a well-formed one or not. */
+static void test_redact_hides_userinfo(void **state)
+{
+    static const struct { const char *url, *shown; } cases[] = {
+        /* the issue's shapes: a scheme mistyped, or no scheme at all */
+        { "redis//:S3cr3t@127.0.0.1:6379", "***" },
+        { "redis:/:S3cr3t@127.0.0.1:6379", "***" },
+        { ":S3cr3t@127.0.0.1:6379", "***" },
+        { "redis://S3cr3t@host", "redis://***" },
+        /* parsed: the hosts, path and database stay, the userinfo goes */
+        { "redis://:S3cr3t@127.0.0.1:6379", "redis://***@127.0.0.1:6379" },
+        { "redis://alice:S3cr3t@h:1,h2:2/3", "redis://***@h:1,h2:2/3" },
+        { "redis://:p@S3cr3t@h", "redis://***@h" },
+        { "redis://:S3cr3t%40x@h", "redis://***@h" },
+        { "redis://:S3/cr3t@h", "redis://***" },   /* a raw '/' ends the hosts */
+        { "redis://:a,S3cr3t@h1,h2", "redis://***@h1,h2" },
+        { "redlock://:S3cr3t@a:1,b:2,c:3", "redlock://***@a:1,b:2,c:3" },
+        { "sentinel://:S3cr3t@s1:26379/mymaster/2", "sentinel://***@s1:26379/mymaster/2" },
+        { "redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2" },
+        { "unix:///run/redis.sock?db=1", "unix:///run/redis.sock?db=1" },
+        /* refused: nothing but the scheme, wherever the secret went */
+        { "redis://:S3cr3t", "redis://***" },
+        { "redis://:S3cr3t@", "redis://***" },
+        { "redis://:S3cr3t@h:notaport", "redis://***" },
+        { "redis://u:S3cr3t@h/x", "redis://***" },
+        { "redis:///:S3cr3t@h", "redis://***" },
+        { "redis://h:S3cr3t", "redis://***" },
+        { "redis://:S3cr3t%zz@h", "redis://***" },
+        { "rediss://:S3cr3t@h", "rediss://***" },
+        { "http://u:S3cr3t@h", "***" },
+        { "S3cr3t@h", "***" },
+        { "S3cr3t", "***" },
+        { "S3cr3t://h", "***" },            /* a word before "://" is no scheme of rlock's */
+        { "redis:S3cr3t@h", "***" },
+        { "//:S3cr3t@h", "***" },
+        { "redis://:S3cr3t@h?db=1", "redis://***" },
+        { "unix://:S3cr3t@/s", "unix://***" },
+        { "redis\n://:S3cr3t@h", "***" },
+        { "", "***" },
+    };
+    char buf[128];
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rl__err(RL_EINVAL, "detail before");
+        rl__url_redact(cases[i].url, buf, sizeof buf);
+        if (strcmp(buf, cases[i].shown) != 0)
+            fail_msg("'%s' shown as '%s', expected '%s'", cases[i].url, buf, cases[i].shown);
+        if (strstr(buf, "S3cr3t") || strstr(buf, "3cr3"))
+            fail_msg("'%s' shown as '%s': the secret", cases[i].url, buf);
+        /* The caller's detail (the reason the URL was refused) is kept. */
+        assert_string_equal(rl_last_error(), "detail before");
+    }
+    /* NULL is the default URL; a short buffer is cut, still NUL-ended. */
+    assert_string_equal(rl__url_redact(NULL, buf, sizeof buf), "redis://127.0.0.1:6379");
+    rl__url_redact("redis://:S3cr3t@h", buf, 6);
+    assert_string_equal(buf, "redis");
+}
+
+/* The secret planted at every position of many URLs, well-formed or cut
+ * short: it never shows, in the redacted URL or in a parse error's text. */
+static void test_redact_planted_everywhere(void **state)
+{
+    static const char *shapes[] = {
+        "redis://u:@h:1/2", "redis://:@h", "redlock://:@a,b,c", "sentinel://:@s/m/1",
+        "redis//:@h", "redis:/:@h", ":@h", "redis://@h", "unix:///s", "redis://h",
+    };
+    static const char secret[] = "Qz!9kW";
+    char url[128], buf[160];
+    size_t i, at;
+    (void)state;
+
+    for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        for (at = 0; at <= strlen(shapes[i]); at++) {
+            const char *last_at;
+            rl__url u;
+            int rc;
+
+            snprintf(url, sizeof url, "%.*s%s%s", (int)at, shapes[i], secret, shapes[i] + at);
+            rc = rl__url_parse(&u, url);
+            if (rc != RL_OK && strstr(rl_last_error(), secret))
+                fail_msg("'%s': the error '%s' holds the secret", url, rl_last_error());
+            rl__url_clear(&u);
+            rl__url_redact(url, buf, sizeof buf);
+            /* Shown only where a parsed URL keeps it: after its last '@'
+             * (a host, a path, a master's name), never in a userinfo. */
+            last_at = strrchr(url, '@');
+            if (strstr(buf, secret) && (rc != RL_OK || (last_at && strstr(url, secret) < last_at)))
+                fail_msg("'%s' shown as '%s'", url, buf);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +508,8 @@ int main(void)
         cmocka_unit_test(test_seed_errors_say_which),
         cmocka_unit_test(test_redlock_forms),
         cmocka_unit_test(test_sentinel_forms),
+        cmocka_unit_test(test_redact_hides_userinfo),
+        cmocka_unit_test(test_redact_planted_everywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

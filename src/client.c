@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 #define RL__PREFIX_MAX 256
@@ -456,7 +457,7 @@ static void release_all(rl_client *c)
         if (!conn[i])
             continue;
         for (k = 0; k < sent[i]; k++) {
-            if (redisGetReply(conn[i]->ctx, (void **)&r) != REDIS_OK)
+            if (rl__redis_get_reply(conn[i]->ctx, (void **)&r) != REDIS_OK)
                 break;
             freeReplyObject(r);
         }

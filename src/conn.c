@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <stdio.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 static struct timeval ms_to_tv(long ms)
@@ -167,7 +168,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     conn->fence.server = s;
     for (i = 0; i < n; i++) {
         int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
-        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
+        if (rl__redis_get_reply(ctx, (void **)&r) != REDIS_OK) {
             rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
                          "handshake with %s: %s", s->name,
                          describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
@@ -254,7 +255,7 @@ int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead)
 
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc, const char **argv, const size_t *lens)
 {
-    redisReply *r = redisCommandArgv(conn->ctx, argc, argv, lens);
+    redisReply *r = rl__redis_command_argv(conn->ctx, argc, argv, lens);
 
     if (!r) {
         if (conn->ctx->err == 0)
@@ -356,7 +357,8 @@ static int write_all(rl__conn *conn, size_t len)
         return RL__UNSENT;
     }
     while (off < len) {
-        ssize_t n = write(fd, conn->wbuf + off, len - off);
+        /* MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE. */
+        ssize_t n = send(fd, conn->wbuf + off, len - off, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0 && off == 0) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 /* ---- a change, sent and resolved -------------------------------------- */
@@ -35,7 +36,7 @@ static void fence_elsewhere(rl_client *c, const rl__fence *dead)
 
     if (rl__pool_get(c, dead->server, &conn) != RL_OK)
         return;
-    if (rl__conn_append_kill(conn, dead) && redisGetReply(conn->ctx, (void **)&r) == REDIS_OK)
+    if (rl__conn_append_kill(conn, dead) && rl__redis_get_reply(conn->ctx, (void **)&r) == REDIS_OK)
         freeReplyObject(r);
     rl__pool_put(c, conn);
 }
@@ -74,7 +75,7 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count,
         n++;
         rc = RL_OK;
         for (i = 0; i < n; i++) {
-            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK) {
                 rc = rl__err(RL_ECONN, "reading back a hold count: %s", rl__conn_error(conn));
                 break;
             }
@@ -461,7 +462,7 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
         rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
         n++;
         for (i = 0; i < n; i++) {
-            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK) {
+            if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK) {
                 rc = rl__err(RL_ECONN, "dropping a leftover field: %s", rl__conn_error(conn));
                 /* The drop may still run late: that connection must be fenced too. */
                 *late = conn->fence;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 /* Copy s into out (cap bytes, NUL included), each byte outside
@@ -94,7 +95,7 @@ static int read_record(rl_client *c, rl__conn *conn, int n)
     int i, rc = RL_OK;
 
     for (i = 0; i < n; i++) {
-        if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
+        if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK)
             return RL_ECONN;
         if (r->type == REDIS_REPLY_ERROR && rc == RL_OK) {
             rc = RL_EREDIS;
@@ -162,7 +163,7 @@ static void flush_all(rl__conn **conn, int n)
         if (!conn[i])
             continue;
         done = 0;
-        while (!done && redisBufferWrite(conn[i]->ctx, &done) == REDIS_OK)
+        while (!done && rl__redis_buffer_write(conn[i]->ctx, &done) == REDIS_OK)
             ;
     }
 }
@@ -189,7 +190,7 @@ void rl__owner_erase(rl_client *c)
     for (i = 0; i < n; i++) {
         if (!conn[i])
             continue;
-        if (redisGetReply(conn[i]->ctx, (void **)&r) == REDIS_OK)
+        if (rl__redis_get_reply(conn[i]->ctx, (void **)&r) == REDIS_OK)
             freeReplyObject(r);
         rl__pool_put(c, conn[i]);
     }

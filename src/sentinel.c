@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 #define RL__SENTINEL_MAX_AGE_MS 30000
@@ -91,8 +92,8 @@ static int ask_one(rl_client *c, int i, char *host, size_t cap, int *port, long 
     argv[1] = "MASTER";
     lens[1] = 6;
     redisAppendCommandArgv(ctx, 3, argv, lens);
-    if (redisGetReply(ctx, (void **)&addr) != REDIS_OK ||
-        redisGetReply(ctx, (void **)&master) != REDIS_OK) {
+    if (rl__redis_get_reply(ctx, (void **)&addr) != REDIS_OK ||
+        rl__redis_get_reply(ctx, (void **)&master) != REDIS_OK) {
         rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port, ctx->errstr);
     } else if (addr->type == REDIS_REPLY_NIL) {
         rc = rl__err(RL_EINVAL, "sentinel %s:%d knows no master named '%s'", ep->host, ep->port,

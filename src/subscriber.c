@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 #define RL__PING_MS 1000
@@ -392,7 +393,7 @@ static int64_t prepare_link(sub_state *st, int64_t now)
      * (With nothing queued, redisBufferWrite says done at once.) */
     pthread_mutex_unlock(&c->mu);
     while (!done) {
-        if (redisBufferWrite(st->ctx, &done) != REDIS_OK)
+        if (rl__redis_buffer_write(st->ctx, &done) != REDIS_OK)
             break;
     }
     pthread_mutex_lock(&c->mu);
@@ -478,7 +479,7 @@ static void switch_connect(rl_client *c, switch_link *sl, int64_t now)
     ctx = rl__sentinel_connect(c, sl->next);
     if (ctx) {
         redisAppendCommand(ctx, "SUBSCRIBE +switch-master");
-        while (!done && redisBufferWrite(ctx, &done) == REDIS_OK)
+        while (!done && rl__redis_buffer_write(ctx, &done) == REDIS_OK)
             ;
     }
     pthread_mutex_lock(&c->mu);
@@ -507,7 +508,7 @@ static int64_t switch_keepalive(rl_client *c, switch_link *sl)
     if (now - sl->last_io < RL__PING_MS)
         return sl->last_io + RL__PING_MS - now;
     redisAppendCommand(sl->ctx, "PING");
-    while (!done && redisBufferWrite(sl->ctx, &done) == REDIS_OK)
+    while (!done && rl__redis_buffer_write(sl->ctx, &done) == REDIS_OK)
         ;
     sl->ping_sent = now;
     return c->command_ms;

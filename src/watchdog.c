@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 
 typedef struct snap {
@@ -221,7 +222,7 @@ static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, si
         append_chunk(c, conn->ctx, s, i, m, argv, lens);
         how = ASKED_DOWN;
         for (k = 0; k < 2; k++) {
-            if (redisGetReply(conn->ctx, (void **)&r) != REDIS_OK)
+            if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK)
                 break;
             if (k == 1) {
                 how = ASKED_REFUSED;
@@ -264,7 +265,7 @@ static void read_chunks(rl_client *c, group *g, const snap *s, char *flags, char
         m = call_len(s, end, i, mixed, which);
         if (flags[i] != which)
             continue;
-        if (redisGetReply(g->conn->ctx, (void **)&r) != REDIS_OK) {
+        if (rl__redis_get_reply(g->conn->ctx, (void **)&r) != REDIS_OK) {
             g->rc = rl__err(RL_ECONN, "renewal on %s: %s", g->srv->name,
                             rl__conn_error(g->conn));
             return;
@@ -354,7 +355,7 @@ static int flush(group *g)
     int done = 0;
 
     while (!done)
-        if (redisBufferWrite(g->conn->ctx, &done) != REDIS_OK)
+        if (rl__redis_buffer_write(g->conn->ctx, &done) != REDIS_OK)
             return rl__err(RL_ECONN, "renewal on %s: %s", g->srv->name, rl__conn_error(g->conn));
     return RL_OK;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nopipe.h"
 #include "rlock_int.h"
 #include "tool.h"
 
@@ -259,7 +260,7 @@ static void read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
         redisAppendCommandArgv(conn->ctx, 2, a4, l4);
     }
     for (i = 0; i < 4; i++) {
-        if (redisGetReply(conn->ctx, (void **)&r[i]) != REDIS_OK) {
+        if (rl__redis_get_reply(conn->ctx, (void **)&r[i]) != REDIS_OK) {
             rt_err("%s: %s", s->name, rl__conn_error(conn));
             sc->failed = 1;
             ok = 0;

@@ -170,12 +170,14 @@ typedef struct job {
     long long kill_at;  /* SIGKILL to the group at this time, -1: none */
 } job;
 
-/* Take the terminal back (SIGTTOU is blocked: rlock is in the background
- * of it by then). */
+/* Take the terminal back when the command's group has it (SIGTTOU is
+ * blocked: rlock is in the background of it by then). Never from the
+ * shell: after a stop and `bg`, rlock runs in the background. */
 static void tty_back(job *j)
 {
     if (j->tty >= 0) {
-        tcsetpgrp(j->tty, getpgrp());
+        if (tcgetpgrp(j->tty) == j->pid)
+            tcsetpgrp(j->tty, getpgrp());
         close(j->tty);
         j->tty = -1;
     }
@@ -192,19 +194,19 @@ static void stop_group(job *j, int why, int sig, long grace_ms)
     j->kill_at = mono_ms() + grace_ms;
 }
 
-/* The command stopped (Ctrl-Z on the terminal it was given): stop rlock
- * too, so that the shell sees the job stopped; once continued in the
- * foreground, give the terminal back to the command and continue it. */
+/* The command stopped (Ctrl-Z on the terminal it was given, or a read of
+ * the terminal in the background): stop rlock too, with the terminal
+ * back, so that the shell sees the job stopped. Once continued (fg or bg),
+ * continue the command, with the terminal when rlock has it (fg). */
 static void job_stopped(job *j)
 {
-    int tty = j->tty;
-
-    if (tty < 0)
+    if (j->tty < 0)
         return;
-    tcsetpgrp(tty, getpgrp());
+    if (tcgetpgrp(j->tty) == j->pid)
+        tcsetpgrp(j->tty, getpgrp());
     kill(getpid(), SIGSTOP);
-    if (tcgetpgrp(tty) == getpgrp())
-        tcsetpgrp(tty, j->pid);
+    if (tcgetpgrp(j->tty) == getpgrp())
+        tcsetpgrp(j->tty, j->pid);
     kill(-j->pid, SIGCONT);
 }
 

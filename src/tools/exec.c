@@ -183,7 +183,8 @@ static void tty_back(job *j)
     }
 }
 
-/* Stop the whole group: `sig` now, SIGKILL after the grace. */
+/* Stop the whole group: `sig` now, SIGKILL after the grace. A stopped
+ * process would keep `sig` pending through the grace: SIGCONT lets it act. */
 static void stop_group(job *j, int why, int sig, long grace_ms)
 {
     if (j->why)
@@ -191,6 +192,7 @@ static void stop_group(job *j, int why, int sig, long grace_ms)
     j->why = why;
     tty_back(j);
     kill(-j->pid, sig);
+    kill(-j->pid, SIGCONT);
     j->kill_at = mono_ms() + grace_ms;
 }
 

@@ -507,6 +507,26 @@ static void test_exec_group_on_exit(void **state)
     IT_EQ(cli_wait(&x, 10000), 3);
 }
 
+/* A command stopped (SIGSTOP, not from a terminal) when rlock is told to
+ * stop: the group is continued along with the SIGTERM, so that it ends at
+ * once instead of after the grace. */
+static void test_exec_group_stopped(void **state)
+{
+    it_env *e = *state;
+    int64_t t0;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gstop", (const char *[]){ "--grace", "5000", NULL }, "",
+                          "wait");
+    IT_EQ(kill(g, SIGSTOP), 0);
+    IT_EQ(kill(x.pid, SIGTERM), 0);
+    t0 = rt_now_ms();
+    assert_gone_before_release(e, "gstop", g);
+    IT_RANGE(rt_now_ms() - t0, 0, 4000);       /* not the grace's SIGKILL */
+    IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
+}
+
 /* ---- list, show, owner identity -------------------------------------- */
 
 static void test_list_show(void **state)
@@ -1302,6 +1322,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_group_ignoring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_loss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_stopped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_and_rw_shown, setup, teardown),

@@ -492,6 +492,17 @@ static void test_exec_group_on_loss(void **state)
         kill(g, SIGKILL);
         fail_msg("rlock exited 4 with the command's child %d still running", (int)g);
     }
+
+    /* A fixed lease that runs out while the command runs: the same. */
+    g = start_grandparent(&x, "gfixed", (const char *[]){ "--lease", "700", "--grace", "300",
+                                                          NULL },
+                          "trap '' TERM;", "wait");
+    IT_EQ(cli_wait(&x, 10000), 4);
+    if (!gone(g)) {
+        kill(g, SIGKILL);
+        fail_msg("rlock exited 4 (fixed lease) with the command's child %d still running",
+                 (int)g);
+    }
 }
 
 /* The command exits and leaves a child behind in its group: stopped too

@@ -4,7 +4,9 @@
  * that thread is enough: it stays pending instead of being delivered, and
  * is taken back with a zero-timeout sigtimedwait() before the mask is
  * restored. A SIGPIPE that was already pending when the write began is the
- * application's and stays (a second one would merge into it anyway).
+ * application's and stays (a second one would merge into it anyway). The
+ * one case taken by mistake: a SIGPIPE sent to the whole process with
+ * kill() during the call while every other thread blocks it.
  */
 #include <errno.h>
 #include <pthread.h>

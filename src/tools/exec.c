@@ -9,6 +9,16 @@
  * asked too at each tick of the loop, because it does not depend on the
  * watchdog thread being scheduled (it compares the last confirmed expiry
  * with the clock).
+ *
+ * The command runs in a process group of its own, and rlock is a child
+ * subreaper: whatever the command starts stays in its group (unless it
+ * leaves it) and, orphaned, becomes rlock's child. Every stop (a signal,
+ * the lease lost, the command's own exit with children left) is sent to the
+ * whole group, and the lock is released only once no process of the group
+ * is left: nothing the command started runs on without the lock. In the
+ * foreground of a terminal the command's group gets the terminal (its
+ * Ctrl-C, Ctrl-Z and reads are the command's, as under a shell) and rlock
+ * takes it back when the command is over.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +29,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -92,13 +103,18 @@ static void *watch_main(void *arg)
     }
 }
 
-static int spawn(pid_t *pid, char **cmd, const sigset_t *mask)
+/* The command, in a process group of its own (pgid = its pid); with tty >= 0
+ * that group is made the terminal's foreground group before the command
+ * runs (so that it never reads the terminal as a background job). */
+static int spawn(pid_t *pid, char **cmd, const sigset_t *mask, int tty)
 {
+    posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     sigset_t def;
     int rc;
 
     posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&fa);
     sigemptyset(&def);
     sigaddset(&def, SIGPIPE);
     sigaddset(&def, SIGTERM);
@@ -106,12 +122,175 @@ static int spawn(pid_t *pid, char **cmd, const sigset_t *mask)
     sigaddset(&def, SIGHUP);
     sigaddset(&def, SIGQUIT);
     sigaddset(&def, SIGCHLD);
+    sigaddset(&def, SIGTTOU);
     posix_spawnattr_setsigmask(&attr, mask);
     posix_spawnattr_setsigdefault(&attr, &def);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    rc = posix_spawnp(pid, cmd[0], NULL, &attr, cmd, environ);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                    POSIX_SPAWN_SETPGROUP);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+    if (tty >= 0)
+        posix_spawn_file_actions_addtcsetpgrp_np(&fa, tty);
+    rc = posix_spawnp(pid, cmd[0], &fa, &attr, cmd, environ);
+#else
+    /* Handed over from here: a read of the command's before it is made
+     * stops it (SIGTTIN), and the SIGCONT continues it. */
+    rc = posix_spawnp(pid, cmd[0], &fa, &attr, cmd, environ);
+    if (rc == 0 && tty >= 0 && tcsetpgrp(tty, *pid) == 0)
+        kill(-*pid, SIGCONT);
+#endif
+    posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     return rc;
+}
+
+/* The controlling terminal, when rlock's group is its foreground group:
+ * the command's group gets it. Else -1 (no terminal, or rlock runs in the
+ * background: the command's group stays in the background too). */
+static int foreground_tty(void)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (fd >= 0 && tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* The command and what it started, as one process group. */
+typedef struct job {
+    pid_t pid;          /* the command, leader of the group `pid` */
+    int tty;            /* the terminal handed to the group, -1: none */
+    int st;             /* the command's wait status, once `exited` */
+    int exited;
+    int why;            /* 's' a stop signal, 'l' the lease lost, 'x' the command exited */
+    int stop_sig;
+    int killed;         /* SIGKILL sent */
+    long long kill_at;  /* SIGKILL to the group at this time, -1: none */
+} job;
+
+/* Take the terminal back when the command's group has it (SIGTTOU is
+ * blocked: rlock is in the background of it by then). Never from the
+ * shell: after a stop and `bg`, rlock runs in the background. */
+static void tty_back(job *j)
+{
+    if (j->tty >= 0) {
+        if (tcgetpgrp(j->tty) == j->pid)
+            tcsetpgrp(j->tty, getpgrp());
+        close(j->tty);
+        j->tty = -1;
+    }
+}
+
+/* Stop the whole group: `sig` now, SIGKILL after the grace. A stopped
+ * process would keep `sig` pending through the grace: SIGCONT lets it act. */
+static void stop_group(job *j, int why, int sig, long grace_ms)
+{
+    if (j->why)
+        return;
+    j->why = why;
+    tty_back(j);
+    kill(-j->pid, sig);
+    kill(-j->pid, SIGCONT);
+    j->kill_at = mono_ms() + grace_ms;
+}
+
+/* The command stopped (Ctrl-Z on the terminal it was given, or a read of
+ * the terminal in the background): stop rlock too, with the terminal
+ * back, so that the shell sees the job stopped. Once continued (fg or bg),
+ * continue the command, with the terminal when rlock has it (fg). */
+static void job_stopped(job *j)
+{
+    if (j->tty < 0)
+        return;
+    if (tcgetpgrp(j->tty) == j->pid)
+        tcsetpgrp(j->tty, getpgrp());
+    kill(getpid(), SIGSTOP);
+    if (tcgetpgrp(j->tty) == getpgrp())
+        tcsetpgrp(j->tty, j->pid);
+    kill(-j->pid, SIGCONT);
+}
+
+/* Reap every child that ended: the command (its status kept), and those
+ * of its group orphaned to rlock (a subreaper). */
+static void reap(job *j)
+{
+    pid_t r;
+    int st;
+
+    if (!j->exited && (r = waitpid(j->pid, &st, WNOHANG | WUNTRACED)) == j->pid) {
+        if (WIFSTOPPED(st))
+            job_stopped(j);
+        else {
+            j->st = st;
+            j->exited = 1;
+        }
+    }
+    while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (r == j->pid) {
+            j->st = st;
+            j->exited = 1;
+        }
+    }
+}
+
+/* No process of the group is left (zombies count: reap() reaps ours). */
+static int group_gone(const job *j)
+{
+    return kill(-j->pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Run until the command and every process of its group are gone. */
+static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
+{
+    for (;;) {
+        struct pollfd p[2] = { { sfd, POLLIN, 0 }, { lost_pipe[0], POLLIN, 0 } };
+        struct signalfd_siginfo si;
+        long long now = mono_ms();
+        int timeout = RT_TICK_MS;
+        char drain[64];
+
+        if (j->kill_at >= 0 && !j->killed && j->kill_at - now < timeout)
+            timeout = j->kill_at > now ? (int)(j->kill_at - now) : 0;
+        if (poll(p, 2, timeout) < 0 && errno != EINTR)
+            break;
+        /* Passed on to the group, which never shares rlock's: a signal
+         * rlock got, the command's group did not (a terminal's goes to its
+         * foreground group, the command's once it was handed the terminal). */
+        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            int sig = (int)si.ssi_signo;
+            if (sig == SIGCHLD)
+                continue;
+            if (j->why) {
+                kill(-j->pid, sig);
+            } else {
+                j->stop_sig = sig;
+                stop_group(j, 's', sig, grace_ms);
+            }
+        }
+        while (read(lost_pipe[0], drain, sizeof drain) > 0)
+            p[1].revents = POLLIN;
+        if (!j->why && (p[1].revents || rl_lock_interrupted(lock) == 1)) {
+            rt_err("the lease of '%s' was lost: stopping the command (SIGTERM, SIGKILL "
+                   "after %ld ms)", name, grace_ms);
+            stop_group(j, 'l', SIGTERM, grace_ms);
+        }
+        /* SIGCHLD may coalesce: ask after every wake-up. */
+        reap(j);
+        if (j->exited && !j->why && !group_gone(j)) {
+            rt_err("the command left processes behind: stopping them (SIGTERM, SIGKILL "
+                   "after %ld ms)", grace_ms);
+            stop_group(j, 'x', SIGTERM, grace_ms);
+        }
+        if (j->exited && group_gone(j))
+            break;
+        if (j->kill_at >= 0 && !j->killed && mono_ms() >= j->kill_at) {
+            kill(-j->pid, SIGKILL);
+            j->killed = 1;
+        }
+    }
+    tty_back(j);
 }
 
 static const char exec_usage[] =
@@ -129,16 +308,15 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         { NULL, 0, NULL, 0 },
     };
     long wait_ms = RL_WAIT_FOREVER, lease_ms = RL_LEASE_WATCHDOG, grace_ms = RT_GRACE_MS;
-    sigset_t stops, old;
+    sigset_t stops, ttou, old;
     rl_client *client = NULL;
     rl_lock *lock = NULL;
     const char *name;
     char **cmd;
     watch w;
     pthread_t wt;
-    pid_t pid;
-    int opt, rc, st = 0, ex, why = 0, stop_sig = 0, killed = 0, sfd;
-    long long kill_at = -1;
+    job j;
+    int opt, rc, ex, sfd;
 
     while ((opt = getopt_long(argc, argv, "+" RT_COMMON_SHORT "w:l:g:W:", longs, NULL)) != -1) {
         long *to = opt == 'w' ? &wait_ms : opt == 'l' ? &lease_ms : opt == 'g' ? &grace_ms
@@ -185,7 +363,9 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     sigaddset(&stops, SIGQUIT);
     sigaddset(&stops, SIGCHLD);
     signal(SIGPIPE, SIG_IGN);
-    if (sigprocmask(SIG_BLOCK, &stops, &old) != 0 ||
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    if (sigprocmask(SIG_BLOCK, &stops, &old) != 0 || sigprocmask(SIG_BLOCK, &ttou, NULL) != 0 ||
         (sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
         pipe2(lost_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         rt_err("signals: %s", strerror(errno));
@@ -234,75 +414,35 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         return rt_exit_of(rc);
     }
 
-    if ((rc = spawn(&pid, cmd, &old)) != 0) {
+    /* Orphans of the command's group become rlock's children (to reap). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    memset(&j, 0, sizeof j);
+    j.kill_at = -1;
+    j.tty = foreground_tty();
+    if ((rc = spawn(&j.pid, cmd, &old, j.tty)) != 0) {
         rt_err("%s: %s", cmd[0], strerror(rc));
+        tty_back(&j);
         rl_lock_release(lock);
         rl_lock_free(lock);
         rl_client_free(client);
         return rc == ENOENT ? RT_EXIT_NOTFOUND : RT_EXIT_NOEXEC;
     }
-
-    for (;;) {
-        struct pollfd p[2] = { { sfd, POLLIN, 0 }, { lost_pipe[0], POLLIN, 0 } };
-        struct signalfd_siginfo si;
-        long long now = mono_ms();
-        int timeout = RT_TICK_MS, gone = 0;
-        char drain[64];
-
-        if (kill_at >= 0 && !killed && kill_at - now < timeout)
-            timeout = kill_at > now ? (int)(kill_at - now) : 0;
-        if (poll(p, 2, timeout) < 0 && errno != EINTR)
-            break;
-        while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            int sig = (int)si.ssi_signo;
-            if (sig == SIGCHLD)
-                continue;
-            /* Passed on to the command; we leave once it is gone. Not
-             * when the terminal sent it (Ctrl-C, Ctrl-\, a hangup): it
-             * went to the whole foreground group, the command included,
-             * and a second one would read as "press again to force". */
-            if (si.ssi_code != SI_KERNEL || getpgid(pid) != getpgrp())
-                kill(pid, sig);
-            if (!why) {
-                why = 's';
-                stop_sig = sig;
-                kill_at = mono_ms() + grace_ms;
-            }
-        }
-        while (read(lost_pipe[0], drain, sizeof drain) > 0)
-            p[1].revents = POLLIN;
-        if (!why && (p[1].revents || rl_lock_interrupted(lock) == 1)) {
-            why = 'l';
-            rt_err("the lease of '%s' was lost: stopping the command (SIGTERM, SIGKILL "
-                   "after %ld ms)", name, grace_ms);
-            kill(pid, SIGTERM);
-            kill_at = mono_ms() + grace_ms;
-        }
-        /* SIGCHLD may coalesce: ask after every wake-up. */
-        rc = waitpid(pid, &st, WNOHANG);
-        gone = rc == pid || (rc < 0 && errno == ECHILD);
-        if (gone)
-            break;
-        if (kill_at >= 0 && !killed && mono_ms() >= kill_at) {
-            kill(pid, SIGKILL);
-            killed = 1;
-        }
-    }
+    run(&j, lock, sfd, name, grace_ms);
 
     rc = rl_lock_release(lock);
-    if (rc == RL_ELOST && !why)
-        why = 'l';
+    if (rc == RL_ELOST && j.why != 's')
+        j.why = 'l';
     else if (rc != RL_OK && rc != RL_ELOST)
         rt_err("release of '%s': %s (%s); it runs out with its lease", name, rl_strerror(rc),
                rl_last_error());
-    if (why == 's')
-        ex = 128 + stop_sig;
-    else if (why == 'l')
+    if (j.why == 's')
+        ex = 128 + j.stop_sig;
+    else if (j.why == 'l')
         ex = RT_EXIT_LOST;
-    else if (WIFEXITED(st))
-        ex = WEXITSTATUS(st);
-    else if (WIFSIGNALED(st))
-        ex = 128 + WTERMSIG(st);
+    else if (WIFEXITED(j.st))
+        ex = WEXITSTATUS(j.st);
+    else if (WIFSIGNALED(j.st))
+        ex = 128 + WTERMSIG(j.st);
     else
         ex = RT_EXIT_REDIS;
     rl_lock_free(lock);

@@ -298,6 +298,19 @@ static void test_wrong_type_key(void **state)
     rl_client_free(c);
 }
 
+/* Every message of the log callback, checked for a password (issue 21
+ * item 11: the userinfo never reaches the log). */
+static int log_leaks;
+
+static void log_no_password(int level, const char *message, void *payload)
+{
+    (void)level;
+    (void)payload;
+    if (strstr(message, "hunter") || strstr(message, "p@ss") || strstr(message, "p%40ss") ||
+        strstr(message, "wrong"))
+        log_leaks++;
+}
+
 static void test_auth(void **state)
 {
     it_env *e = *state;
@@ -313,13 +326,16 @@ static void test_auth(void **state)
     IT_RC(rc, RL_EAUTH);
     assert_ptr_equal(c, UNTOUCHED);
     /* a wrong one */
+    log_leaks = 0;
     snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", e->redis->port);
     it_options(&o, url, 0, 0);
+    o.log = log_no_password;
     IT_RC(rl_client_new(&c, &o), RL_EAUTH);
     assert_ptr_equal(c, UNTOUCHED);
     /* a wrong one with the ACL user; the detail never shows the password */
     snprintf(url, sizeof url, "redis://default:hunter%%32zz@127.0.0.1:%d", e->redis->port);
     it_options(&o, url, 0, 0);
+    o.log = log_no_password;
     IT_RC(rl_client_new(&c, &o), RL_EAUTH);
     assert_ptr_equal(c, UNTOUCHED);
     if (strstr(rl_last_error(), "hunter") != NULL)
@@ -328,6 +344,7 @@ static void test_auth(void **state)
     /* the right password, percent-encoded, with and without a user */
     snprintf(url, sizeof url, "redis://:%s@127.0.0.1:%d", IT_PASSWORD_ENC, e->redis->port);
     it_options(&o, url, 0, 0);
+    o.log = log_no_password;
     c = it_client_opts(&o);
     l = it_lock(c, "authed");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
@@ -339,8 +356,10 @@ static void test_auth(void **state)
     snprintf(url, sizeof url, "redis://default:%s@127.0.0.1:%d/0", IT_PASSWORD_ENC,
              e->redis->port);
     it_options(&o, url, 0, 0);
+    o.log = log_no_password;
     c = it_client_opts(&o);
     rl_client_free(c);
+    IT_EQ(log_leaks, 0);
 }
 
 static void test_unreachable(void **state)

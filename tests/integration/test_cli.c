@@ -250,7 +250,8 @@ static void test_exec_status(void **state)
         assert_non_null(f);
         err[fread(err, 1, sizeof err - 1, f)] = '\0';
         fclose(f);
-        if (!strstr(err, "redis://:***@127.0.0.1:1") || strstr(err, "hunter2") ||
+        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "redis://***:") ||
+            strstr(err, "hunter2") ||
             strstr(err, "ter2"))
             fail_msg("stderr: %s", err);
     }
@@ -389,6 +390,152 @@ static void test_exec_sigterm(void **state)
         rl_lock_free(l);
         rl_client_free(c);
     }
+}
+
+/* ---- exec: the command's whole process group (issue 21 item 10) ------- */
+
+/* rlock exec NAME -- sh -c '<trap> sleep 60 & echo $! > gpid; <then>':
+ * started; returns the grandchild's pid (the sleep) once the lock is held.
+ * `then` is "wait" (the shell waits for the sleep) or an exit. */
+static pid_t start_grandparent(cli *x, const char *name, const char *const *opts,
+                               const char *trap, const char *then)
+{
+    static int seq;
+    const char *args[24];
+    char script[1400], pidfile[400];
+    int n = 0, i;
+    pid_t grandchild = 0;
+
+    snprintf(pidfile, sizeof pidfile, "%s/gpid.%d", tmpdir, ++seq);
+    snprintf(script, sizeof script, "%s sleep 60 & echo $! > %s.tmp && mv %s.tmp %s; %s",
+             trap, pidfile, pidfile, pidfile, then);
+    args[n++] = "exec";
+    for (i = 0; opts && opts[i]; i++)
+        args[n++] = opts[i];
+    args[n++] = name;
+    args[n++] = "--";
+    args[n++] = "sh";
+    args[n++] = "-c";
+    args[n++] = script;
+    args[n] = NULL;
+    cli_start(x, args);
+    IT_WAIT((grandchild = read_pid(pidfile)) > 0 || cli_reaped(x), 10000);
+    if (x->done && !grandchild)
+        fail_msg("rlock exec ended early, status 0x%x", x->status);
+    return grandchild;
+}
+
+/* Wait until the lock's key is gone (the release); the grandchild must be
+ * gone by then. The old rlock released with the grandchild still running
+ * (reparented to init, for the rest of its 60 s). */
+static void assert_gone_before_release(it_env *e, const char *name, pid_t grandchild)
+{
+    int alive_at_release;
+
+    IT_WAIT(!key_exists(e, name), 10000);
+    alive_at_release = !gone(grandchild);
+    if (alive_at_release) {
+        kill(grandchild, SIGKILL);
+        fail_msg("'%s' released while the command's child %d still ran", name,
+                 (int)grandchild);
+    }
+}
+
+static void test_exec_group_on_sigterm(void **state)
+{
+    it_env *e = *state;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gterm", NULL, "", "wait");
+    IT_EQ(key_exists(e, "gterm"), 1);
+    IT_EQ(kill(x.pid, SIGTERM), 0);
+    assert_gone_before_release(e, "gterm", g);
+    IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
+}
+
+/* A command and its child that ignore SIGTERM and SIGINT: killed as a
+ * group after the grace, then released. */
+static void test_exec_group_ignoring(void **state)
+{
+    it_env *e = *state;
+    int64_t t0;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gign", (const char *[]){ "--grace", "300", NULL },
+                          "trap '' TERM INT;", "wait");
+    IT_EQ(kill(x.pid, SIGINT), 0);
+    t0 = rt_now_ms();
+    assert_gone_before_release(e, "gign", g);
+    IT_RANGE(rt_now_ms() - t0, 250, 10000);    /* not before the grace */
+    IT_EQ(cli_wait(&x, 10000), 128 + SIGINT);
+}
+
+static void test_exec_group_on_loss(void **state)
+{
+    it_env *e = *state;
+    char key[64];
+    size_t kl = it_key(key, sizeof key, "rl:", "gloss", 5, NULL);
+    redisReply *r;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gloss", (const char *[]){ "--watchdog-lease", "600",
+                                                            "--grace", "300", NULL },
+                          "trap '' TERM;", "wait");
+    r = redisCommand(e->rc, "DEL %b", key, kl);
+    assert_non_null(r);
+    freeReplyObject(r);
+    IT_EQ(cli_wait(&x, 10000), 4);
+    if (!gone(g)) {
+        kill(g, SIGKILL);
+        fail_msg("rlock exited 4 with the command's child %d still running", (int)g);
+    }
+
+    /* A fixed lease that runs out while the command runs: the same. */
+    g = start_grandparent(&x, "gfixed", (const char *[]){ "--lease", "700", "--grace", "300",
+                                                          NULL },
+                          "trap '' TERM;", "wait");
+    IT_EQ(cli_wait(&x, 10000), 4);
+    if (!gone(g)) {
+        kill(g, SIGKILL);
+        fail_msg("rlock exited 4 (fixed lease) with the command's child %d still running",
+                 (int)g);
+    }
+}
+
+/* The command exits and leaves a child behind in its group: stopped too
+ * before the release; rlock exits with the command's status. */
+static void test_exec_group_on_exit(void **state)
+{
+    it_env *e = *state;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gexit", NULL, "", "exit 3");
+    assert_gone_before_release(e, "gexit", g);
+    IT_EQ(cli_wait(&x, 10000), 3);
+}
+
+/* A command stopped (SIGSTOP, not from a terminal) when rlock is told to
+ * stop: the group is continued along with the SIGTERM, so that it ends at
+ * once instead of after the grace. */
+static void test_exec_group_stopped(void **state)
+{
+    it_env *e = *state;
+    int64_t t0;
+    pid_t g;
+    cli x;
+
+    g = start_grandparent(&x, "gstop", (const char *[]){ "--grace", "5000", NULL }, "",
+                          "wait");
+    IT_EQ(kill(g, SIGSTOP), 0);
+    IT_EQ(kill(x.pid, SIGTERM), 0);
+    t0 = rt_now_ms();
+    assert_gone_before_release(e, "gstop", g);
+    IT_RANGE(rt_now_ms() - t0, 0, 4000);       /* not the grace's SIGKILL */
+    IT_EQ(cli_wait(&x, 10000), 128 + SIGTERM);
 }
 
 /* ---- list, show, owner identity -------------------------------------- */
@@ -975,13 +1122,45 @@ static int sigint_recorder(const char *codes_path, const char *pid_path)
     return 0;
 }
 
+/* Run rlock with argv (argv[0] RLOCK_CLI) in a pseudo-terminal and a
+ * session of its own: rlock's group is the terminal's foreground group, as
+ * under a shell. The terminal's master side in *master. */
+static pid_t pty_rlock(const char *const *argv, int *master)
+{
+    pid_t pid;
+
+    *master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(*master >= 0);
+    assert_int_equal(grantpt(*master), 0);
+    assert_int_equal(unlockpt(*master), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int slave;
+        setsid();
+        if ((slave = open(ptsname(*master), O_RDWR)) < 0)
+            _exit(126);
+        dup2(slave, 0);
+        dup2(slave, 1);
+        dup2(slave, 2);
+        closefrom(3);
+        execve(RLOCK_CLI, (char *const *)argv, environ);
+        _exit(127);
+    }
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = pid;
+    return pid;
+}
+
 /* Review finding: Ctrl-C in a terminal reaches the whole foreground group,
  * rlock and its command alike; rlock passed it on once more, so the
  * command got two (for many programs, "press again to force"). Now the
- * command gets the terminal's only, and rlock still stops, releases and
- * exits 130. Run in a pseudo-terminal of its own; rlock is stopped while
- * the command takes the terminal's signal, so that a second one cannot
- * merge with the first while both are pending. */
+ * command's group has the terminal (issue 21 item 10): the command gets
+ * the terminal's SIGINT, rlock none, and rlock exits with the command's
+ * status once the command is gone (130 for one that dies of it; the
+ * recorder here exits 0). Run in a pseudo-terminal of its own; rlock is
+ * stopped while the command takes the terminal's signal, so that a second
+ * one cannot merge with the first while both are pending. */
 static void test_exec_terminal_ctrl_c(void **state)
 {
     it_env *e = *state;
@@ -997,10 +1176,6 @@ static void test_exec_terminal_ctrl_c(void **state)
     self[len] = '\0';
     snprintf(codes, sizeof codes, "%s/codes", tmpdir);
     snprintf(pidfile, sizeof pidfile, "%s/rec.pid", tmpdir);
-    master = posix_openpt(O_RDWR | O_NOCTTY);
-    assert_true(master >= 0);
-    assert_int_equal(grantpt(master), 0);
-    assert_int_equal(unlockpt(master), 0);
     argv[0] = RLOCK_CLI;
     argv[1] = "exec";
     argv[2] = "--grace";
@@ -1012,26 +1187,11 @@ static void test_exec_terminal_ctrl_c(void **state)
     argv[8] = codes;
     argv[9] = pidfile;
     argv[10] = NULL;
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* A session of its own, with the terminal as its controlling one:
-         * rlock's group is the terminal's foreground group. */
-        int slave;
-        setsid();
-        if ((slave = open(ptsname(master), O_RDWR)) < 0)
-            _exit(126);
-        dup2(slave, 0);
-        dup2(slave, 1);
-        dup2(slave, 2);
-        closefrom(3);
-        execve(RLOCK_CLI, (char *const *)argv, environ);
-        _exit(127);
-    }
-    if (nstarted < (int)(sizeof started / sizeof started[0]))
-        started[nstarted++] = pid;
+    pid = pty_rlock(argv, &master);
     IT_WAIT(read_pid(pidfile) > 0, 10000);
     IT_EQ(key_exists(e, "tty"), 1);
+    /* The command's group has the terminal (the recorder leads it). */
+    IT_EQ(tcgetpgrp(master), read_pid(pidfile));
     {
         char got[420];
         snprintf(got, sizeof got, "%s.got", pidfile);
@@ -1042,7 +1202,7 @@ static void test_exec_terminal_ctrl_c(void **state)
         IT_EQ(kill(pid, SIGCONT), 0);
     }
     IT_WAIT(waitpid(pid, &st, WNOHANG) == pid, 10000);
-    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 128 + SIGINT);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 0);
     IT_EQ(key_exists(e, "tty"), 0);
     close(master);
     f = fopen(codes, "r");
@@ -1056,6 +1216,66 @@ static void test_exec_terminal_ctrl_c(void **state)
     if (kernel != 1 || user != 0)
         fail_msg("the command got %d SIGINT from the terminal and %d from rlock (want 1, 0)",
                  kernel, user);
+}
+
+/* The terminal comes back to rlock's group once the command is over: here
+ * the command exits and leaves a child that ignores SIGTERM; during the
+ * grace before its SIGKILL the terminal is rlock's again, and the lock is
+ * released only after the child is gone. */
+static void test_exec_terminal_back(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400], script[1400];
+    const char *argv[12] = { RLOCK_CLI, "exec", "--grace", "1500", "ttyb", "--", "sh", "-c" };
+    int master, st = 0;
+    pid_t pid, g = 0;
+
+    snprintf(pidfile, sizeof pidfile, "%s/ttyb.pid", tmpdir);
+    snprintf(script, sizeof script,
+             "trap '' TERM; sleep 60 & echo $! > %s.tmp && mv %s.tmp %s; exit 0", pidfile,
+             pidfile, pidfile);
+    argv[8] = script;
+    pid = pty_rlock(argv, &master);
+    IT_WAIT((g = read_pid(pidfile)) > 0, 10000);
+    IT_WAIT(tcgetpgrp(master) == pid, 1000);
+    IT_EQ(gone(g), 0);
+    IT_EQ(key_exists(e, "ttyb"), 1);
+    assert_gone_before_release(e, "ttyb", g);
+    IT_WAIT(waitpid(pid, &st, WNOHANG) == pid, 10000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 0);
+    close(master);
+}
+
+/* Ctrl-Z stops the command, whose group has the terminal: rlock stops too
+ * (as a shell's job would), with the terminal back; continued in the
+ * foreground, it hands the terminal to the command again and continues it. */
+static void test_exec_terminal_ctrl_z(void **state)
+{
+    it_env *e = *state;
+    char pidfile[400], script[1400];
+    const char *argv[12] = { RLOCK_CLI, "exec", "ttyz", "--", "sh", "-c" };
+    int master, st = 0;
+    pid_t pid, cmd = 0;
+
+    snprintf(pidfile, sizeof pidfile, "%s/ttyz.pid", tmpdir);
+    snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 60", pidfile,
+             pidfile, pidfile);
+    argv[6] = script;
+    pid = pty_rlock(argv, &master);
+    IT_WAIT((cmd = read_pid(pidfile)) > 0, 10000);
+    IT_WAIT(tcgetpgrp(master) == cmd, 1000);
+    IT_EQ(write(master, "\032", 1), 1);          /* Ctrl-Z */
+    IT_WAIT(waitpid(pid, &st, WNOHANG | WUNTRACED) == pid && WIFSTOPPED(st), 5000);
+    IT_EQ(tcgetpgrp(master), pid);
+    IT_EQ(kill(pid, SIGCONT), 0);
+    IT_WAIT(tcgetpgrp(master) == cmd, 5000);
+    IT_EQ(key_exists(e, "ttyz"), 1);
+    IT_EQ(kill(pid, SIGTERM), 0);
+    IT_WAIT(waitpid(pid, &st, WNOHANG) == pid, 10000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 128 + SIGTERM);
+    IT_EQ(gone(cmd), 1);
+    IT_EQ(key_exists(e, "ttyz"), 0);
+    close(master);
 }
 
 /* ---- URLs ------------------------------------------------------------- */
@@ -1107,6 +1327,13 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_terminal_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_z, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_on_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_ignoring, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_on_loss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_on_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_group_stopped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_and_rw_shown, setup, teardown),

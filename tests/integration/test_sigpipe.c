@@ -194,9 +194,8 @@ static int unix_setup(void **state)
 }
 
 /* A Unix socket: a write to a closed peer raises SIGPIPE at once. The
- * library of before (write(), hiredis unguarded) died of it 3 runs of 3,
- * at the first or second close (the watchdog's renewal or the subscriber's
- * ping). */
+ * library of before (write(), hiredis unguarded) died of it 5 runs of 5,
+ * after the second of the three closes. */
 static void test_unix_socket_closed(void **state)
 {
     unix_env *u = *state;
@@ -206,7 +205,7 @@ static void test_unix_socket_closed(void **state)
 
 /* TCP: the first write after the peer's FIN goes out, the read after it
  * sees the end; a second write before that read (a pipelined round) would
- * raise SIGPIPE. The library of before survived this one 3 runs of 3: kept
+ * raise SIGPIPE. The library of before survived this one 5 runs of 5: kept
  * as the TCP side of the same promise. */
 static void test_tcp_closed(void **state)
 {

@@ -3,8 +3,9 @@
  * independent redis-servers named by a redlock:// URL (fx_env_start_redlock);
  * the referee stays one plain server that is never faulted. Workers are the
  * `loop` and `hold` roles, and `probe` (below), given that URL as url=.
- * Each `loop` worker logs when each of its acquisitions began (acqlog=1),
- * so the driver counts the acquisitions made in each phase of a fault.
+ * Each `loop` worker logs when each of its acquisitions began (acqlog=1;
+ * redlock_majority's holders log when it returned too, acqlog=2), so the
+ * driver counts the acquisitions made in each phase of a fault.
  *
  * redlock_kill: processes of several threads loop on three names (watchdog
  * leases, reentry, two names at once). One node is SIGKILLed mid-run, then

@@ -469,8 +469,9 @@ RL_EXTERN int rl_lock_release(rl_lock *lock);
  * loses its hold at once, but the name stays blocked for what was left of
  * its lease plus the delay (by then its flag has risen, and the delay has
  * gone by since); forcing the name again while only that block is left
- * ends it. Meant for operators and recovery tools. Returns RL_OK (also when the lock was free), RL_ECONN, RL_EREDIS
- * (WRONGTYPE: not an rlock key), RL_EPROTO, RL_EINVAL. Thread-safe.
+ * ends it. Meant for operators and recovery tools. Returns RL_OK (also
+ * when the lock was free), RL_ECONN, RL_EREDIS (WRONGTYPE: not an rlock
+ * key), RL_EPROTO, RL_EINVAL. Thread-safe.
  */
 RL_EXTERN int rl_lock_force_release(rl_lock *lock);
 

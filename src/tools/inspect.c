@@ -791,7 +791,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     rl_lock *lock;
     scan sc;
     size_t i;
-    int force = 0, rc, kind, at = parse_simple(argc, argv, co, &force, usage);
+    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, usage);
+    long left;
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
@@ -821,6 +822,10 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     for (i = 0; i < sc.nrows && !sc.rows[i].queued; i++)
         ;
     kind = i < sc.nrows && c->mode != RL__MODE_REDLOCK ? RL_KIND_FAIR : RL_KIND_PLAIN;
+    /* A holder with a lock-delay: its name stays blocked after the force. */
+    for (i = 0; i < sc.nrows && !(sc.rows[i].delay_ms > 0 && sc.rows[i].nh > 0); i++)
+        ;
+    delayed = i < sc.nrows;
     scan_done(&sc);
     if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
         rt_err("%s", rl_last_error());
@@ -830,6 +835,10 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     rc = rl_lock_force_release(lock);
     if (rc != RL_OK)
         rt_err("release of '%s': %s (%s)", argv[at], rl_strerror(rc), rl_last_error());
+    else if (delayed && rl_lock_ttl(&left, lock) == RL_OK && left > 0)
+        /* The holder's lock-delay: the lease it had left, and the delay. */
+        fprintf(stderr, "%s: released '%s'; its holder's lock-delay keeps it blocked for "
+                "%ld ms more (release --force again ends that)\n", rt_prog, argv[at], left);
     else
         fprintf(stderr, "%s: released '%s'; its waiters were woken\n", rt_prog, argv[at]);
     rl_lock_free(lock);

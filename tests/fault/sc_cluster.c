@@ -451,11 +451,14 @@ static int failover_round(fx_env *env, int r, int *k, char *all, size_t cap, fo_
     counts(env->rc, &live, live_before);
     if (watch_start(&w, &live, env->ref->port) != 0)
         goto out;
-    t_fault = rt_now_ms();
     if (stop)
         rt_redis_pause(cl->node[victim]);
     else
         rt_cluster_kill(cl, victim);
+    /* The fault's moment, read once it holds: a renewal applied while the
+     * driver was descheduled before the signal confirms past a moment read
+     * before it, and a correct hold was judged late. */
+    t_fault = rt_now_ms();
     newm = rt_cluster_wait_failover(cl, dead.slot[0], victim, FO_FAILOVER_MS);
     t_fo = rt_now_ms();
     stall = watch_end(&w);

@@ -141,11 +141,15 @@ int sc_redis_pause(void)
             continue;
         }
         from = fx_flaglog_len(env.rc);
-        t_pause = rt_now_ms();
         if (sigstop)
             rt_redis_pause(env.lock);
         else
             fx_cmd(pc, "CLIENT PAUSE %d ALL", PAUSE_LEASE + 1000);
+        /* The freeze's moment, read once it holds: a renewal applied while
+         * the freeze was being asked for (a slow CLIENT PAUSE, the driver
+         * descheduled) confirms past a moment read before it, and a hold
+         * rightly writing up to its confirmed expiry was judged late. */
+        t_pause = rt_now_ms();
         /* The fault itself: frozen for the lease plus a second. */
         rt_sleep_ms(PAUSE_LEASE + 1000);
         if (sigstop)

@@ -694,6 +694,68 @@ static void test_release_force_wakes(void **state)
     IT_EQ(cli_wait(&holder, 15000), 4);
 }
 
+/* When a holder's flag rose (on_lost): ms, 0 before. */
+static void note_flag(const char *name, size_t len, void *payload)
+{
+    int64_t zero = 0;
+
+    (void)name;
+    (void)len;
+    atomic_compare_exchange_strong((_Atomic int64_t *)payload, &zero, rt_now_ms());
+}
+
+/* Issue 21 item 7 through the command: a holder with a lock-delay (1500,
+ * renewed every 3000) force-released by `rlock release --force` learns it
+ * at its next renewal; a waiter must not get in before its flag rose and
+ * the delay went by after it (it got in 1.5 s before the flag). */
+static void test_release_force_delay(void **state)
+{
+    it_env *e = *state;
+    _Atomic int64_t flag_at = 0;
+    unsigned long long rounds;
+    rl_client *a, *b;
+    rl_lock *la, *lb;
+    rl_options o;
+    rl_stats st;
+    int64_t t_force, t_in;
+    it_acq w;
+
+    it_options(&o, e->redis->url, 6000, 1000);
+    o.renew_interval_ms = 3000;
+    o.lock_delay_ms = 1500;
+    o.on_lost = note_flag;
+    o.payload = &flag_at;
+    a = it_client_opts(&o);
+    b = it_client(e, 0);
+    la = it_lock(a, "dl-cli");
+    lb = it_lock(b, "dl-cli");
+    memset(&st, 0, sizeof st);
+    st.version = RL_STATS_VERSION;
+    IT_RC(rl_lock_acquire(la), RL_OK);
+    IT_RC(rl_client_stats(&st, a), RL_OK);
+    rounds = st.renewal_rounds;
+    IT_WAIT(rl_client_stats(&st, a) == RL_OK && st.renewal_rounds > rounds, 5000);
+    it_acq_begin(&w, lb, 30000, 0);
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-cli}:release", 19) >= 1, 5000);
+    t_force = rt_now_ms();
+    IT_EQ(cli_run((const char *[]){ "release", "--force", "dl-cli", NULL }, NULL, 0, 20000), 0);
+    IT_EQ(it_acq_join(&w, 20000), 0);
+    IT_RC(w.rc, RL_OK);
+    t_in = w.t_return_us / 1000;
+    IT_WAIT(atomic_load(&flag_at) != 0, 10000);
+    print_message("release --force: the holder's flag %lld ms later, the waiter in %lld ms "
+                  "later (delay 1500)\n", (long long)(atomic_load(&flag_at) - t_force),
+                  (long long)(t_in - t_force));
+    if (t_in < atomic_load(&flag_at) + 1500)
+        fail_msg("the waiter got in %lld ms after the holder's flag rose (delay 1500)",
+                 (long long)(t_in - atomic_load(&flag_at)));
+    IT_RC(rl_lock_release(la), RL_ELOST);
+    rl_lock_free(la);
+    rl_lock_free(lb);
+    rl_client_free(a);
+    rl_client_free(b);
+}
+
 /* The other kinds: a fair lock's queued waiters are counted (they do not
  * listen on the release channel) and its first waiter is woken by
  * release --force on its own channel; a read-write lock's deadline fields
@@ -1336,6 +1398,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_group_stopped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_show, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_force_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_and_rw_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),

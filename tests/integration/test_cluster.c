@@ -483,7 +483,7 @@ static void test_cluster_slots_refused_is_an_error(void **state)
 /* Fencing tokens and lock-delay on names of every master: the counter and
  * the delay key live beside the lock, on its slot's master (one hash tag);
  * tokens rise; a lost hold blocks its name for the delay, a clean release
- * does not. */
+ * does not, a force-release for the lease left and the delay. */
 static void test_fencing_and_delay_on_every_master(void **state)
 {
     it_cluster *e = *state;
@@ -502,6 +502,7 @@ static void test_fencing_and_delay_on_every_master(void **state)
         unsigned long long t1 = 0, t2 = 0;
         rl_lock *l, *w;
         int64_t t0;
+        long ttl;
 
         snprintf(name, sizeof name, "fd-%d", i);
         m = owner_of(e->cl, name, strlen(name), key, &kl, &slot);
@@ -530,6 +531,17 @@ static void test_fencing_and_delay_on_every_master(void **state)
         IT_RC(rl_lock_try_acquire(l, 0, 100), RL_OK);
         IT_RC(rl_lock_try_acquire(w, 5000, RL_LEASE_WATCHDOG), RL_OK);
         IT_RANGE(rt_now_ms() - t0, 790, 5000);
+        IT_RC(rl_lock_release(w), RL_OK);
+        IT_RC(rl_lock_release(l), RL_ELOST);
+        /* Force-released by the other client: blocked for the lease left
+         * plus the delay, so that the holder's flag (its next renewal)
+         * rises before the other gets in. */
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_RC(rl_lock_force_release(w), RL_OK);
+        IT_RC(rl_lock_ttl(&ttl, w), RL_OK);
+        IT_RANGE(ttl, 701, LEASE_MS + 700);
+        IT_RC(rl_lock_try_acquire(w, 5000, RL_LEASE_WATCHDOG), RL_OK);
+        IT_EQ(rl_lock_interrupted(l), 1);
         IT_RC(rl_lock_release(w), RL_OK);
         IT_RC(rl_lock_release(l), RL_ELOST);
         rl_lock_free(l);

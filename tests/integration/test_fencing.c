@@ -453,8 +453,8 @@ static unsigned long long renewal_rounds(rl_client *c)
     return st.renewal_rounds;
 }
 
-/* The forcer of test_delay_force_release_outlasts_the_flag: a plain handle, or a fair one, of a client
- * without a delay. */
+/* The forcer of test_delay_force_release_outlasts_the_flag: a handle of
+ * the given kind in a client without a delay. */
 static int force_with(it_env *e, int kind, const char *name)
 {
     rl_client *f = it_client(e, 0);
@@ -475,7 +475,8 @@ static int force_with(it_env *e, int kind, const char *name)
  * not get in before that, and not before the delay after it. The holder
  * here: delay 1500, lease 6000 renewed every 3000 (round 0: forced by a
  * plain handle, 1: by a fair one, just after a renewal), or a fixed lease
- * of 3000 (round 2). A waiter of a third client waits for the name.
+ * of 3000 (round 2: forced by a plain handle, 3: by a write handle). A
+ * waiter of a third client waits for the name.
  */
 static void test_delay_force_release_outlasts_the_flag(void **state)
 {
@@ -483,7 +484,11 @@ static void test_delay_force_release_outlasts_the_flag(void **state)
     _Atomic int64_t flag_at;
     int round;
 
-    for (round = 0; round < 3; round++) {
+    for (round = 0; round < 4; round++) {
+        static const int forcer[4] = { RL_KIND_PLAIN, RL_KIND_FAIR, RL_KIND_PLAIN,
+                                       RL_KIND_WRITE };
+        static const char *const what[4] = { "plain forcer", "fair forcer",
+                                             "fixed lease 3000", "fixed lease, write forcer" };
         char url[64];
         rl_options o;
         rl_client *a, *b;
@@ -514,15 +519,14 @@ static void test_delay_force_release_outlasts_the_flag(void **state)
         it_acq_begin(&w, lb, 30000, 0);
         IT_WAIT(rt_redis_numsub(e->rc, "rl:{dl-force}:release", 21) >= 1, 5000);
         t_force = now_ms();
-        IT_RC(force_with(e, round == 1 ? RL_KIND_FAIR : RL_KIND_PLAIN, "dl-force"), RL_OK);
+        IT_RC(force_with(e, forcer[round], "dl-force"), RL_OK);
         IT_EQ(it_acq_join(&w, 20000), 0);
         IT_RC(w.rc, RL_OK);
         t_in = w.t_return_us / 1000;
         IT_WAIT(atomic_load(&flag_at) != 0, 10000);
         print_message("round %d (%s): the holder's flag %lld ms after the force-release, the "
                       "waiter in %lld ms after it: %lld ms after the flag (delay 1500)\n",
-                      round, round == 2 ? "fixed lease 3000" : round ? "fair forcer"
-                                                                   : "plain forcer",
+                      round, what[round],
                       (long long)(atomic_load(&flag_at) - t_force),
                       (long long)(t_in - t_force), (long long)(t_in - atomic_load(&flag_at)));
         /* Not in before the holder's flag rose, nor within the delay after. */

@@ -191,8 +191,8 @@ void bn_run_rw(int nthreads, long dur_ms)
  * rw_readers_beside: what a reader's acquire + release, and a writer's
  * try (refused: the readers hold), cost while K other readers hold the
  * name, K = 0, 100, 1000. The K holds are planted as a read-write lock's
- * hash keeps them (src/rwlock.c: a field, its deadline, the count), with
- * deadlines far off. Redis's own time per EVALSHA (commandstats) is the
+ * hash keeps them (src/rwlock.c: a field, its deadline, the count, the
+ * sweep waiting for the earliest deadline), with deadlines far off. Redis's own time per EVALSHA (commandstats) is the
  * figure; the ratios are to K = 0 in the same run. Target: a reader at
  * K = 1000 within 2 x of K = 0.
  */
@@ -211,7 +211,7 @@ static void rw_plant(redisContext *rc, const char *key, int k)
                                 "9999999999999"));
     }
     if (k > 0) {
-        freeReplyObject(bn_rcmd(rc, "HSET %s ~n %d", key, k));
+        freeReplyObject(bn_rcmd(rc, "HSET %s ~n %d ~s %s", key, k, "0 9999999999999"));
         freeReplyObject(bn_rcmd(rc, "PEXPIRE %s 600000", key));
     }
 }

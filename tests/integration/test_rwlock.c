@@ -596,6 +596,37 @@ static void test_dead_readers_bounded(void **state)
     FREE_ALL(r, w, NULL, c, wc);
 }
 
+/*
+ * A hash not of the read-write layout (RL__RW_LAYOUT, src/rlock_int.h): a
+ * write hold with its deadline but without the mark "~w", as the scripts
+ * before 809ff77 (never released) wrote it. A reader and a writer are
+ * refused with RL_EREDIS, the hash left as it was; the old scripts marked
+ * the writer and answered "busy" (and could let a reader in beside it
+ * first).
+ */
+static void test_layout_unknown_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, LEASE_MS);
+    rl_lock *r = rw_lock(c, "old", RL_KIND_READ), *w = rw_lock(c, "old", RL_KIND_WRITE);
+    redisReply *rep;
+
+    rep = redisCommand(e->rc, "HSET rl:{old} 00000000-0000-4000-8000-000000000009:1 %s "
+                       "~d:00000000-0000-4000-8000-000000000009:1 %s", "1 0", "9999999999999");
+    assert_true(rep && rep->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+    rep = redisCommand(e->rc, "PEXPIRE rl:{old} 60000");
+    freeReplyObject(rep);
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
+    assert_non_null(strstr(rl_last_error(), "not a read-write lock of layout"));
+    IT_RC(rl_lock_try_acquire(w, 200, RL_LEASE_WATCHDOG), RL_EREDIS);
+    IT_EQ(rl_lock_hold_count(r), 0);
+    IT_EQ(rl_lock_hold_count(w), 0);
+    IT_EQ(hash_len(e, "old"), 2);
+    FREE_ALL(r, w, NULL, c);
+    IT_EQ(hash_len(e, "old"), 2);
+}
+
 /* Read and write holds outlive their lease by renewal, each its own
  * deadline moved; a force-release flags read holds too; a client freed
  * while holding both sides leaves nothing behind. */
@@ -863,6 +894,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dead_reader_own_lease, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_writer_not_starved, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_dead_readers_bounded, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_layout_unknown_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),

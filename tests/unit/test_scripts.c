@@ -860,6 +860,37 @@ static void test_rw_sweep_keeps_live_readers(void **state)
     assert_int_equal(hget_num(e, "~n"), 300);
 }
 
+/* A write hold past its deadline met by the sweep (a renewal of a live
+ * reader's, the sweep due): dropped with its mark "~w" and "~n" counts the
+ * reader alone, so that the next reader's few-field look lets it in. */
+static void test_rw_sweep_drops_a_dead_writer(void **state)
+{
+    env *e = *state;
+    const char *ren[3] = { KEY, "30000", OTHER ":r" };
+    char past[24], live[24], due[24];
+    long long now;
+    redisReply *r;
+
+    flush(e);
+    now = redis_now(e);
+    snprintf(past, sizeof past, "%lld", now - 1000);
+    snprintf(live, sizeof live, "%lld", now + 60000);
+    snprintf(due, sizeof due, "0 %lld", now - 1000);
+    {
+        const char *a[14] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, OTHER, "1 123",
+                              "~d:" OTHER, past, "~w", OTHER, "~n", "2", "~s", due };
+        plant(e, 14, a);
+    }
+    r = run(e, RL__S_RW_RENEW, 1, 3, ren);
+    assert_true(r->type == REDIS_REPLY_STRING && strcmp(r->str, "1") == 0);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 4);       /* the reader, its deadline, "~n", "~s" */
+    assert_int_equal(hget_num(e, "~n"), 1);
+    r = rw_acquire(e, OWNER ":r", "r");
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+}
+
 /* More dead holds than one look drops (it drops a thousand fields at most,
  * 500 holds): those it leaves stay counted in "~n", so the hash stays as
  * "~n" says (with the dead ones left out of the count, a release of one
@@ -1002,6 +1033,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rw_layout_unknown_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_sweep_drops_dead_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_sweep_keeps_live_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_sweep_drops_a_dead_writer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -578,6 +578,9 @@ static void test_dead_readers_bounded(void **state)
                      (long long)(rt_now_ms() - killed), after);
         print_message("round %d: HLEN %lld after the kills, %lld after %lld ms\n", round, after,
                       hash_len(e, "bound"), (long long)(rt_now_ms() - killed));
+        /* Renewed every third of a lease, each dead deadline was at least
+         * two thirds of one after its kill. */
+        IT_RANGE(rt_now_ms() - killed, LEASE_MS / 2, 3 * LEASE_MS + 100);
         if (round > 0)
             stream_stop(&s);
         IT_EQ(rl_lock_interrupted(r), 0);

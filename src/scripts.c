@@ -531,8 +531,9 @@ static const char fair_leave_src[] =
  * owner, which lasts as the key does), s.delay a plain holder's
  * lock-delay; s.dead, the fields to drop: holds past their deadline,
  * deadlines without a hold (a thousand a call at most: HDEL takes them as
- * arguments; s.stale, dead holds were left). nil when the hash is not of layout RL__RW_LAYOUT: a '~'
- * field it does not have, or a live write hold without its mark. */
+ * arguments; s.stale: dead holds were left). nil when the hash is not of
+ * layout RL__RW_LAYOUT: a '~' field it does not have, or a live write hold
+ * without its mark. */
 #define RL__RW_SCAN \
     "local function scan(k, mine, w)\n" \
     "  local all = redis.call('hgetall', k)\n" \
@@ -640,7 +641,8 @@ static const char rw_acquire_src[] =
     "if not known and not mine then\n"
     "  s = scan(k, f, w)\n"
     "  if not s then\n"
-    "    return redis.error_reply('ERR rlock: not a read-write lock of layout " RL__STR(RL__RW_LAYOUT) "')\n"
+    "    return redis.error_reply('ERR rlock: not a read-write lock of layout "
+    RL__STR(RL__RW_LAYOUT) "')\n"
     "  end\n"
     /* The sweep starts afresh from what the look saw (at once, when it
      * left dead holds). */

@@ -437,11 +437,12 @@ static const char fair_leave_src[] =
  * past their deadline, until the cursor comes back to 0; then t is the
  * earliest live deadline again. A dead hold is dropped by the end of the
  * sweep under way at its deadline or of the next one: within two sweeps,
- * 2 x HLEN / RL__RW_SWEEP_STEP calls on the name after its deadline (one
- * call while Redis keeps the hash as a listpack, whose HSCAN reads it
- * whole), whoever makes them. Each call pays for RL__RW_SWEEP_STEP fields
- * at most, and only while a sweep is due: live holds renewed every third
- * of their lease start one every two thirds of a lease.
+ * about 2 x HLEN / RL__RW_SWEEP_STEP calls on the name after its deadline
+ * (a sweep is one call while Redis keeps the hash as a listpack, up to 512
+ * fields, whose HSCAN reads it whole), whoever makes them. A call pays for
+ * those fields more, and only while a sweep is due: live holds renewed
+ * every third of their lease start one every two thirds of a lease at
+ * most.
  */
 
 /* The time (read before any write: effects replication, the default from
@@ -519,7 +520,7 @@ static const char fair_leave_src[] =
     /* No "~s" beside other holds: not ours to vouch for them, let a sweep run. */ \
     "  if not cur then return n == 0 and '0 ' .. num(x) or '0' end\n" \
     "  t = tonumber(t)\n" \
-    "  if cur == '0' and not t then return '0' end\n" \
+    "  if cur == '0' and not t then return n == 0 and '0 ' .. num(x) or '0' end\n" \
     "  return cur .. ' ' .. num(t and math.min(t, x) or x)\n" \
     "end\n"
 

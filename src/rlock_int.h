@@ -204,6 +204,17 @@ extern const char *const rl__script_src[RL__S_COUNT];
  * read-write lock's two. */
 enum { RL__SIDE_PLAIN, RL__SIDE_READ, RL__SIDE_WRITE };
 #define RL__RW_INTENT_MS 3000   /* a waiting writer's intent lives this long */
+/* The layout of a read-write lock's hash in Redis (its fields, listed in
+ * src/rwlock.c). 1 is the first release's and the baseline: the scripts
+ * carry no code for the layouts before it (never released), and refuse,
+ * with an error reply and nothing written, a hash with a '~' field they do
+ * not know or a live write hold without its mark "~w". A change of the
+ * fields or of their values raises it, and says there how the scripts meet
+ * a hash of the layout before (a rolling upgrade runs both). */
+#define RL__RW_LAYOUT 1
+/* Fields one step of the read-write scripts' sweep of dead holds reads
+ * (HSCAN's COUNT; scripts.c). */
+#define RL__RW_SWEEP_STEP 20
 
 struct rl__entry;
 /* The script to run for a change of e: the read-write one when e is of

@@ -4,7 +4,8 @@
  *
  * In Redis, for name N and prefix P, one key, the hash P{N}, as for a
  * plain lock, so that a Cluster slot migration moves the lock whole and no
- * script touches a key it has not declared:
+ * script touches a key it has not declared. Its layout, RL__RW_LAYOUT
+ * (rlock_int.h), the first release's:
  *
  *   "<uuid>:<tid>"        a write hold, as a plain owner's field; value
  *                         "<count> <since>"
@@ -12,13 +13,24 @@
  *   "~d:<hold's field>"   that hold's deadline (Redis TIME, ms). Every
  *                         hold has its own lease, since readers share the
  *                         key: a hold past its deadline is gone for every
- *                         script (as an expired key is), and the next
- *                         script that reads the hash whole drops it, so a
- *                         dead reader keeps a writer out for its lease at
- *                         most. The key's PEXPIRE is kept at least as
- *                         long as the latest deadline, never shortened.
+ *                         script (as an expired key is), so a dead reader
+ *                         keeps a writer out for its lease at most, and
+ *                         it is dropped by the next script that reads the
+ *                         hash whole, or by the sweep ("~s"). The key's
+ *                         PEXPIRE is kept at least as long as the latest
+ *                         deadline, never shortened.
  *   "~n"                  how many holds the hash has (each with its
  *                         deadline), dead ones included until dropped
+ *   "~s"                  the sweep of dead holds, "<cursor> <t>": once
+ *                         the earliest deadline t has passed, every
+ *                         reader's new hold, release and renewal reads
+ *                         the next RL__RW_SWEEP_STEP fields (HSCAN from
+ *                         the cursor) and drops the holds past their
+ *                         deadline among them, until the cursor comes
+ *                         back to 0 and t is the earliest live deadline
+ *                         again (scripts.c). A dead hold goes within two
+ *                         sweeps of the hash after its deadline, whoever
+ *                         calls, though no writer ever comes.
  *   "~w"                  the write hold's field, while there is one
  *   "~wi"                 the waiting writers' intents: "<field>
  *                         <deadline>" pairs joined by spaces. A writer
@@ -39,13 +51,17 @@
  * as an undated writer's: it keeps out readers and writers alike, and a
  * plain acquire finds the hash held.
  *
- * Cost: a reader's new hold reads "~n", "~w", "~wi" and its own fields,
- * and checks HLEN against them; a release, a reentry and a renewal touch
- * their own fields and the count. Only a writer that finds other holds,
- * and a script that finds the hash not as "~n" says (a hold past its
- * deadline, a plain owner, a lock-delay), read it whole (HGETALL,
- * O(fields)) and put it right. So readers cost the same however many read
- * beside them, and a waiting writer pays for their number once per ask.
+ * Cost: a reader's new hold reads "~n", "~w", "~wi", "~s" and its own
+ * fields, and checks HLEN against them; a release, a reentry and a renewal
+ * touch their own fields, the count and "~s"; while a sweep is due, each
+ * of them (but a reentry) reads RL__RW_SWEEP_STEP fields more. Only a
+ * writer that finds other holds, and a script that finds the hash not as
+ * "~n" says (a hold past its deadline, a plain owner, a lock-delay), read
+ * it whole (HGETALL, O(fields)) and put it right. So readers cost the same
+ * however many read beside them, and a waiting writer pays for their
+ * number once per ask. A hash with a '~' field the scripts do not know,
+ * or a live write hold without "~w", is not of this layout: a new hold is
+ * refused (an error reply, RL_EREDIS), nothing repaired.
  *
  * A thread holding write may take read (two holds, two fields); releasing
  * the write side then leaves it a reader (downgrade). A reader asking for

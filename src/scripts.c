@@ -415,32 +415,53 @@ static const char fair_leave_src[] =
 
 /* ---- the read-write lock (src/rwlock.c says how its one key is kept) --
  *
- * Fields of the lock hash besides the holds, all beginning with '~':
- * "~d:<field>", a hold's deadline (Redis TIME, ms); "~n", how many holds
- * the hash has (each with its deadline); "~w", the write hold's field;
- * "~wi", the waiting writers' intents, "<field> <deadline>" pairs joined
- * by spaces. Everything lives in the one key, so that the scripts touch
- * no key they have not declared: in Cluster, a slot migrating moves the
- * lock whole, and a script never meets a key that has left (Redis: "non
- * local key"). A script never touches the key after a change that may
- * have deleted it (an HDEL), for the same reason.
+ * Layout RL__RW_LAYOUT (rlock_int.h). Fields of the lock hash besides the
+ * holds, all beginning with '~': "~d:<field>", a hold's deadline (Redis
+ * TIME, ms); "~n", how many holds the hash has (each with its deadline);
+ * "~w", the write hold's field; "~wi", the waiting writers' intents,
+ * "<field> <deadline>" pairs joined by spaces; "~s", the sweep of dead
+ * holds (below). Everything lives in the one key, so that the scripts
+ * touch no key they have not declared: in Cluster, a slot migrating moves
+ * the lock whole, and a script never meets a key that has left (Redis:
+ * "non local key"). A script never touches the key after a change that
+ * may have deleted it (an HDEL), for the same reason.
  *
- * A reader's new hold and every release read a few fields only; a
- * writer's new hold beside other holds, and anything that finds the hash
- * not as "~n" says (a hold past its deadline, a plain owner, a lock-delay),
- * read it whole (O(fields)) and put it right.
+ * A reader's new hold and every release and renewal read a few fields
+ * only; a writer's new hold beside other holds, and anything that finds
+ * the hash not as "~n" says (a hold past its deadline, a plain owner, a
+ * lock-delay), read it whole (O(fields)) and put it right.
+ *
+ * The sweep drops the holds past their deadline that nobody reads whole
+ * (readers that died, on a name no writer asks for), a few fields per
+ * call: "~s" is "<cursor> <t>". Cursor 0 (none running): no hold's
+ * deadline is before t, and none needs looking at until then. Else the
+ * HSCAN cursor of a sweep under way, and t the earliest deadline it has
+ * seen (or a hold taken since it began has), if any. Once t has passed,
+ * every reader's new hold, release and renewal reads the next
+ * RL__RW_SWEEP_STEP fields from the cursor and drops the holds among them
+ * past their deadline, until the cursor comes back to 0; then t is the
+ * earliest live deadline again. A dead hold is dropped by the end of the
+ * sweep under way at its deadline or of the next one: within two sweeps,
+ * about 2 x HLEN / RL__RW_SWEEP_STEP calls on the name after its deadline
+ * (a sweep is one call while Redis keeps the hash as a listpack, up to 512
+ * fields, whose HSCAN reads it whole), whoever makes them. A call pays for
+ * those fields more, and only while a sweep is due: live holds renewed
+ * every third of their lease start one every two thirds of a lease at
+ * most.
  */
 
 /* The time (read before any write: effects replication, the default from
  * Redis 5, asked for explicitly for older servers); a hold's deadline
  * field; the key's expiry, made at least ms and never shortened; the live
  * intents of a "~wi" value (a flat list of field, deadline) and the latest
- * deadline among them; such a list joined again, without `skip`. */
+ * deadline among them; such a list joined again, without `skip`; a number
+ * as Redis stores it. */
 #define RL__RW_PRELUDE \
     "redis.replicate_commands()\n" \
     "local t = redis.call('time')\n" \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
     "local function dl(f) return '~d:' .. f end\n" \
+    "local function num(x) return string.format('%d', x) end\n" \
     "local function keep(k, ms)\n" \
     "  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end\n" \
     "end\n" \
@@ -458,40 +479,84 @@ static const char fair_leave_src[] =
     "local function joined(list, skip)\n" \
     "  local out = {}\n" \
     "  for i = 1, #list, 2 do\n" \
-    "    if list[i] ~= skip then\n" \
-    "      out[#out + 1] = list[i] .. ' ' .. string.format('%d', list[i + 1])\n" \
-    "    end\n" \
+    "    if list[i] ~= skip then out[#out + 1] = list[i] .. ' ' .. num(list[i + 1]) end\n" \
     "  end\n" \
     "  return table.concat(out, ' ')\n" \
     "end\n"
 
+/* One step of the sweep of hash k whose "~s" is sv (nil: none, as in a
+ * hash of no holds), w the writer's mark, skip the caller's own field
+ * (the caller drops it if it is past its deadline). Reads only: nil when
+ * no sweep is due, else sw.gone, the fields to drop (holds past their
+ * deadline and those deadlines); sw.held, how many of them "~n" counts;
+ * sw.writer, whether w is among them; sw.state, "~s" after the step.
+ * sweep_in(sv, x, n): "~s" once a hold with deadline x is taken beside n
+ * holds. */
+#define RL__RW_SWEEP \
+    "local function sweep(k, sv, w, skip)\n" \
+    "  local cur, t = string.match(sv or '', '^(%d+) ?(%d*)$')\n" \
+    "  t = tonumber(t)\n" \
+    "  if cur == '0' and t and t > now then return nil end\n" \
+    "  if cur == nil or cur == '0' then cur, t = '0', nil end\n" \
+    "  local r = redis.call('hscan', k, cur, 'COUNT', " RL__STR(RL__RW_SWEEP_STEP) ")\n" \
+    "  local sw, dead = {gone = {}, held = 0}, {}\n" \
+    "  for i = 1, #r[2], 2 do\n" \
+    "    if string.sub(r[2][i], 1, 3) == '~d:' then\n" \
+    "      local x = tonumber(r[2][i + 1]) or 0\n" \
+    "      local h = string.sub(r[2][i], 4)\n" \
+    "      if x <= now then\n" \
+    "        if h ~= skip then dead[#dead + 1] = h end\n" \
+    "      elseif not t or x < t then t = x end\n" \
+    "    end\n" \
+    "  end\n" \
+    "  if #dead > 0 then\n" \
+    "    local v = redis.call('hmget', k, unpack(dead))\n" \
+    "    for i, h in ipairs(dead) do\n" \
+    "      if v[i] then sw.held = sw.held + 1 end\n" \
+    "      if h == w then sw.writer = true end\n" \
+    "      sw.gone[#sw.gone + 1], sw.gone[#sw.gone + 2] = h, dl(h)\n" \
+    "    end\n" \
+    "  end\n" \
+    "  sw.state = r[1] .. (t and ' ' .. num(t) or '')\n" \
+    "  return sw\n" \
+    "end\n" \
+    "local function sweep_in(sv, x, n)\n" \
+    "  local cur, t = string.match(sv or '', '^(%d+) ?(%d*)$')\n" \
+    /* No "~s" beside other holds: not ours to vouch for them, let a sweep run. */ \
+    "  if not cur then return n == 0 and '0 ' .. num(x) or '0' end\n" \
+    "  t = tonumber(t)\n" \
+    "  if cur == '0' and not t then return n == 0 and '0 ' .. num(x) or '0' end\n" \
+    "  return cur .. ' ' .. num(t and math.min(t, x) or x)\n" \
+    "end\n"
+
 /* The hash k read whole, but for the caller's own field `mine` and its
- * deadline: s.n the holds with a deadline it leaves (live ones, and dead
- * ones past the cap below), s.live[field],
- * s.writer the write hold among them (or a plain owner), s.mark that
- * writer's field if it has a deadline (what "~w" names), s.soonest the
- * first deadline that may end one (s.undated: a hold without one, a plain
- * lock's owner, which lasts as the key does), s.delay a plain holder's
+ * deadline, w the writer's mark: s.n the holds with a deadline it leaves
+ * (live ones, and dead ones past the cap below), s.live[field], s.writer
+ * the write hold among them (or a plain owner), s.soonest the first
+ * deadline that may end one (s.undated: a hold without one, a plain lock's
+ * owner, which lasts as the key does), s.delay a plain holder's
  * lock-delay; s.dead, the fields to drop: holds past their deadline,
- * deadlines without a hold, intents of the scripts before "~wi" run out
- * ("~wi:<field>" = deadline, left by an older client) (a thousand a call
- * at most: HDEL takes them as arguments). */
+ * deadlines without a hold (a thousand a call at most: HDEL takes them as
+ * arguments; s.stale: dead holds were left). nil when the hash is not of
+ * layout RL__RW_LAYOUT: a '~' field it does not have, or a live write hold
+ * without its mark. */
 #define RL__RW_SCAN \
-    "local function scan(k, mine)\n" \
+    "local function scan(k, mine, w)\n" \
     "  local all = redis.call('hgetall', k)\n" \
     "  local s, dates, holds = {n = 0, owners = 0, live = {}, dead = {}}, {}, {}\n" \
+    "  local ours = {['~n'] = true, ['~w'] = true, ['~wi'] = true, ['~s'] = true}\n" \
     "  local function drop(g) if #s.dead < 1000 then s.dead[#s.dead + 1] = g end end\n" \
     "  for i = 1, #all, 2 do\n" \
     "    local g = all[i]\n" \
     "    if g == mine or g == dl(mine) then\n" \
     "    elseif string.sub(g, 1, 3) == '~d:' then\n" \
     "      dates[string.sub(g, 4)] = tonumber(all[i + 1]) or 0\n" \
-    "    elseif string.sub(g, 1, 4) == '~wi:' then\n" \
-    "      if (tonumber(all[i + 1]) or 0) <= now then drop(g) end\n" \
     "    elseif g == " RL__DELAY_FIELD " then\n" \
     "      s.delay = true\n" \
     "    elseif string.sub(g, 1, 1) ~= '~' then\n" \
     "      holds[#holds + 1] = g\n" \
+    "    elseif not ours[g] then\n" \
+    "      return nil\n" \
     "    end\n" \
     "  end\n" \
     "  for _, g in ipairs(holds) do\n" \
@@ -502,12 +567,15 @@ static const char fair_leave_src[] =
     "        s.dead[#s.dead + 1], s.dead[#s.dead + 2] = g, dl(g)\n" \
     "      else\n" \
     /* Left for a later look: still in the hash, still counted. */ \
-    "        s.n = s.n + 1\n" \
+    "        s.n, s.stale = s.n + 1, true\n" \
     "      end\n" \
     "    else\n" \
     "      s.owners = s.owners + 1\n" \
     "      s.live[g] = true\n" \
-    "      if string.sub(g, -2) ~= ':r' then s.writer, s.mark = g, x and g end\n" \
+    "      if string.sub(g, -2) ~= ':r' then\n" \
+    "        if x and g ~= w then return nil end\n" \
+    "        s.writer = g\n" \
+    "      end\n" \
     "      if not x then s.undated = true\n" \
     "      else\n" \
     "        s.n = s.n + 1\n" \
@@ -522,7 +590,8 @@ static const char fair_leave_src[] =
 /* KEYS[1] lock; ARGV lease_ms, field, held, since, side ('r' or 'w'),
  * intent_ms (a writer that will wait: register its intent for that long;
  * 0: none). Replies as the plain acquire: {1, count}, {0, wait_ms},
- * {-1, 0}, {-2, count}. */
+ * {-1, 0}, {-2, count}; an error, nothing written, for a hash not of
+ * layout RL__RW_LAYOUT. */
 static const char rw_acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     /* The intent too, before anything is written: an HSET of it followed
@@ -532,6 +601,7 @@ static const char rw_acquire_src[] =
     "  return redis.error_reply('ERR rlock: intent out of range')\n"
     "end\n"
     RL__RW_PRELUDE
+    RL__RW_SWEEP
     RL__RW_SCAN
     "local k, f, held, side = KEYS[1], ARGV[2], tonumber(ARGV[3]), ARGV[5]\n"
     "if held > 0 then\n"
@@ -544,15 +614,15 @@ static const char rw_acquire_src[] =
     "  keep(k, lease)\n"
     "  return {1, n + 1}\n"
     "end\n"
-    "local g = redis.call('hmget', k, '~n', '~w', '~wi', " RL__DELAY_FIELD ", f, dl(f))\n"
-    "local n, w, wi, d = tonumber(g[1]) or 0, g[2], g[3], tonumber(g[6])\n"
+    "local g = redis.call('hmget', k, '~n', '~w', '~wi', " RL__DELAY_FIELD ", '~s', f, dl(f))\n"
+    "local n, w, wi, state, d = tonumber(g[1]) or 0, g[2], g[3], g[5], tonumber(g[7])\n"
     "local fields = 2 * n\n"
-    "for i = 1, 4 do if g[i] then fields = fields + 1 end end\n"
+    "for i = 1, 5 do if g[i] then fields = fields + 1 end end\n"
     /* Ours already (an acquire reported failed but applied late): taken. */
-    "local mine = g[5] and d and d > now\n"
+    "local mine = g[6] and d and d > now\n"
     /* The hash as "~n" says, with no hold of ours past its deadline. */
-    "local known = not g[4] and not (g[5] and not mine) and redis.call('hlen', k) == fields\n"
-    "local wait, s\n"
+    "local known = not g[4] and not (g[6] and not mine) and redis.call('hlen', k) == fields\n"
+    "local wait, s, gone = nil, nil, {}\n"
     "if mine then\n"
     "elseif known and side == 'w' and n == 0 then\n"
     "elseif known and side == 'r' then\n"
@@ -568,12 +638,22 @@ static const char rw_acquire_src[] =
     "    local _, latest = intents(wi)\n"
     "    if latest then wait = latest - now end\n"
     "  end\n"
+    /* The writer, if any, is live: the sweep never drops it here. */
+    "  local sw = known and sweep(k, state, w)\n"
+    "  if sw then n, state, gone = n - sw.held, sw.state, sw.gone end\n"
     "else\n"
     "  known = false\n"
     "end\n"
     "if not known and not mine then\n"
-    "  s = scan(k, f)\n"
-    "  n = s.n\n"
+    "  s = scan(k, f, w)\n"
+    "  if not s then\n"
+    "    return redis.error_reply('ERR rlock: not a read-write lock of layout "
+    RL__STR(RL__RW_LAYOUT) "')\n"
+    "  end\n"
+    /* The sweep starts afresh from what the look saw (at once, when it
+     * left dead holds). */
+    "  n, gone = s.n, s.dead\n"
+    "  state = s.stale and '0' or s.soonest and '0 ' .. num(s.soonest)\n"
     "  local first = s.soonest and s.soonest - now\n"
     "  if s.undated then first = redis.call('pttl', k) end\n"
     "  local own = s.writer and s.writer .. ':r' == f\n"
@@ -588,74 +668,72 @@ static const char rw_acquire_src[] =
     "    if latest then wait = latest - now end\n"
     "  end\n"
     /* Put right what the look found: holds past their deadline (ours, if
-     * it has one left, included), a writer's mark or a count gone stale,
-     * a live writer without its mark (s.mark, put in below). */
-    "  if g[5] then s.dead[#s.dead + 1], s.dead[#s.dead + 2] = f, dl(f) end\n"
-    "  if s.mark == w then s.mark = nil\n"
-    "  elseif w and not s.live[w] then s.dead[#s.dead + 1] = '~w' end\n"
-    "  if n == 0 and g[1] then s.dead[#s.dead + 1] = '~n' end\n"
+     * it has one left, included), a writer's mark gone stale. */
+    "  if g[6] then gone[#gone + 1], gone[#gone + 2] = f, dl(f) end\n"
+    "  if w and not s.live[w] then gone[#gone + 1] = '~w' end\n"
     "end\n"
     /* Fields to set (name, value pairs), then fields to delete: the delete
      * comes last, and leaves alone what was just set. */
-    "local put, gone = {}, {}\n"
+    "local put = {}\n"
     "local function commit()\n"
-    "  local set = {}\n"
+    "  local set, del = {}, {}\n"
     "  for i = 1, #put, 2 do set[put[i]] = true end\n"
-    "  for _, x in ipairs(s and s.dead or {}) do\n"
-    "    if not set[x] then gone[#gone + 1] = x end\n"
-    "  end\n"
+    "  for _, x in ipairs(gone) do if not set[x] then del[#del + 1] = x end end\n"
     "  if #put > 0 then redis.call('hset', k, unpack(put)) end\n"
+    "  return del\n"
     "end\n"
     "if wait then\n"
-    "  if s then\n"
     /* Beside read-write holds only. A plain holder's key (its owner, or
      * its lock-delay) lasts as that holder's lease: an intent's expiry
      * would lengthen it, keeping a dead holder's lock for as long as a
      * writer waits, and a field more would keep the plain release from
      * seeing itself the last (it counts the fields) and announcing it. */
-    "    local register = side == 'w' and intent > 0 and not s.undated and not s.delay\n"
-    "    if register then\n"
-    "      local rest = joined(intents(wi), f)\n"
-    "      put[1] = '~wi'\n"
-    "      put[2] = (rest ~= '' and rest .. ' ' or '') .. f .. ' ' .. string.format('%d', now + intent)\n"
-    "    end\n"
-    "    if n > 0 and n ~= tonumber(g[1]) then put[#put + 1], put[#put + 2] = '~n', n end\n"
-    "    if s.mark then put[#put + 1], put[#put + 2] = '~w', s.mark end\n"
-    "    commit()\n"
-    "    if register then keep(k, intent) end\n"
-    /* The key keeps a live field: what made us wait. */
-    "    if #gone > 0 then redis.call('hdel', k, unpack(gone)) end\n"
+    "  local register = s and side == 'w' and intent > 0 and not s.undated and not s.delay\n"
+    "  if register then\n"
+    "    local rest = joined(intents(wi), f)\n"
+    "    put[1] = '~wi'\n"
+    "    put[2] = (rest ~= '' and rest .. ' ' or '') .. f .. ' ' .. num(now + intent)\n"
     "  end\n"
+    "  if n > 0 then\n"
+    "    if n ~= tonumber(g[1]) then put[#put + 1], put[#put + 2] = '~n', n end\n"
+    "    if state and state ~= g[5] then put[#put + 1], put[#put + 2] = '~s', state end\n"
+    "  else\n"
+    "    if g[1] then gone[#gone + 1] = '~n' end\n"
+    "    if g[5] then gone[#gone + 1] = '~s' end\n"
+    "  end\n"
+    "  local del = commit()\n"
+    "  if register then keep(k, intent) end\n"
+    /* The key keeps a live field: what made us wait. */
+    "  if #del > 0 then redis.call('hdel', k, unpack(del)) end\n"
     /* A deadline's wait is > 0; a plain holder's is its PTTL, -1 when the
      * key has no expiry (not set by rlock): the client then waits a lease,
      * as for the plain acquire, rather than ask again every millisecond. */
     "  return {0, wait}\n"
     "end\n"
-    "put = {f, '1 ' .. ARGV[4], dl(f), now + lease, '~n', mine and n or n + 1}\n"
+    "put = {f, '1 ' .. ARGV[4], dl(f), now + lease, '~n', mine and n or n + 1,\n"
+    "       '~s', sweep_in(state, now + lease, mine and n - 1 or n)}\n"
     "if side == 'w' then\n"
-    "  put[7], put[8] = '~w', f\n"
+    "  put[9], put[10] = '~w', f\n"
     "  local rest = joined(intents(wi), f)\n"
-    "  if rest ~= '' then put[9], put[10] = '~wi', rest\n"
-    "  elseif wi then gone[1] = '~wi' end\n"
-    /* A reader beside its own thread's writer. */
-    "elseif s and s.mark then\n"
-    "  put[7], put[8] = '~w', s.mark\n"
+    "  if rest ~= '' then put[11], put[12] = '~wi', rest\n"
+    "  elseif wi then gone[#gone + 1] = '~wi' end\n"
     "end\n"
-    "commit()\n"
+    "local del = commit()\n"
     "keep(k, lease)\n"
-    "if #gone > 0 then redis.call('hdel', k, unpack(gone)) end\n"
+    "if #del > 0 then redis.call('hdel', k, unpack(del)) end\n"
     "return {1, 1}\n";
 
 /* KEYS[1] lock; ARGV as the plain release: field, held (0: drop the whole
  * field), lease_ms (0: leave the lease alone), the notice and the release
  * channel. A notice goes out when the last hold leaves, and when a writer
- * leaves (readers may enter beside its thread's read hold). A hold past
- * its deadline is gone, as an expired key is. The field "~wi:<writer's
- * field>" takes that writer's intent back (it gave up waiting): readers
- * are told, unless a writer holds. */
+ * leaves (readers may enter beside its thread's read hold) or is swept
+ * away. A hold past its deadline is gone, as an expired key is. The field
+ * "~wi:<writer's field>" takes that writer's intent back (it gave up
+ * waiting): readers are told, unless a writer holds. */
 static const char rw_release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     RL__RW_PRELUDE
+    RL__RW_SWEEP
     "local k, f = KEYS[1], ARGV[1]\n"
     "local notice = ARGV[4] and ARGV[4] ~= '0'\n"
     "if string.sub(f, 1, 4) == '~wi:' then\n"
@@ -673,53 +751,75 @@ static const char rw_release_src[] =
     "  end\n"
     "  return {1, 0}\n"
     "end\n"
-    "local got = redis.call('hmget', k, f, dl(f), '~n', '~w')\n"
+    "local got = redis.call('hmget', k, f, dl(f), '~n', '~w', '~s')\n"
     "local v, d, holds = got[1], tonumber(got[2]), tonumber(got[3]) or 1\n"
     "if not v then return {-1, 0} end\n"
-    /* f's hold leaves: the count of holds and the writer's mark follow. The
-     * delete comes last. */
-    "local function leave()\n"
-    "  local gone = {f, dl(f)}\n"
-    "  if got[4] == f then gone[#gone + 1] = '~w' end\n"
-    "  if holds > 1 then redis.call('hset', k, '~n', holds - 1) else gone[#gone + 1] = '~n' end\n"
-    "  redis.call('hdel', k, unpack(gone))\n"
+    "local sw = sweep(k, got[5], got[4], f) or {gone = {}, held = 0}\n"
+    "local left = holds - sw.held\n"
+    "if sw.writer then sw.gone[#sw.gone + 1] = '~w' end\n"
+    /* f's hold stays with count c, or leaves (c 0); the count of holds,
+     * the sweep and the writer's mark follow. The delete comes last, and
+     * may take the key. */
+    "local function done(c)\n"
+    "  local put, gone = {}, sw.gone\n"
+    "  if c > 0 then\n"
+    "    put[1], put[2] = f, c .. " RL__SUFFIX("v") "\n"
+    "    if lease > 0 then put[3], put[4] = dl(f), math.max(d or 0, now + lease) end\n"
+    "    left = math.max(left, 1)\n"
+    "  else\n"
+    "    gone[#gone + 1], gone[#gone + 2] = f, dl(f)\n"
+    "    if got[4] == f then gone[#gone + 1] = '~w' end\n"
+    "    left = left - 1\n"
+    "  end\n"
+    "  if left > 0 then\n"
+    "    if left ~= holds then put[#put + 1], put[#put + 2] = '~n', left end\n"
+    "    if sw.state then put[#put + 1], put[#put + 2] = '~s', sw.state end\n"
+    "  else\n"
+    "    gone[#gone + 1], gone[#gone + 2] = '~n', '~s'\n"
+    "  end\n"
+    "  if #put > 0 then redis.call('hset', k, unpack(put)) end\n"
+    "  if c > 0 and lease > 0 then keep(k, lease) end\n"
+    "  if #gone > 0 then redis.call('hdel', k, unpack(gone)) end\n"
     "end\n"
     "if d and d <= now then\n"
-    "  leave()\n"
+    "  done(0)\n"
     "  return {-1, 0}\n"
     "end\n"
     RL__RELEASE_COUNT
-    "if n > 0 then\n"
-    "  redis.call('hset', k, f, n .. " RL__SUFFIX("v") ")\n"
-    "  if lease > 0 then\n"
-    "    redis.call('hset', k, dl(f), math.max(d or 0, now + lease))\n"
-    "    keep(k, lease)\n"
-    "  end\n"
-    "  return {1, n}\n"
-    "end\n"
-    "leave()\n"
-    /* The last hold counted; a hold whose holder died still counts until a
-     * writer's look at the whole hash drops it (a waiting writer asks
-     * again within a second anyway). */
-    "if notice and (holds <= 1 or string.sub(f, -2) ~= ':r') then\n"
+    "done(n)\n"
+    /* The last hold counted left, or a writer (readers may enter). */
+    "if notice and (sw.writer or (n == 0 and (left <= 0 or string.sub(f, -2) ~= ':r'))) then\n"
     RL__NOTICE("ARGV[4]", "ARGV[5]")
     "end\n"
-    "return {1, 0}\n";
+    "return {1, n}\n";
 
 /* As the plain renew (KEYS lock1..N; ARGV lease_ms, field1..fieldN; one
- * '1' or '0' per pair), moving each hold's own deadline too. A hold past
- * its deadline is gone, as an expired key is. */
+ * '1' or '0' per pair), moving each hold's own deadline too, and a step of
+ * the sweep where one is due. A hold past its deadline is gone, as an
+ * expired key is. */
 static const char rw_renew_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     RL__RW_PRELUDE
+    RL__RW_SWEEP
     "local out = {}\n"
     "for i = 1, #KEYS do\n"
     "  local k, f = KEYS[i], ARGV[i + 1]\n"
-    "  local r = redis.pcall('hmget', k, f, dl(f))\n"
+    "  local r = redis.pcall('hmget', k, f, dl(f), '~n', '~w', '~s')\n"
     "  local d = type(r) == 'table' and tonumber(r[2])\n"
     "  if type(r) == 'table' and r[1] and not (d and d <= now) then\n"
-    "    if not d or d < now + lease then redis.call('hset', k, dl(f), now + lease) end\n"
+    /* Ours is live: whatever the sweep drops, the key stays. */
+    "    local sw, put = sweep(k, r[5], r[4]), {}\n"
+    "    if not d or d < now + lease then put[1], put[2] = dl(f), now + lease end\n"
+    "    if sw then\n"
+    "      put[#put + 1], put[#put + 2] = '~s', sw.state\n"
+    "      if sw.held > 0 and tonumber(r[3]) then\n"
+    "        put[#put + 1], put[#put + 2] = '~n', math.max(tonumber(r[3]) - sw.held, 1)\n"
+    "      end\n"
+    "      if sw.writer then sw.gone[#sw.gone + 1] = '~w' end\n"
+    "    end\n"
+    "    if #put > 0 then redis.call('hset', k, unpack(put)) end\n"
     "    keep(k, lease)\n"
+    "    if sw and #sw.gone > 0 then redis.call('hdel', k, unpack(sw.gone)) end\n"
     "    out[i] = '1'\n"
     "  else\n"
     "    out[i] = '0'\n"

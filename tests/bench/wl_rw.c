@@ -191,12 +191,16 @@ void bn_run_rw(int nthreads, long dur_ms)
  * rw_readers_beside: what a reader's acquire + release, and a writer's
  * try (refused: the readers hold), cost while K other readers hold the
  * name, K = 0, 100, 1000. The K holds are planted as a read-write lock's
- * hash keeps them (src/rwlock.c: a field, its deadline, the count), with
- * deadlines far off. Redis's own time per EVALSHA (commandstats) is the
- * figure; the ratios are to K = 0 in the same run. Target: a reader at
- * K = 1000 within 2 x of K = 0.
+ * hash keeps them (src/rwlock.c: a field, its deadline, the count, the
+ * sweep waiting for the earliest deadline), with deadlines far off.
+ * Redis's own time per EVALSHA (commandstats) is the figure; the ratios
+ * are to K = 0 in the same run. Target: a reader at K = 1000 within 2 x of
+ * K = 0. With K > 0, also a reader's pair while the sweep of dead holds is
+ * due ("~s" made due before each pair: both calls read RL__RW_SWEEP_STEP
+ * fields more; at K = 100, a listpack, the whole hash).
  */
 #define RW_BESIDE_PAIRS 2000
+#define RW_BESIDE_SWEEPING 500
 #define RW_BESIDE_TRIES 200
 
 static void rw_plant(redisContext *rc, const char *key, int k)
@@ -211,7 +215,7 @@ static void rw_plant(redisContext *rc, const char *key, int k)
                                 "9999999999999"));
     }
     if (k > 0) {
-        freeReplyObject(bn_rcmd(rc, "HSET %s ~n %d", key, k));
+        freeReplyObject(bn_rcmd(rc, "HSET %s ~n %d ~s %s", key, k, "0 9999999999999"));
         freeReplyObject(bn_rcmd(rc, "PEXPIRE %s 600000", key));
     }
 }
@@ -223,6 +227,27 @@ static double evalsha_us(const bn_cstats *a, const bn_cstats *b)
 
     bn_cs_account(a, b, &ca);
     return ca.evalsha > 0 ? (double)ca.evalsha_usec / (double)ca.evalsha : 0;
+}
+
+/* Redis's µs per EVALSHA of n read pairs on r, the sweep made due before
+ * each one when `sweeping` (an HSET: not counted); -1 when a call failed. */
+static double read_pairs(redisContext *rc, const char *key, rl_lock *r, int n, int sweeping,
+                         bn_cstats *a, bn_cstats *b)
+{
+    int j, st;
+
+    bn_cstats_get(rc, a);
+    for (j = 0; j < n; j++) {
+        if (sweeping)
+            freeReplyObject(bn_rcmd(rc, "HSET %s ~s %s", key, "0 1"));
+        if ((st = rl_lock_try_acquire(r, 0, 30000)) != RL_OK ||
+            (st = rl_lock_release(r)) != RL_OK) {
+            bn_fail("rw_readers_beside read", st);
+            return -1;
+        }
+    }
+    bn_cstats_get(rc, b);
+    return evalsha_us(a, b);
 }
 
 void bn_run_rw_beside(void)
@@ -245,20 +270,13 @@ void bn_run_rw_beside(void)
     for (i = 0; i < sizeof ks / sizeof ks[0]; i++) {
         bn_rec rec = { .n = 0 };
         bn_targets t = { .any = 0 };
-        double read_us, write_us;
+        double read_us, write_us, sweep_us = 0;
         int busy = 0;
 
         rw_plant(rc, key, ks[i]);
-        bn_cstats_get(rc, a);
-        for (j = 0; j < RW_BESIDE_PAIRS; j++) {
-            if ((st = rl_lock_try_acquire(r, 0, 30000)) != RL_OK ||
-                (st = rl_lock_release(r)) != RL_OK) {
-                bn_fail("rw_readers_beside read", st);
-                break;
-            }
-        }
-        bn_cstats_get(rc, b);
-        read_us = evalsha_us(a, b);
+        read_us = read_pairs(rc, key, r, RW_BESIDE_PAIRS, 0, a, b);
+        if (ks[i] > 0)
+            sweep_us = read_pairs(rc, key, r, RW_BESIDE_SWEEPING, 1, a, b);
         bn_cstats_get(rc, a);
         for (j = 0; j < RW_BESIDE_TRIES; j++) {
             st = rl_lock_try_acquire(w, 0, 30000);
@@ -276,6 +294,10 @@ void bn_run_rw_beside(void)
         bn_rec_add(&rec, "readers", "%d", ks[i]);
         bn_rec_add(&rec, "read_pair_evalsha_us", "%.1f", read_us);
         bn_rec_add(&rec, "write_try_evalsha_us", "%.1f", write_us);
+        if (ks[i] > 0) {
+            bn_rec_add(&rec, "read_pair_sweeping_evalsha_us", "%.1f", sweep_us);
+            bn_rec_add(&rec, "sweeping_ratio", "%.2f", read_us > 0 ? sweep_us / read_us : 0);
+        }
         bn_rec_add(&rec, "writer_refused", "%d/%d", busy, RW_BESIDE_TRIES);
         bn_rec_add(&rec, "read_ratio_0", "%.2f", read0 > 0 ? read_us / read0 : 0);
         bn_rec_add(&rec, "write_ratio_0", "%.2f", write0 > 0 ? write_us / write0 : 0);

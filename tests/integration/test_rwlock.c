@@ -123,10 +123,11 @@ static void test_shared_and_exclusive(void **state)
     IT_EQ(fields(e, "rw", "~d:"), 2);
     r = redisCommand(e->rc, "HKEYS rl:{rw}");
     /* Two readers' fields "<uuid>:<tid>:r", their deadlines "~d:<field>",
-     * and the count of holds "~n". */
-    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 5);
+     * the count of holds "~n" and the sweep "~s". */
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 6);
     for (i = 0; i < (int)r->elements; i++)
         assert_true(strcmp(r->element[i]->str, "~n") == 0 ||
+                    strcmp(r->element[i]->str, "~s") == 0 ||
                     (r->element[i]->len > 2 &&
                      memcmp(r->element[i]->str + r->element[i]->len - 2, ":r", 2) == 0));
     freeReplyObject(r);
@@ -381,6 +382,26 @@ static void test_dead_reader_own_lease(void **state)
     FREE_ALL(r, w, NULL, c, wc);
 }
 
+/* HLEN of rl:{name} (every field), and its count of holds "~n" (0: none). */
+static long long hash_len(it_env *e, const char *name)
+{
+    redisReply *r = redisCommand(e->rc, "HLEN rl:{%s}", name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -100;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static long long holds_count(it_env *e, const char *name)
+{
+    redisReply *r = redisCommand(e->rc, "HGET rl:{%s} ~n", name);
+    long long n = !r ? -100 : r->type == REDIS_REPLY_NIL ? 0
+                            : r->type == REDIS_REPLY_STRING ? atoll(r->str) : -100;
+
+    freeReplyObject(r);
+    return n;
+}
+
 /* A stream of readers, each in a client of its own, always overlapping. */
 #define NREADERS 3
 typedef struct stream {
@@ -467,6 +488,146 @@ static void test_writer_not_starved(void **state)
     }
     rl_lock_free(w);
     rl_client_free(wc);
+}
+
+/* Start a stream of readers (a client of its own, stopped by *stop). */
+static void stream_start(stream *s, it_env *e, const char *name, atomic_int *stop,
+                         atomic_int *writing)
+{
+    memset(s, 0, sizeof *s);
+    s->c = it_client(e, LEASE_MS);
+    s->l = rw_lock(s->c, name, RL_KIND_READ);
+    s->stop = stop;
+    s->writing = writing;
+    assert_int_equal(pthread_create(&s->th, NULL, reader_loop, s), 0);
+}
+
+/* Stop it (*stop set): no error, no reader beside a writer. */
+static void stream_stop(stream *s)
+{
+    atomic_store(s->stop, 1);
+    pthread_join(s->th, NULL);
+    IT_EQ(atomic_load(&s->violations), 0);
+    IT_EQ(atomic_load(&s->errors), 0);
+    rl_lock_free(s->l);
+    rl_client_free(s->c);
+}
+
+/* Spawn n readers in processes of their own ("--child read"), wait until
+ * they hold (beside `live` holds), and SIGKILL them. */
+static void readers_die(it_env *e, const char *name, int n, int live)
+{
+    char *argv[] = { "it_rwlock", "--child", "read", e->redis->url, (char *)name, NULL };
+    pid_t pids[64];
+    int i;
+
+    assert_true(n <= 64);
+    for (i = 0; i < n; i++) {
+        pids[i] = rt_spawn_self(argv, NULL, 0, 60);
+        assert_true(pids[i] > 0);
+    }
+    IT_WAIT(hlen(e, name) == live + n, 20000);
+    for (i = 0; i < n; i++)
+        assert_int_equal(kill(pids[i], SIGKILL), 0);
+    for (i = 0; i < n; i++)
+        IT_EQ(rt_child_wait(pids[i], 5000), 128 + SIGKILL);
+}
+
+/*
+ * Dead readers are dropped, whoever comes: on a name that no writer asks
+ * for, one reader of ours holds throughout (renewed) while three rounds of
+ * 20 readers, each in a process of its own, are SIGKILLed holding. In the
+ * first round only the live readers' renewals reach the hash; in the
+ * others a stream of readers comes and goes too. The dead holds stay while
+ * their leases run (at most LEASE_MS after the kills); within 3 leases the
+ * hash is back to the live holds (ours and at most one of the stream's),
+ * their deadlines and three fields more, and "~n" counts the live only.
+ * (The scripts before dropped a dead reader only when a writer came: HLEN
+ * 43, 83 and 123.) Then a writer waits, and our release, the last live
+ * hold, lets it in at once.
+ */
+#define DEAD_ROUNDS 3
+#define DEAD_PER_ROUND 20
+static void test_dead_readers_bounded(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, LEASE_MS), *wc = it_client(e, LEASE_MS);
+    rl_lock *r = rw_lock(c, "bound", RL_KIND_READ), *w = rw_lock(wc, "bound", RL_KIND_WRITE);
+    atomic_int stop = 0, writing = 0;
+    int64_t killed, t0;
+    long long after;
+    int round;
+    stream s;
+    it_acq a;
+
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_OK);
+    for (round = 0; round < DEAD_ROUNDS; round++) {
+        readers_die(e, "bound", DEAD_PER_ROUND, 1);
+        killed = rt_now_ms();
+        after = hash_len(e, "bound");
+        /* Not before their leases end: a reader is dropped by its deadline only. */
+        IT_EQ(hlen(e, "bound"), 1 + DEAD_PER_ROUND);
+        if (round > 0) {
+            atomic_store(&stop, 0);
+            stream_start(&s, e, "bound", &stop, &writing);
+        }
+        if (!RT_WAIT_UNTIL(hash_len(e, "bound") <= 2 * 2 + 3 && holds_count(e, "bound") <= 2,
+                           3 * LEASE_MS))
+            fail_msg("round %d: HLEN %lld, ~n %lld, %lld ms after the kills (HLEN %lld then)",
+                     round, hash_len(e, "bound"), holds_count(e, "bound"),
+                     (long long)(rt_now_ms() - killed), after);
+        print_message("round %d: HLEN %lld after the kills, %lld after %lld ms\n", round, after,
+                      hash_len(e, "bound"), (long long)(rt_now_ms() - killed));
+        /* Renewed every third of a lease, each dead deadline was at least
+         * two thirds of one after its kill. */
+        IT_RANGE(rt_now_ms() - killed, LEASE_MS / 2, 3 * LEASE_MS + 100);
+        if (round > 0)
+            stream_stop(&s);
+        IT_EQ(rl_lock_interrupted(r), 0);
+    }
+    it_acq_begin(&a, w, 10000, 1);
+    IT_WAIT(intents(e, "bound") == 1, 5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_release(r), RL_OK);
+    IT_WAIT(atomic_load(&a.state) >= 2, 5000);
+    IT_RC(a.rc, RL_OK);
+    IT_RANGE(a.t_return_us / 1000 - t0, -5, 500);
+    it_acq_let_go(&a);
+    assert_int_equal(it_acq_join(&a, 5000), 0);
+    IT_RC(a.release_rc, RL_OK);
+    IT_EQ(hash_len(e, "bound"), 0);
+    FREE_ALL(r, w, NULL, c, wc);
+}
+
+/*
+ * A hash not of the read-write layout (RL__RW_LAYOUT, src/rlock_int.h): a
+ * write hold with its deadline but without the mark "~w", as the scripts
+ * before 809ff77 (never released) wrote it. A reader and a writer are
+ * refused with RL_EREDIS, the hash left as it was; the old scripts marked
+ * the writer and answered "busy" (and could let a reader in beside it
+ * first).
+ */
+static void test_layout_unknown_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, LEASE_MS);
+    rl_lock *r = rw_lock(c, "old", RL_KIND_READ), *w = rw_lock(c, "old", RL_KIND_WRITE);
+    redisReply *rep;
+
+    rep = redisCommand(e->rc, "HSET rl:{old} 00000000-0000-4000-8000-000000000009:1 %s "
+                       "~d:00000000-0000-4000-8000-000000000009:1 %s", "1 0", "9999999999999");
+    assert_true(rep && rep->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+    rep = redisCommand(e->rc, "PEXPIRE rl:{old} 60000");
+    freeReplyObject(rep);
+    IT_RC(rl_lock_try_acquire(r, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
+    assert_non_null(strstr(rl_last_error(), "not a read-write lock of layout"));
+    IT_RC(rl_lock_try_acquire(w, 200, RL_LEASE_WATCHDOG), RL_EREDIS);
+    IT_EQ(rl_lock_hold_count(r), 0);
+    IT_EQ(rl_lock_hold_count(w), 0);
+    IT_EQ(hash_len(e, "old"), 2);
+    FREE_ALL(r, w, NULL, c);
+    IT_EQ(hash_len(e, "old"), 2);
 }
 
 /* Read and write holds outlive their lease by renewal, each its own
@@ -735,6 +896,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_writer_waits_on_plain, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_dead_reader_own_lease, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_writer_not_starved, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_dead_readers_bounded, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_layout_unknown_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_renewal_force_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),

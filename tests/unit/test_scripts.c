@@ -674,69 +674,229 @@ static void test_rw_own_lapsed_write_hold_passes_no_intent(void **state)
     freeReplyObject(r);
 }
 
-/* A live write hold the hash has no mark "~w" for (one taken by a client
- * of the scripts before "~n" and "~w", during an upgrade): the whole look
- * that keeps a reader out puts "~n" right, and must put the mark right
- * with it; with the count alone the hash read as a writer-less one, and
- * the next reader's few-field look let it in beside the writer. The same
- * after a reader of the writer's own thread came in. */
-static void test_rw_repair_marks_the_writer(void **state)
+/* The hash's fields, joined as "field=value;" in HGETALL's order: what a
+ * refused call must leave as it was. */
+static void snapshot(env *e, char *buf, size_t cap)
+{
+    redisReply *r = redisCommand(e->rc, "HGETALL %s", KEY);
+    size_t i, n = 0;
+
+    assert_true(r && r->type == REDIS_REPLY_ARRAY);
+    buf[0] = '\0';
+    for (i = 0; i + 1 < r->elements && n < cap; i += 2)
+        n += (size_t)snprintf(buf + n, cap - n, "%s=%s;", r->element[i]->str,
+                              r->element[i + 1]->str);
+    freeReplyObject(r);
+}
+
+/* A hash not of the read-write layout RL__RW_LAYOUT (the scripts before
+ * 809ff77 were never released, and carry no repair now): an intent field
+ * of theirs ("~wi:<writer's field>" = deadline), or a live write hold
+ * without its mark "~w" (theirs had none). A new hold on either side is
+ * refused with an error, and nothing is written; before, the first was
+ * dropped and the second marked, both silently (and a reader could be let
+ * in beside such a writer before the mark was put in). */
+static void test_rw_layout_unknown_refused(void **state)
 {
     env *e = *state;
-    char live[24];
-    int own;
+    char live[24], before[512], after[512];
+    const char *side[2] = { "r", "w" };
+    int c, i;
     redisReply *r;
 
-    for (own = 0; own < 2; own++) {
+    for (c = 0; c < 2; c++) {
         flush(e);
         snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
-        {
+        if (c == 0) {
+            const char *a[8] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "1",
+                                 "~wi:" OTHER, live };
+            plant(e, 8, a);
+        } else {
             const char *a[4] = { OTHER, "1 123", "~d:" OTHER, live };
             plant(e, 4, a);
         }
-        r = rw_acquire(e, own ? OTHER ":r" : "00000000-0000-4000-8000-000000000003:1:r", "r");
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        assert_int_equal(r->element[0]->integer, own ? 1 : 0);
-        freeReplyObject(r);
-        r = rw_acquire(e, OWNER ":r", "r");
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        if (r->element[0]->integer != 0)
-            fail_msg("%s: a reader admitted beside a live writer: {%lld, %lld}",
-                     own ? "after the writer's own reader" : "after a reader waited",
-                     r->element[0]->integer, r->element[1]->integer);
+        snapshot(e, before, sizeof before);
+        for (i = 0; i < 3; i++) {
+            /* a reader, a writer, and a reader of the writer's own thread */
+            const char *f = i < 2 ? OWNER : c == 1 ? OTHER ":r"
+                                                   : "00000000-0000-4000-8000-000000000003:1:r";
+            r = rw_acquire(e, f, i == 2 ? "r" : side[i]);
+            if (r->type != REDIS_REPLY_ERROR ||
+                strstr(r->str, "layout " RL__STR(RL__RW_LAYOUT)) == NULL)
+                fail_msg("%s, %s: not refused",
+                         c == 0 ? "an old intent field" : "a writer without its mark", f);
+            freeReplyObject(r);
+            snapshot(e, after, sizeof after);
+            assert_string_equal(after, before);
+        }
+    }
+}
+
+/* Plant k readers "…-<i>:1:r" (i from `first`) with deadline `deadline`. */
+static void plant_readers(env *e, int first, int k, long long deadline)
+{
+    int i;
+
+    for (i = first; i < first + k; i++) {
+        redisReply *r = redisCommand(e->rc, "HSET %s 00000000-0000-4000-8000-%012d:1:r %s "
+                                     "~d:00000000-0000-4000-8000-%012d:1:r %lld", KEY, i, "1 0",
+                                     i, deadline);
+        assert_non_null(r);
         freeReplyObject(r);
     }
 }
 
-/* An intent in the form of the scripts before 809ff77 ("~wi:<writer's
- * field>" valued its deadline) left in the hash by such a client, run out:
- * the whole look drops it. Kept, it made the hash never as "~n" says, so
- * that every reader's acquire read the whole hash for as long as the key
- * lived (and readers coming and going keep it alive). */
-static void test_rw_old_intent_run_out_is_dropped(void **state)
+static long long hget_num(env *e, const char *field)
+{
+    redisReply *r = redisCommand(e->rc, "HGET %s %s", KEY, field);
+    long long n;
+
+    assert_non_null(r);
+    n = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Redis's count of HSCAN calls so far (INFO commandstats). */
+static long long hscans(env *e)
+{
+    redisReply *r = redisCommand(e->rc, "INFO commandstats");
+    const char *p;
+    long long n = 0;
+
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    p = strstr(r->str, "cmdstat_hscan:calls=");
+    if (p != NULL)
+        n = atoll(p + strlen("cmdstat_hscan:calls="));
+    freeReplyObject(r);
+    return n;
+}
+
+/* A reader's acquire and release of OWNER:r (the release by the plain
+ * release's arguments, notice on). */
+static void rw_pair(env *e)
+{
+    const char *rel[6] = { KEY, OWNER ":r", "1", "0", "1", CHANNEL };
+    redisReply *r = rw_acquire(e, OWNER ":r", "r");
+
+    expect_pair(r, 1, 1);
+    freeReplyObject(r);
+    r = run(e, RL__S_RW_RELEASE, 1, 6, rel);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+}
+
+/*
+ * Dead readers on a name no writer asks for (issue 21, item 8): 400 holds
+ * past their deadline beside one live reader (OTHER:r), planted with "~n"
+ * counting them all and the sweep "~s" due. Readers' acquire+release pairs
+ * alone (no writer, no whole look) drop them all within two sweeps of the
+ * hash (2 x 803 / RL__RW_SWEEP_STEP calls), "~n" as the hash says after
+ * every call; then the same with the live reader's renewals alone. Once
+ * done, the sweep waits for the earliest live deadline: pairs cost no
+ * HSCAN. (The scripts before left them all: HLEN 805 for good.)
+ */
+static void test_rw_sweep_drops_dead_readers(void **state)
 {
     env *e = *state;
-    char past[24], live[24];
+    const char *ren[3] = { KEY, "30000", OTHER ":r" };
+    long long now, calls, bound, n, scans;
+    char live[24], due[24];
+    int pass;
+    redisReply *r;
+
+    for (pass = 0; pass < 2; pass++) {
+        flush(e);
+        now = redis_now(e);
+        plant_readers(e, 0, 400, now - 1000);
+        snprintf(live, sizeof live, "%lld", now + 60000);
+        snprintf(due, sizeof due, "0 %lld", now - 1000);
+        {
+            const char *a[8] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "401",
+                                 "~s", due };
+            plant(e, 8, a);
+        }
+        bound = 2 * (hlen(e) / RL__RW_SWEEP_STEP + 1);
+        for (calls = 0; hlen(e) > 4 && calls <= bound; calls++) {
+            if (pass == 0) {
+                rw_pair(e);
+            } else {
+                r = run(e, RL__S_RW_RENEW, 1, 3, ren);
+                assert_true(r->type == REDIS_REPLY_STRING && strcmp(r->str, "1") == 0);
+                freeReplyObject(r);
+            }
+            n = hget_num(e, "~n");
+            if (hlen(e) != 2 * n + 2)
+                fail_msg("%s %lld: ~n = %lld, HLEN %lld", pass ? "renewal" : "pair", calls, n,
+                         hlen(e));
+        }
+        if (hlen(e) > 4)
+            fail_msg("%s: HLEN %lld after %lld calls", pass ? "renewals" : "pairs", hlen(e),
+                     calls);
+        print_message("%s: 400 dead readers dropped in %lld calls (bound %lld)\n",
+                      pass ? "renewals" : "reader pairs", calls, bound);
+        assert_int_equal(hget_num(e, "~n"), 1);
+    }
+    /* Nothing due: no sweep. */
+    scans = hscans(e);
+    for (calls = 0; calls < 20; calls++)
+        rw_pair(e);
+    assert_int_equal(hscans(e), scans);
+}
+
+/* The sweep leaves live holds alone, however many it reads: 300 readers
+ * whose deadlines are a minute off, the sweep due; a full sweep's worth of
+ * pairs leaves all 300, and "~n" at 300. */
+static void test_rw_sweep_keeps_live_readers(void **state)
+{
+    env *e = *state;
+    long long now;
+    char due[24];
+    int calls;
+
+    flush(e);
+    now = redis_now(e);
+    plant_readers(e, 0, 300, now + 60000);
+    snprintf(due, sizeof due, "0 %lld", now - 1);
+    {
+        const char *a[4] = { "~n", "300", "~s", due };
+        plant(e, 4, a);
+    }
+    for (calls = 0; calls < 2 * (602 / RL__RW_SWEEP_STEP + 1); calls++)
+        rw_pair(e);
+    assert_int_equal(hlen(e), 602);
+    assert_int_equal(hget_num(e, "~n"), 300);
+}
+
+/* A write hold past its deadline met by the sweep (a renewal of a live
+ * reader's, the sweep due): dropped with its mark "~w" and "~n" counts the
+ * reader alone, so that the next reader's few-field look lets it in. */
+static void test_rw_sweep_drops_a_dead_writer(void **state)
+{
+    env *e = *state;
+    const char *ren[3] = { KEY, "30000", OTHER ":r" };
+    char past[24], live[24], due[24];
+    long long now;
     redisReply *r;
 
     flush(e);
-    snprintf(past, sizeof past, "%lld", redis_now(e) - 1000);
-    snprintf(live, sizeof live, "%lld", redis_now(e) + 30000);
+    now = redis_now(e);
+    snprintf(past, sizeof past, "%lld", now - 1000);
+    snprintf(live, sizeof live, "%lld", now + 60000);
+    snprintf(due, sizeof due, "0 %lld", now - 1000);
     {
-        const char *a[8] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, "~n", "1",
-                             "~wi:" OTHER, past };
-        plant(e, 8, a);
+        const char *a[14] = { OTHER ":r", "1 123", "~d:" OTHER ":r", live, OTHER, "1 123",
+                              "~d:" OTHER, past, "~w", OTHER, "~n", "2", "~s", due };
+        plant(e, 14, a);
     }
+    r = run(e, RL__S_RW_RENEW, 1, 3, ren);
+    assert_true(r->type == REDIS_REPLY_STRING && strcmp(r->str, "1") == 0);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 4);       /* the reader, its deadline, "~n", "~s" */
+    assert_int_equal(hget_num(e, "~n"), 1);
     r = rw_acquire(e, OWNER ":r", "r");
     expect_pair(r, 1, 1);
     freeReplyObject(r);
-    r = redisCommand(e->rc, "HEXISTS %s %s", KEY, "~wi:" OTHER);
-    assert_non_null(r);
-    if (r->integer != 0)
-        fail_msg("an old intent run out is still in the hash");
-    freeReplyObject(r);
-    /* the hash is as "~n" says: two holds, their deadlines, the count */
-    assert_int_equal(hlen(e), 5);
 }
 
 /* More dead holds than one look drops (it drops a thousand fields at most,
@@ -775,9 +935,10 @@ static void test_rw_dead_past_the_cap_stay_counted(void **state)
     n = atoll(r->str);
     freeReplyObject(r);
     fields = hlen(e);
-    /* the holds and their deadlines, "~n", the writer's intent "~wi" */
-    if (fields != 2 * n + 2)
-        fail_msg("~n = %lld but the hash has %lld fields (expected %lld)", n, fields, 2 * n + 2);
+    /* the holds and their deadlines, "~n", the writer's intent "~wi", the
+     * sweep "~s" */
+    if (fields != 2 * n + 3)
+        fail_msg("~n = %lld but the hash has %lld fields (expected %lld)", n, fields, 2 * n + 3);
     assert_int_equal(n, 101);
 }
 
@@ -849,8 +1010,8 @@ static void test_rw_bad_intent_writes_nothing(void **state)
         freeReplyObject(r);
         r = redisCommand(e->rc, "HLEN %s", KEY);
         assert_non_null(r);
-        if (r->integer != 3)    /* the reader's field, its deadline, the count */
-            fail_msg("intent \"%s\": %lld fields, expected 3", bad[i], r->integer);
+        if (r->integer != 4)    /* the reader's field, its deadline, the count, the sweep */
+            fail_msg("intent \"%s\": %lld fields, expected 4", bad[i], r->integer);
         freeReplyObject(r);
     }
 }
@@ -877,8 +1038,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_own_lapsed_write_hold_passes_no_intent, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_rw_repair_marks_the_writer, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rw_old_intent_run_out_is_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_layout_unknown_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_sweep_drops_dead_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_sweep_keeps_live_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_sweep_drops_a_dead_writer, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1081,7 +1081,8 @@ static void test_plain_and_rw_scripts_whole_on_a_migrating_source(void **state)
     const char *const force[4] = { KEY, "00000000-0000-4000-8000-000000000001:", "1", CHANNEL };
     const char *delayed[7] = { KEY, "10000", OWNER, "0", "123", "0", "5000" };
     const char *const rrel[6] = { KEY, OWNER ":r", "1", "0", "1", CHANNEL };
-    const char *const wback[6] = { KEY, "~wi:" OWNER, "0", "0", "1", CHANNEL };
+    static const char intent[] = "~wi:" OWNER;
+    const char *const wback[6] = { KEY, intent, "0", "0", "1", CHANNEL };
     redisReply *r;
 
     hold(e, 1);

@@ -14,8 +14,13 @@
  *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
  *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
  *   force    KEYS lock;          ARGV "<uuid>:", notice, channel
+ *   fair acquire  KEYS lock, queue, places; ARGV lease_ms, owner, 0, since, place_ms
+ *   fair release  KEYS lock, queue, places; ARGV as release[, next, place_ms]
+ *   fair leave    KEYS lock, queue, places; ARGV owner, notice, channel
  *
- * The second half checks fencing tokens and lock-delay at the script level.
+ * The second half checks fencing tokens and lock-delay at the script level,
+ * then the read-write scripts, then every script as the source of a
+ * migrating Cluster slot runs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>

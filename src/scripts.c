@@ -315,8 +315,9 @@ static const char force_src[] =
 
 /* Reads only. `drop`, the waiters to take out: those whose place ran out
  * (a hundred a call at most), and those head() finds queued without a
- * place; dead[w] for each. head(skip): the first waiter, other than skip,
- * with a place still running, and when that place runs out. */
+ * place (a thousand: ZREM takes them as arguments); dead[w] for each.
+ * head(skip): the first waiter, other than skip, with a place still
+ * running, and when that place runs out. */
 #define RL__FAIR_LOOK \
     "local dead, drop = {}, {}\n" \
     "for _, w in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. now, 'LIMIT', 0, 100)) do\n" \
@@ -332,7 +333,7 @@ static const char force_src[] =
     "      local until_ms = redis.call('zscore', KEYS[3], h)\n" \
     "      if until_ms then return h, tonumber(until_ms) end\n" \
     "      dead[h] = true\n" \
-    "      drop[#drop + 1] = h\n" \
+    "      if #drop < 1100 then drop[#drop + 1] = h end\n" \
     "    end\n" \
     "    i = i + 1\n" \
     "  end\n" \

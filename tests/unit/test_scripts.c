@@ -933,12 +933,15 @@ static void expect_whole(redisReply *r, const char *what)
 #define DEAD "00000000-0000-4000-8000-00000000dead:1"
 #define NEXT "00000000-0000-4000-8000-000000000001:8"
 
+#define PLACELESS "00000000-0000-4000-8000-000000000004:2"
+
 /* A fair name's state: the lock free (holder 0), ours (1) or another's (2);
  * queued, a bit each: 1 a dead waiter (its place ran out), 2 us, 4
- * another, in that order of arrival; the keys live for 10 s. */
+ * another, 8 one queued without a place (left by hand), in that order of
+ * arrival; the keys live for 10 s. */
 static void fair_state(env *e, int holder, int queued)
 {
-    static const char *const who[3] = { DEAD, OWNER, OTHER };
+    static const char *const who[4] = { DEAD, OWNER, OTHER, PLACELESS };
     long long now;
     int i;
 
@@ -946,12 +949,13 @@ static void fair_state(env *e, int holder, int queued)
     now = redis_now(e);
     if (holder)
         freeReplyObject(redisCommand(e->rc, "HSET %s %s 1", KEY, holder == 1 ? OWNER : OTHER));
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         if (!(queued & (1 << i)))
             continue;
         freeReplyObject(redisCommand(e->rc, "ZADD %s %d %s", QUEUE_KEY, i + 1, who[i]));
-        freeReplyObject(redisCommand(e->rc, "ZADD %s %lld %s", PLACES_KEY,
-                                     i == 0 ? now - 1 : now + 2000, who[i]));
+        if (i < 3)
+            freeReplyObject(redisCommand(e->rc, "ZADD %s %lld %s", PLACES_KEY,
+                                         i == 0 ? now - 1 : now + 2000, who[i]));
     }
     freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 10000", KEY));
     freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 10000", QUEUE_KEY));
@@ -996,7 +1000,7 @@ static void test_fair_scripts_whole_on_a_migrating_source(void **state)
     int holder, queued, i, runs = 0, bad = 0;
 
     for (holder = 0; holder < 3; holder++) {
-        for (queued = 0; queued < 8; queued++) {
+        for (queued = 0; queued < 16; queued++) {
             for (i = 0; i < 2; i++, runs++) {
                 fair_state(e, holder, queued);
                 snprintf(what, sizeof what, "acquire (place %s), holder %d, queued %d",

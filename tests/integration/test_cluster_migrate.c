@@ -792,8 +792,9 @@ static void test_fair_acquire_mid_migration(void **state)
     rl_client_free(ca);
 }
 
-/* A fair hold (watchdog) with no queue while its slot moves: the release
- * mid-move declares three keys of which only the lock's is there, and is
+/* A fair hold (watchdog) with no queue while its slot moves: a reentry and
+ * its release are served mid-move (one-key scripts); the last release
+ * declares three keys of which only the lock's is there, and is
  * refused whole (TRYAGAIN until the command timeout): the hold stays, its
  * field too, renewed on whichever node has the key as it moves; after the
  * move the release is done and another client gets in. (The watchdog
@@ -821,6 +822,10 @@ static void test_fair_hold_across_a_migration(void **state)
 
     IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    /* A reentry and a release that leaves a count: one-key scripts, served. */
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rl_lock_hold_count(a), 2);
+    IT_RC(rl_lock_release(a), RL_OK);
     s = release_mid_move(a, e->cl, from, "fairm}h");
     if (!release_consistent(&s))
         fail_msg("release mid-migration: %d (%s: %s), count %d, flag %d, fields on the "

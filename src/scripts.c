@@ -13,6 +13,16 @@
  * A bare "<count>" (older clients, values planted by hand) is accepted
  * everywhere a value is read: only the leading integer counts (RL__COUNT).
  * The suffix is for operators (`rlock list`); nothing decides on it.
+ *
+ * The rule every script keeps: no command on a key after a command that
+ * may have deleted that key (an HDEL or ZREM that may take its last
+ * member, a DEL). While a Cluster slot is MIGRATING, its source runs a
+ * script only when every declared key is there (else TRYAGAIN or ASK:
+ * refused whole, nothing done), and stops it at the first command on a
+ * key that is gone ("non local key"), after what it wrote before: the
+ * change would be applied and reported failed. So a script reads first,
+ * and on each key its writes come before the one that may delete it.
+ * (tests/unit/test_scripts.c runs every script as such a source would.)
  */
 #include "rlock_int.h"
 
@@ -140,11 +150,9 @@ static const char acquire_src[] =
 
 /* The fair lock's release of one hold of ARGV[1] (v its value), ARGV[3]
  * checked as `lease` (the plain release_src spells the same out, with
- * lock-delay): a count left is written back and ends the script; else the
- * field goes, `last` saying whether it was the lock's last. Whether it was
- * is asked before the delete: once the key is gone, a script may not touch
- * it again while its slot migrates (Redis: "non local key"), and the
- * delete would then be reported as an error. */
+ * lock-delay): a count left is written back and ends the script; else
+ * `last` says whether the field, which the script deletes last of all,
+ * is the lock's last. */
 #define RL__RELEASE_DOWN \
     RL__RELEASE_COUNT \
     "if n > 0 then\n" \
@@ -152,8 +160,7 @@ static const char acquire_src[] =
     "  if lease > 0 then redis.call('pexpire', KEYS[1], lease) end\n" \
     "  return {1, n}\n" \
     "end\n" \
-    "local last = redis.call('hlen', KEYS[1]) == 1\n" \
-    "redis.call('hdel', KEYS[1], ARGV[1])\n"
+    "local last = redis.call('hlen', KEYS[1]) == 1\n"
 
 /* KEYS[1] lock; ARGV owner, held (0: drop the whole field), lease_ms (0:
  * leave the expiry alone), the notice and the release channel (see
@@ -290,8 +297,17 @@ static const char force_src[] =
  * of waiting owners scored by order of arrival; `places`, a sorted set of
  * the same owners scored by the Redis time (ms) at which each one's place
  * runs out unless its process renews it. Both share the name's hash tag.
- * Every script first skips the waiters whose place ran out, so a dead or
- * stopped process is passed over, and neither set grows from the dead.
+ * Every script passes over the waiters whose place ran out, and drops
+ * them, so a dead or stopped process is passed over, and neither set
+ * grows from the dead.
+ *
+ * Each script reads the lock and the queue first (RL__FAIR_LOOK), then
+ * writes: the queue's changes in one go (settle: additions, then the one
+ * ZREM per set that may empty it), the lock's last (its HDEL may delete
+ * it). No key is touched after a command that may have deleted it (see
+ * the rule at the top): the scripts before kept dropping places after the
+ * lock's field went, and adding after dropping, and were stopped midway
+ * while the slot migrated.
  */
 
 /* Redis's own clock, so that every host's waiters are judged alike.
@@ -301,49 +317,69 @@ static const char force_src[] =
     "if redis.replicate_commands then redis.replicate_commands() end\n" \
     "local t = redis.call('time')\n" \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-/* Drop the places that ran out (a hundred a call at most). */
-#define RL__FAIR_PRUNE \
-    "local gone = redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. now, 'LIMIT', 0, 100)\n" \
-    "for _, w in ipairs(gone) do\n" \
-    "  redis.call('zrem', KEYS[2], w)\n" \
-    "  redis.call('zrem', KEYS[3], w)\n" \
+
+/* Reads only. `drop`, the waiters to take out: those whose place ran out
+ * (a hundred a call at most), and those head() finds queued without a
+ * place (a thousand: ZREM takes them as arguments); dead[w] for each.
+ * head(skip): the first waiter, other than skip, with a place still
+ * running, and when that place runs out. */
+#define RL__FAIR_LOOK \
+    "local dead, drop = {}, {}\n" \
+    "for _, w in ipairs(redis.call('zrangebyscore', KEYS[3], '-inf', '(' .. now, 'LIMIT', 0, 100)) do\n" \
+    "  dead[w] = true\n" \
+    "  drop[#drop + 1] = w\n" \
     "end\n" \
-    /* The first waiter with a place still running (one left in the queue \
-     * without a place is dropped too). */ \
-    "local function head()\n" \
+    "local function head(skip)\n" \
+    "  local i = 0\n" \
     "  while true do\n" \
-    "    local h = redis.call('zrange', KEYS[2], 0, 0)[1]\n" \
+    "    local h = redis.call('zrange', KEYS[2], i, i)[1]\n" \
     "    if not h then return nil, 0 end\n" \
-    "    local until_ms = redis.call('zscore', KEYS[3], h)\n" \
-    "    if until_ms then return h, tonumber(until_ms) end\n" \
-    "    redis.call('zrem', KEYS[2], h)\n" \
+    "    if h ~= skip and not dead[h] then\n" \
+    "      local until_ms = redis.call('zscore', KEYS[3], h)\n" \
+    "      if until_ms then return h, tonumber(until_ms) end\n" \
+    "      dead[h] = true\n" \
+    "      if #drop < 1100 then drop[#drop + 1] = h end\n" \
+    "    end\n" \
+    "    i = i + 1\n" \
     "  end\n" \
     "end\n"
 
-/* Queue w at the tail (once: a repeat only renews its place) with a
- * place of `place` ms; the sets live as long as their longest place. */
-#define RL__FAIR_JOIN \
-    "local function join(w, place)\n" \
-    "  if not redis.call('zscore', KEYS[2], w) then\n" \
-    "    local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n" \
-    "    redis.call('zadd', KEYS[2], (tonumber(last[2]) or 0) + 1, w)\n" \
+/* The queue's writes, once everything is read: w (nil: none) queued with
+ * a place of `place` ms, at the tail unless it is queued with a live place
+ * (a repeat only renews the place), the sets kept as long as the longest
+ * place; then `drop` and `gone` (nil: none) taken out, one ZREM per set,
+ * the last command on it (it may empty the set, and so delete it). */
+#define RL__FAIR_SETTLE \
+    "local function settle(w, place, gone)\n" \
+    "  local out = {}\n" \
+    "  for _, x in ipairs(drop) do if x ~= w then out[#out + 1] = x end end\n" \
+    "  if gone and gone ~= w then out[#out + 1] = gone end\n" \
+    "  if w then\n" \
+    "    if dead[w] or not redis.call('zscore', KEYS[2], w) then\n" \
+    "      local last = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n" \
+    "      redis.call('zadd', KEYS[2], (tonumber(last[2]) or 0) + 1, w)\n" \
+    "    end\n" \
+    "    redis.call('zadd', KEYS[3], now + place, w)\n" \
+    "    for i = 2, 3 do\n" \
+    "      if redis.call('pttl', KEYS[i]) < place then redis.call('pexpire', KEYS[i], place) end\n" \
+    "    end\n" \
     "  end\n" \
-    "  redis.call('zadd', KEYS[3], now + place, w)\n" \
-    "  for i = 2, 3 do\n" \
-    "    if redis.call('pttl', KEYS[i]) < place then redis.call('pexpire', KEYS[i], place) end\n" \
+    "  if #out > 0 then\n" \
+    "    redis.call('zrem', KEYS[2], unpack(out))\n" \
+    "    redis.call('zrem', KEYS[3], unpack(out))\n" \
     "  end\n" \
     "end\n"
 
-/* Tell the head's process, and only it, that the name is free: on the
- * release channel with ":<its uuid>" appended (an owner is "<uuid>:<tid>"). */
+/* Tell h's process, and only it, that the name is free: on the release
+ * channel with ":<its uuid>" appended (an owner is "<uuid>:<tid>"). No
+ * h (nil or false): nobody queued, and a plain handle's waiter (another
+ * process, another family) may wait on the plain channel, as for a plain
+ * release. */
 #define RL__FAIR_WAKE(arg, chan) \
-    "local h = head()\n" \
     "if h then\n" \
     "  local ch = " chan " .. ':' .. (string.match(h, '^(.*):') or h)\n" \
     RL__NOTICE(arg, "ch") \
     "else\n" \
-    /* Nobody queued: a plain handle's waiter (another process, another \
-     * family) may wait on the plain channel, as for a plain release. */ \
     RL__NOTICE(arg, chan) \
     "end\n"
 
@@ -357,8 +393,8 @@ static const char fair_acquire_src[] =
     RL__LEASE_CHECK("ARGV[1]", 1)
     "local place = tonumber(ARGV[5]) or 0\n"
     RL__FAIR_CLOCK
-    RL__FAIR_PRUNE
-    RL__FAIR_JOIN
+    RL__FAIR_LOOK
+    RL__FAIR_SETTLE
     "local wait\n"
     "if redis.call('exists', KEYS[1]) == 1 then\n"
     "  if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then\n"
@@ -369,31 +405,36 @@ static const char fair_acquire_src[] =
     "  if h and h ~= ARGV[2] then wait = until_ms - now end\n"
     "end\n"
     "if wait then\n"
-    "  if place > 0 then join(ARGV[2], place) end\n"
+    "  settle(place > 0 and ARGV[2] or nil, place)\n"
     "  return {0, wait}\n"
     "end\n"
     "redis.call('hset', KEYS[1], ARGV[2], ARGV[4] and ('1 ' .. ARGV[4]) or 1)\n"
     "redis.call('pexpire', KEYS[1], lease)\n"
-    "redis.call('zrem', KEYS[2], ARGV[2])\n"
-    "redis.call('zrem', KEYS[3], ARGV[2])\n"
+    "settle(nil, 0, ARGV[2])\n"
     "return {1, 1}\n";
 
 /* KEYS lock, queue, places; ARGV as release_src's, then optionally the
  * next owner and its place_ms. As release_src, but the last release wakes
  * the first waiter's process only, and the caller's place, if it still has
  * one, goes too. The next owner (the thread of this process that waits
- * next) is queued by the same call, saving it its own queueing try. */
+ * next) is queued by the same call, saving it its own queueing try: it is
+ * the one woken when nobody else waits. */
 static const char fair_release_src[] =
     RL__LEASE_CHECK("ARGV[3]", 0)
     RL__FAIR_CLOCK
     "local v = redis.call('hget', KEYS[1], ARGV[1])\n"
     "if not v then return {-1, 0} end\n"
     RL__RELEASE_DOWN
-    RL__FAIR_PRUNE
-    RL__FAIR_JOIN
-    "redis.call('zrem', KEYS[2], ARGV[1])\n"
-    "redis.call('zrem', KEYS[3], ARGV[1])\n"
-    "if ARGV[6] and tonumber(ARGV[7]) then join(ARGV[6], tonumber(ARGV[7])) end\n"
+    RL__FAIR_LOOK
+    RL__FAIR_SETTLE
+    "local nxt, nplace = ARGV[6], tonumber(ARGV[7])\n"
+    "if not nplace then nxt = nil end\n"
+    "local h\n"
+    "if last and ARGV[4] and ARGV[4] ~= '0' then\n"
+    "  h = head(ARGV[1]) or nxt\n"
+    "end\n"
+    "settle(nxt, nplace, ARGV[1])\n"
+    "redis.call('hdel', KEYS[1], ARGV[1])\n"
     "if last and ARGV[4] and ARGV[4] ~= '0' then\n"
     RL__FAIR_WAKE("ARGV[4]", "ARGV[5]")
     "end\n"
@@ -405,10 +446,12 @@ static const char fair_release_src[] =
  * force-release. Returns 1. */
 static const char fair_leave_src[] =
     RL__FAIR_CLOCK
-    RL__FAIR_PRUNE
-    "redis.call('zrem', KEYS[2], ARGV[1])\n"
-    "redis.call('zrem', KEYS[3], ARGV[1])\n"
-    "if redis.call('exists', KEYS[1]) == 0 and ARGV[2] ~= '0' then\n"
+    RL__FAIR_LOOK
+    RL__FAIR_SETTLE
+    "local free = ARGV[2] ~= '0' and redis.call('exists', KEYS[1]) == 0\n"
+    "local h = free and head(ARGV[1])\n"
+    "settle(nil, 0, ARGV[1])\n"
+    "if free then\n"
     RL__FAIR_WAKE("ARGV[2]", "ARGV[3]")
     "end\n"
     "return 1\n";

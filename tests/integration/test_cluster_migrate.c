@@ -15,7 +15,14 @@
  *    and back: its one hash, deadlines ("~d:") and the writer's intent
  *    ("~wi") with it, follows the slot, the holds are renewed there, new
  *    acquisitions mid-move succeed or wait, and the writer gets in after
- *    the readers (src/rwlock.c).
+ *    the readers (src/rwlock.c);
+ *  - a fair lock (issue 21, item 1): a release and a waiter's acquire
+ *    while the slot is MIGRATING with the keys still on the source, each
+ *    dropping a dead waiter and so emptying the queue, run whole (the
+ *    scripts before stopped after the delete: "non local key", the
+ *    release applied and reported failed, and another client got in while
+ *    the holder still believed it held); a fair hold without a queue, its
+ *    release refused whole mid-move and its renewals following the key.
  *
  * One cluster serves the tests; each uses names of its own and finishes
  * its migration before it ends.
@@ -56,13 +63,18 @@ static const char *warning(void)
     return copy[0] ? copy : "(none)";
 }
 
-static rl_client *cl_client(const char *url)
+static rl_client *cl_client_timed(const char *url, long command_timeout_ms)
 {
     rl_options o;
 
-    it_options(&o, url, LEASE_MS, 0);
+    it_options(&o, url, LEASE_MS, command_timeout_ms);
     o.log = on_log;
     return it_client_opts(&o);
+}
+
+static rl_client *cl_client(const char *url)
+{
+    return cl_client_timed(url, 0);
 }
 
 /* A name's lock key and its slot. */
@@ -523,12 +535,332 @@ static void test_rw_holds_across_a_migration(void **state)
     rl_client_free(ca);
 }
 
+/* ---- fair holds across a slot migration ---------------------------------- */
+
+/* A waiter whose process died: its place (in "rl:{N}:queue:t") has run
+ * out, while the queue's keys still live. That is what a dead waiter
+ * leaves when a later waiter's asks kept the keys alive (their expiry is
+ * the latest place, src/scripts.c) and that waiter then took the name:
+ * the next fair script drops the dead one and so empties the queue. */
+#define DEAD_WAITER "00000000-0000-4000-8000-00000000dead:1"
+
+/* An integer command on key "rl:{name}<suffix>" (and arg, unless NULL) on
+ * node i, after ASKING: its reply; -1 for nil; -2 when the node sends us on
+ * (ASK, MOVED); -3 on an error. */
+static long long int_on(rt_cluster *cl, int i, const char *cmd, const char *name,
+                        const char *suffix, const char *arg)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    char key[2200];
+    const char *argv[3] = { cmd, key, arg };
+    size_t lens[3] = { strlen(cmd), it_key(key, sizeof key, "rl:", name, strlen(name), suffix),
+                       arg ? strlen(arg) : 0 };
+    redisReply *r;
+    long long v = -3;
+
+    if (!rc)
+        return -3;
+    freeReplyObject(redisCommand(rc, "ASKING"));
+    r = redisCommandArgv(rc, arg ? 3 : 2, argv, lens);
+    if (r && r->type == REDIS_REPLY_INTEGER)
+        v = r->integer;
+    else if (r && r->type == REDIS_REPLY_NIL)
+        v = -1;
+    else if (r && r->type == REDIS_REPLY_ERROR &&
+             (strncmp(r->str, "ASK ", 4) == 0 || strncmp(r->str, "MOVED ", 6) == 0))
+        v = -2;
+    freeReplyObject(r);
+    redisFree(rc);
+    return v;
+}
+
+/* Put DEAD_WAITER alone in name's queue on node i (the name's master),
+ * its place run out a millisecond ago, the queue's keys alive for 20 s. */
+static void plant_dead_waiter(rt_cluster *cl, int i, const char *name)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    char q[2200], p[2200];
+    size_t ql = it_key(q, sizeof q, "rl:", name, strlen(name), ":queue");
+    size_t pl = it_key(p, sizeof p, "rl:", name, strlen(name), ":queue:t");
+    redisReply *t, *r[4];
+    long long now;
+    int k;
+
+    assert_non_null(rc);
+    t = redisCommand(rc, "TIME");
+    assert_true(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
+    now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    r[0] = redisCommand(rc, "ZADD %b 1 %s", q, ql, DEAD_WAITER);
+    r[1] = redisCommand(rc, "ZADD %b %lld %s", p, pl, now - 1, DEAD_WAITER);
+    r[2] = redisCommand(rc, "PEXPIRE %b 20000", q, ql);
+    r[3] = redisCommand(rc, "PEXPIRE %b 20000", p, pl);
+    for (k = 0; k < 4; k++) {
+        if (!r[k] || r[k]->type != REDIS_REPLY_INTEGER || r[k]->integer != 1)
+            fail_msg("planting a dead waiter: command %d: %s", k,
+                     r[k] && r[k]->type == REDIS_REPLY_ERROR ? r[k]->str : "no 1");
+        freeReplyObject(r[k]);
+    }
+    redisFree(rc);
+}
+
+/* What a holder's release mid-migration left: the call's status, the
+ * holder's count and flag just after it, and how many fields the lock's
+ * hash kept on the source (-2: gone, the source sends us on). */
+typedef struct fair_release_seen {
+    int rc, count, flag;
+    long long fields;
+    char detail[256];
+} fair_release_seen;
+
+static fair_release_seen release_mid_move(rl_lock *l, rt_cluster *cl, int from,
+                                          const char *name)
+{
+    fair_release_seen s;
+
+    s.rc = rl_lock_release(l);
+    snprintf(s.detail, sizeof s.detail, "%s", s.rc == RL_OK ? "" : rl_last_error());
+    s.count = rl_lock_hold_count(l);
+    s.flag = rl_lock_interrupted(l);
+    s.fields = int_on(cl, from, "HLEN", name, "", NULL);
+    print_message("fair release mid-migration: %d (%s: %s), count %d, flag %d, fields on the "
+                  "source %lld\n", s.rc, rl_strerror(s.rc), s.detail, s.count, s.flag, s.fields);
+    return s;
+}
+
+/* Refused whole (a status that says so, the holder's field still there,
+ * the count still 1, no flag) or done (RL_OK, count 0, the field gone):
+ * never applied and reported failed. */
+static int release_consistent(const fair_release_seen *s)
+{
+    if (s->rc == RL_OK)
+        return s->count == 0 && s->fields == -2;
+    return s->count == 1 && s->flag == 0 && s->fields == 1;
+}
+
+/* Another client (other, a fair handle on the name) tries the name every
+ * 10 ms for up to ms; holder is the old holder's handle (this thread's).
+ * Returns the ms until other got in (-1: never), and sets *believed when
+ * the old holder still believed it held then (count 1, no flag), and
+ * *flag_ms to the ms from then until its flag rose (-1: not within ms). */
+static long long other_gets_in(rl_lock *other, rl_lock *holder, long ms, int *believed,
+                               long long *flag_ms)
+{
+    int64_t t0 = rt_now_ms(), in = -1;
+
+    *believed = 0;
+    *flag_ms = -1;
+    while (rt_now_ms() < t0 + ms) {
+        if (in < 0 && rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG) == RL_OK) {
+            in = rt_now_ms();
+            *believed = rl_lock_hold_count(holder) > 0 && !rl_lock_interrupted(holder);
+            if (!*believed)
+                break;
+        }
+        if (in >= 0 && rl_lock_interrupted(holder)) {
+            *flag_ms = rt_now_ms() - in;
+            break;
+        }
+        rt_sleep_ms(10);
+    }
+    if (in >= 0)
+        IT_RC(rl_lock_release(other), RL_OK);
+    return in < 0 ? -1 : in - t0;
+}
+
+/* The slot's keys moved to `to` and the slot given to it. */
+static void finish_move(it_cluster *e, int slot, int to)
+{
+    IT_EQ(rt_cluster_slot_move_keys(e->cl, slot), 0);
+    IT_EQ(rt_cluster_slot_finish(e->cl, slot, to), 0);
+}
+
+/* Issue 21, item 1. A fair holder releases while its name's slot is
+ * MIGRATING, its keys all still on the source, the queue holding a dead
+ * waiter only: the release script drops the holder's field (the lock key
+ * with it), drops the dead waiter (the queue's keys with it), and must
+ * not touch a key it deleted (Redis: "non local key", after the delete).
+ * Then another client tries the name: it may get in only once the old
+ * holder no longer believes it holds. */
+static void test_fair_release_mid_migration(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *ca = cl_client(e->cl->url), *cc = cl_client(e->cl->url);
+    rl_lock *a = NULL, *other = NULL;
+    fair_release_seen s;
+    char key[2200];
+    size_t kl;
+    int slot, from, to, believed;
+    long long in_ms, flag_ms;
+
+    slot = key_of(e->cl, "fairm}r", key, &kl);
+    assert_true(slot >= 0);
+    from = rt_cluster_master_of(e->cl, slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    IT_RC(rl_lock_new_kind(&a, ca, "fairm}r", 7, RL_KIND_FAIR), RL_OK);
+    IT_RC(rl_lock_new_kind(&other, cc, "fairm}r", 7, RL_KIND_FAIR), RL_OK);
+
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
+    plant_dead_waiter(e->cl, from, "fairm}r");
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    s = release_mid_move(a, e->cl, from, "fairm}r");
+    finish_move(e, slot, to);
+    in_ms = other_gets_in(other, a, 3 * LEASE_MS, &believed, &flag_ms);
+    if (believed)
+        print_message("another client got in %lld ms after the move, the old holder still "
+                      "believing it held; its flag rose %lld ms later\n", in_ms, flag_ms);
+    else
+        print_message("another client got in %lld ms after the move\n", in_ms);
+
+    if (!release_consistent(&s))
+        fail_msg("release mid-migration: %d (%s: %s), count %d, flag %d, fields on the "
+                 "source %lld: applied and reported failed", s.rc, rl_strerror(s.rc),
+                 s.detail, s.count, s.flag, s.fields);
+    if (believed)
+        fail_msg("another client got in %lld ms after the migration while the old holder "
+                 "still believed it held (its flag rose %lld ms later)", in_ms, flag_ms);
+    IT_EQ(s.rc, RL_OK);        /* the keys were all on the source: done, not refused */
+    IT_RANGE(in_ms, 0, LEASE_MS);
+    IT_EQ(int_on(e->cl, to, "EXISTS", "fairm}r", ":queue", NULL), 0);
+    IT_EQ(int_on(e->cl, to, "EXISTS", "fairm}r", ":queue:t", NULL), 0);
+    rl_lock_free(other);
+    rl_lock_free(a);
+    rl_client_free(cc);
+    rl_client_free(ca);
+}
+
+/* The acquire's side: while the slot is MIGRATING (keys on the source), a
+ * waiter asks for the held name with a dead waiter alone in the queue:
+ * the script drops it (the queue's keys go), then queues the caller. It
+ * must wait, never fail ("non local key"); once the holder releases, it
+ * gets the name, on the new master after the slot moved. */
+static void test_fair_acquire_mid_migration(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *ca = cl_client(e->cl->url), *cw = cl_client(e->cl->url);
+    rl_lock *a = NULL, *w = NULL;
+    static it_acq waiter;       /* static: a failed test leaves its thread behind */
+    fair_release_seen s;
+    char key[2200];
+    size_t kl;
+    int slot, from, to;
+
+    slot = key_of(e->cl, "fairm}a", key, &kl);
+    assert_true(slot >= 0);
+    from = rt_cluster_master_of(e->cl, slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    IT_RC(rl_lock_new_kind(&a, ca, "fairm}a", 7, RL_KIND_FAIR), RL_OK);
+    IT_RC(rl_lock_new_kind(&w, cw, "fairm}a", 7, RL_KIND_FAIR), RL_OK);
+
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
+    plant_dead_waiter(e->cl, from, "fairm}a");
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    it_acq_begin(&waiter, w, 60000, 1);
+    /* Queued in the dead one's stead, or returned. */
+    IT_WAIT(atomic_load(&waiter.state) >= 2 ||
+            (int_on(e->cl, from, "ZCARD", "fairm}a", ":queue", NULL) == 1 &&
+             int_on(e->cl, from, "ZCARD", "fairm}a", ":queue:t", NULL) == 1 &&
+             int_on(e->cl, from, "ZRANK", "fairm}a", ":queue", DEAD_WAITER) == -1), 5000);
+    if (atomic_load(&waiter.state) >= 2) {
+        finish_move(e, slot, to);
+        fail_msg("a waiting acquire mid-migration returned %d (%s) after %lld ms",
+                 waiter.rc, rl_strerror(waiter.rc),
+                 (long long)(waiter.t_return_us - waiter.t_call_us) / 1000);
+    }
+    watch_holds(&a, 1, LEASE_MS, "a fair hold, a waiter queued mid-migration");
+    IT_EQ(atomic_load(&waiter.state), 1);
+
+    /* The queue holds the waiter: the release runs on the source, whole. */
+    s = release_mid_move(a, e->cl, from, "fairm}a");
+    IT_RC(s.rc, RL_OK);
+    IT_EQ(s.count, 0);
+    finish_move(e, slot, to);
+    IT_WAIT(atomic_load(&waiter.state) >= 2, 5000);
+    IT_RC(waiter.rc, RL_OK);
+    IT_EQ(int_on(e->cl, to, "HLEN", "fairm}a", "", NULL), 1);
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    it_acq_let_go(&waiter);
+    IT_EQ(it_acq_join(&waiter, 5000), 0);
+    IT_RC(waiter.release_rc, RL_OK);
+    IT_EQ(int_on(e->cl, to, "EXISTS", "fairm}a", "", NULL), 0);
+    IT_EQ(int_on(e->cl, to, "EXISTS", "fairm}a", ":queue", NULL), 0);
+    rl_lock_free(w);
+    rl_lock_free(a);
+    rl_client_free(cw);
+    rl_client_free(ca);
+}
+
+/* A fair hold (watchdog) with no queue while its slot moves: a reentry and
+ * its release are served mid-move (one-key scripts); the last release
+ * declares three keys of which only the lock's is there, and is
+ * refused whole (TRYAGAIN until the command timeout): the hold stays, its
+ * field too, renewed on whichever node has the key as it moves; after the
+ * move the release is done and another client gets in. (The watchdog
+ * leaves a hold alone while it is being released: the holder's command
+ * timeout is a third of the lease here, so that the refused release does
+ * not outlast the lease.) */
+static void test_fair_hold_across_a_migration(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *ca = cl_client_timed(e->cl->url, LEASE_MS / 3), *cc = cl_client(e->cl->url);
+    rl_lock *a = NULL, *other = NULL;
+    fair_release_seen s;
+    char key[2200];
+    size_t kl;
+    int slot, from, to, believed;
+    long long in_ms, flag_ms;
+
+    slot = key_of(e->cl, "fairm}h", key, &kl);
+    assert_true(slot >= 0);
+    from = rt_cluster_master_of(e->cl, slot);
+    assert_true(from >= 0);
+    to = (from + 1) % 3;
+    IT_RC(rl_lock_new_kind(&a, ca, "fairm}h", 7, RL_KIND_FAIR), RL_OK);
+    IT_RC(rl_lock_new_kind(&other, cc, "fairm}h", 7, RL_KIND_FAIR), RL_OK);
+
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_cluster_slot_begin(e->cl, slot, to), 0);
+    /* A reentry and a release that leaves a count: one-key scripts, served. */
+    IT_RC(rl_lock_try_acquire(a, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rl_lock_hold_count(a), 2);
+    IT_RC(rl_lock_release(a), RL_OK);
+    s = release_mid_move(a, e->cl, from, "fairm}h");
+    if (!release_consistent(&s))
+        fail_msg("release mid-migration: %d (%s: %s), count %d, flag %d, fields on the "
+                 "source %lld: applied and reported failed", s.rc, rl_strerror(s.rc),
+                 s.detail, s.count, s.flag, s.fields);
+    IT_RC(s.rc, RL_ECONN);      /* refused (TRYAGAIN), nothing changed */
+    watch_holds(&a, 1, LEASE_MS, "a fair hold after its release was refused");
+    IT_EQ(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG) == RL_OK, 0);
+
+    IT_EQ(rt_cluster_slot_move_keys(e->cl, slot), 0);
+    IT_EQ(int_on(e->cl, from, "HLEN", "fairm}h", "", NULL), -2);
+    watch_holds(&a, 1, WATCH_MS, "a fair hold moved to the importing node");
+    IT_RANGE(int_on(e->cl, to, "PTTL", "fairm}h", "", NULL), LEASE_MS / 3, LEASE_MS);
+    IT_EQ(rt_cluster_slot_finish(e->cl, slot, to), 0);
+    watch_holds(&a, 1, LEASE_MS, "a fair hold after its slot moved");
+    IT_EQ(rl_lock_hold_count(a), 1);
+    IT_RC(rl_lock_release(a), RL_OK);
+    in_ms = other_gets_in(other, a, 3 * LEASE_MS, &believed, &flag_ms);
+    IT_EQ(believed, 0);
+    IT_RANGE(in_ms, 0, LEASE_MS);
+    rl_lock_free(other);
+    rl_lock_free(a);
+    rl_client_free(cc);
+    rl_client_free(ca);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ask_to_a_node_without_scripts),
         cmocka_unit_test(test_chunk_straddling_a_migration),
         cmocka_unit_test(test_rw_holds_across_a_migration),
+        cmocka_unit_test(test_fair_release_mid_migration),
+        cmocka_unit_test(test_fair_acquire_mid_migration),
+        cmocka_unit_test(test_fair_hold_across_a_migration),
     };
 
     if (argc > 1)

@@ -14,8 +14,13 @@
  *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
  *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
  *   force    KEYS lock;          ARGV "<uuid>:", notice, channel
+ *   fair acquire  KEYS lock, queue, places; ARGV lease_ms, owner, 0, since, place_ms
+ *   fair release  KEYS lock, queue, places; ARGV as release[, next, place_ms]
+ *   fair leave    KEYS lock, queue, places; ARGV owner, notice, channel
  *
- * The second half checks fencing tokens and lock-delay at the script level.
+ * The second half checks fencing tokens and lock-delay at the script level,
+ * then the read-write scripts, then every script as the source of a
+ * migrating Cluster slot runs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1016,6 +1021,283 @@ static void test_rw_bad_intent_writes_nothing(void **state)
     }
 }
 
+/* ---- scripts on a Cluster slot's migrating source -----------------------
+ *
+ * While a slot is MIGRATING, its source runs a script only when every key
+ * the script declares is there (else TRYAGAIN or ASK: refused whole), and
+ * stops it at the first command on a key that is no longer there ("Script
+ * attempted to access a non local key"), after what it wrote before: Redis
+ * does not undo those writes, and the caller is told the script failed.
+ * This shim, put in front of a script's text, has one server judge the
+ * same way: keys declared but absent refuse the call whole ("REFUSED"); a
+ * command on a key absent at that point stops it ("non local key"). The
+ * commands of rlock's scripts name their key first; TIME, PUBLISH and
+ * SPUBLISH name none (Redis serves a channel's notice on the source).
+ */
+static const char migrating_shim[] =
+    "local real = redis\n"
+    "local function gone(cmd, k)\n"
+    "  local c = string.lower(cmd)\n"
+    "  return c ~= 'time' and c ~= 'publish' and c ~= 'spublish' and\n"
+    "         real.call('exists', k) == 0\n"
+    "end\n"
+    "local redis = {\n"
+    "  call = function(cmd, k, ...)\n"
+    "    if k == nil then return real.call(cmd) end\n"
+    "    if gone(cmd, k) then error('non local key ' .. k .. ' (' .. cmd .. ')') end\n"
+    "    return real.call(cmd, k, ...)\n"
+    "  end,\n"
+    "  pcall = function(cmd, k, ...)\n"
+    "    if gone(cmd, k) then return {err = 'non local key ' .. k} end\n"
+    "    return real.pcall(cmd, k, ...)\n"
+    "  end,\n"
+    "  error_reply = real.error_reply, status_reply = real.status_reply,\n"
+    "  replicate_commands = real.replicate_commands,\n"
+    "}\n"
+    "for _, k in ipairs(KEYS) do\n"
+    "  if real.call('exists', k) == 0 then return real.status_reply('REFUSED') end\n"
+    "end\n";
+
+/* EVAL of script's text behind the shim (nkeys keys, then the args). */
+static redisReply *run_migrating(env *e, int script, int nkeys, int argc,
+                                 const char *const *argv)
+{
+    size_t sl = strlen(migrating_shim), tl = strlen(rl__script_src[script]);
+    char *text = malloc(sl + tl + 1);
+    const char *v[16];
+    char nk[8];
+    int i, n = 0;
+    redisReply *r;
+
+    assert_non_null(text);
+    assert_true(argc + 3 <= 16);
+    memcpy(text, migrating_shim, sl);
+    memcpy(text + sl, rl__script_src[script], tl + 1);
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    v[n++] = "EVAL";
+    v[n++] = text;
+    v[n++] = nk;
+    for (i = 0; i < argc; i++)
+        v[n++] = argv[i];
+    r = redisCommandArgv(e->rc, n, v, NULL);
+    free(text);
+    if (r == NULL)
+        fail_msg("EVAL: connection error: %s", e->rc->errstr);
+    return r;
+}
+
+/* Refused whole or run to its end: never an error, above all never
+ * stopped midway. */
+static void expect_whole(redisReply *r, const char *what)
+{
+    char d[512];
+
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s: %s", what, describe(r, d, sizeof d));
+    freeReplyObject(r);
+}
+
+#define QUEUE_KEY "rl:{s}:queue"
+#define PLACES_KEY "rl:{s}:queue:t"
+#define DEAD "00000000-0000-4000-8000-00000000dead:1"
+#define NEXT "00000000-0000-4000-8000-000000000001:8"
+
+#define PLACELESS "00000000-0000-4000-8000-000000000004:2"
+
+/* A fair name's state: the lock free (holder 0), ours (1) or another's (2);
+ * queued, a bit each: 1 a dead waiter (its place ran out), 2 us, 4
+ * another, 8 one queued without a place (left by hand), in that order of
+ * arrival; the keys live for 10 s. */
+static void fair_state(env *e, int holder, int queued)
+{
+    static const char *const who[4] = { DEAD, OWNER, OTHER, PLACELESS };
+    long long now;
+    int i;
+
+    flush(e);
+    now = redis_now(e);
+    if (holder)
+        freeReplyObject(redisCommand(e->rc, "HSET %s %s 1", KEY, holder == 1 ? OWNER : OTHER));
+    for (i = 0; i < 4; i++) {
+        if (!(queued & (1 << i)))
+            continue;
+        freeReplyObject(redisCommand(e->rc, "ZADD %s %d %s", QUEUE_KEY, i + 1, who[i]));
+        if (i < 3)
+            freeReplyObject(redisCommand(e->rc, "ZADD %s %lld %s", PLACES_KEY,
+                                         i == 0 ? now - 1 : now + 2000, who[i]));
+    }
+    freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 10000", KEY));
+    freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 10000", QUEUE_KEY));
+    freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 10000", PLACES_KEY));
+}
+
+/* One run of the matrix below: 1 when the script was stopped midway (or
+ * failed otherwise), said on stdout. */
+static int stopped(redisReply *r, const char *what)
+{
+    char d[512];
+    int bad = r->type == REDIS_REPLY_ERROR;
+
+    if (bad)
+        print_message("%s: %s\n", what, describe(r, d, sizeof d));
+    freeReplyObject(r);
+    return bad;
+}
+
+/* Issue 21, item 1: every fair script, in every state of the lock and the
+ * queue, on a migrating source: refused whole or run whole. The scripts
+ * before the fix dropped the last field (the lock key with it) or the
+ * last places (the queue's keys), then touched those keys again: a
+ * release was applied and reported failed, a waiter's acquire failed. */
+static void test_fair_scripts_whole_on_a_migrating_source(void **state)
+{
+    env *e = *state;
+    const char *const acq[2][8] = {
+        { KEY, QUEUE_KEY, PLACES_KEY, "10000", OWNER, "0", "123", "2000" },
+        { KEY, QUEUE_KEY, PLACES_KEY, "10000", OWNER, "0", "123", "0" },
+    };
+    const char *const rel[3][10] = {
+        { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "1", "0", "1", CHANNEL },
+        { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "0", "0", "1", CHANNEL },
+        { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "1", "0", "1", CHANNEL, NEXT, "2000" },
+    };
+    const char *const leave[2][6] = {
+        { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "1", CHANNEL },
+        { KEY, QUEUE_KEY, PLACES_KEY, "", "1", CHANNEL },
+    };
+    char what[128];
+    int holder, queued, i, runs = 0, bad = 0;
+
+    for (holder = 0; holder < 3; holder++) {
+        for (queued = 0; queued < 16; queued++) {
+            for (i = 0; i < 2; i++, runs++) {
+                fair_state(e, holder, queued);
+                snprintf(what, sizeof what, "acquire (place %s), holder %d, queued %d",
+                         acq[i][7], holder, queued);
+                bad += stopped(run_migrating(e, RL__S_FAIR_ACQUIRE, 3, 8, acq[i]), what);
+            }
+            for (i = 0; i < 3; i++, runs++) {
+                fair_state(e, holder, queued);
+                snprintf(what, sizeof what, "release %d, holder %d, queued %d", i, holder,
+                         queued);
+                bad += stopped(run_migrating(e, RL__S_FAIR_RELEASE, 3, i == 2 ? 10 : 8,
+                                             rel[i]), what);
+            }
+            for (i = 0; i < 2; i++, runs++) {
+                fair_state(e, holder, queued);
+                snprintf(what, sizeof what, "leave %d, holder %d, queued %d", i, holder, queued);
+                bad += stopped(run_migrating(e, RL__S_FAIR_LEAVE, 3, 6, leave[i]), what);
+            }
+        }
+    }
+    if (bad)
+        fail_msg("%d of %d fair script runs stopped midway on a migrating source", bad, runs);
+}
+
+/* What the scripts changed, on a migrating source where they run: the
+ * last release takes the lock and the dead waiter's place, and tells the
+ * plain channel (nobody left queued); a waiter's ask drops the dead one
+ * and queues the caller; a waiter leaving drops both places. */
+static void test_fair_scripts_on_a_migrating_source_do_their_work(void **state)
+{
+    env *e = *state;
+    const char *const rel[8] = { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "1", "0", "1", CHANNEL };
+    const char *const relnext[10] = { KEY, QUEUE_KEY, PLACES_KEY, OWNER, "1", "0", "1",
+                                      CHANNEL, NEXT, "2000" };
+    const char *const acq[8] = { KEY, QUEUE_KEY, PLACES_KEY, "10000", NEXT, "0", "123", "2000" };
+    const char *const leave[6] = { KEY, QUEUE_KEY, PLACES_KEY, OTHER, "1", CHANNEL };
+    redisReply *r;
+
+    fair_state(e, 1, 1);
+    r = run_migrating(e, RL__S_FAIR_RELEASE, 3, 8, rel);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+    assert_int_equal(rt_redis_exists(e->rc, QUEUE_KEY, strlen(QUEUE_KEY)), 0);
+    assert_int_equal(rt_redis_exists(e->rc, PLACES_KEY, strlen(PLACES_KEY)), 0);
+
+    /* The release queues our next thread in the dead one's stead. */
+    fair_state(e, 1, 1);
+    r = run_migrating(e, RL__S_FAIR_RELEASE, 3, 10, relnext);
+    expect_pair(r, 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+    r = redisCommand(e->rc, "ZRANGE %s 0 -1", QUEUE_KEY);
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    assert_string_equal(r->element[0]->str, NEXT);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(rt_redis_pttl(e->rc, PLACES_KEY, strlen(PLACES_KEY)), 1000, 10000);
+
+    /* A waiter's ask while another holds: the dead one goes, it queues. */
+    fair_state(e, 2, 1);
+    r = run_migrating(e, RL__S_FAIR_ACQUIRE, 3, 8, acq);
+    assert_true(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 0);
+    IT_ASSERT_RANGE(r->element[1]->integer, 1, 10000);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "ZRANGE %s 0 -1", PLACES_KEY);
+    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    assert_string_equal(r->element[0]->str, NEXT);
+    freeReplyObject(r);
+
+    /* The last live waiter leaves, the dead one with it. */
+    fair_state(e, 1, 1 | 4);
+    expect_whole(run_migrating(e, RL__S_FAIR_LEAVE, 3, 6, leave), "leave");
+    assert_int_equal(rt_redis_exists(e->rc, QUEUE_KEY, strlen(QUEUE_KEY)), 0);
+    assert_int_equal(rt_redis_exists(e->rc, PLACES_KEY, strlen(PLACES_KEY)), 0);
+    assert_int_equal(count(e), 1);
+}
+
+/* The plain and read-write scripts already keep the rule (the fix is the
+ * fair scripts'): their last releases, a drop leaving a lock-delay's
+ * tombstone, a force-release, a writer taking its intent back, on a
+ * migrating source. */
+static void test_plain_and_rw_scripts_whole_on_a_migrating_source(void **state)
+{
+    env *e = *state;
+    const char *const rel1[6] = { KEY, OWNER, "1", "0", "1", CHANNEL };
+    const char *const drop[6] = { KEY, OWNER, "0", "0", "1", CHANNEL };
+    const char *const force[4] = { KEY, "00000000-0000-4000-8000-000000000001:", "1", CHANNEL };
+    const char *delayed[7] = { KEY, "10000", OWNER, "0", "123", "0", "5000" };
+    const char *const rrel[6] = { KEY, OWNER ":r", "1", "0", "1", CHANNEL };
+    static const char intent[] = "~wi:" OWNER;
+    const char *const wback[6] = { KEY, intent, "0", "0", "1", CHANNEL };
+    redisReply *r;
+
+    hold(e, 1);
+    expect_whole(run_migrating(e, RL__S_RELEASE, 1, 6, rel1), "plain last release");
+    assert_int_equal(exists(e), 0);
+    hold(e, 1);
+    expect_whole(run_migrating(e, RL__S_RELEASE, 1, 6, drop), "plain drop");
+    hold(e, 2);
+    expect_whole(run_migrating(e, RL__S_FORCE, 1, 4, force), "force-release");
+    assert_int_equal(exists(e), 0);
+
+    flush(e);
+    expect_pair(r = run(e, RL__S_ACQUIRE, 1, 7, delayed), 1, 1);
+    freeReplyObject(r);
+    expect_whole(run_migrating(e, RL__S_RELEASE, 1, 6, drop), "drop with a lock-delay");
+    assert_int_equal(exists(e), 1);         /* the tombstone */
+    expect_whole(run_migrating(e, RL__S_FORCE, 1, 4, force), "force-release of a tombstone");
+
+    flush(e);
+    expect_pair(r = rw_acquire(e, OWNER ":r", "r"), 1, 1);
+    freeReplyObject(r);
+    expect_whole(run_migrating(e, RL__S_RW_RELEASE, 1, 6, rrel), "last reader's release");
+    assert_int_equal(exists(e), 0);
+
+    flush(e);
+    expect_pair(r = rw_acquire(e, OTHER ":r", "r"), 1, 1);
+    freeReplyObject(r);
+    r = rw_acquire(e, OWNER, "w");          /* waits, its intent registered */
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    expect_whole(run_migrating(e, RL__S_RW_RELEASE, 1, 6, wback), "a writer's intent back");
+    expect_whole(run_migrating(e, RL__S_RW_RELEASE, 1, 6,
+                               (const char *const[6]){ KEY, OTHER ":r", "1", "0", "1", CHANNEL }),
+                 "the reader's release after the intent");
+    assert_int_equal(exists(e), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1042,6 +1324,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rw_sweep_drops_dead_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_sweep_keeps_live_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_sweep_drops_a_dead_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_scripts_whole_on_a_migrating_source, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fair_scripts_on_a_migrating_source_do_their_work,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_and_rw_scripts_whole_on_a_migrating_source,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,43 +68,21 @@ static int append_setname(const rl_client *c, redisContext *ctx)
     return redisAppendCommandArgv(ctx, 3, argv, lens) == REDIS_OK;
 }
 
-int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+/* The handshake, queued on ctx for one round trip: AUTH, SELECT, CLIENT
+ * SETNAME and the fence probes. Returns how many replies it is owed;
+ * *setname_at: which of them is SETNAME's (-1: not queued). */
+static int append_handshake(const rl_client *c, redisContext *ctx, int *setname_at)
 {
-    long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
-    long reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
-    redisContext *ctx;
-    redisReply *r = NULL;
-    rl__conn *conn;
-    const char *argv[3];
-    size_t lens[3];
+    static const char *const probes[3][4] = {
+        { "CLIENT", "ID", NULL, NULL },
+        { "CLIENT", "INFO", NULL, NULL },
+        { "CLIENT", "KILL", "ID", "9223372036854775807" },
+    };
+    const char *argv[4];
+    size_t lens[4];
     char dbbuf[16];
-    int n = 0, rc = RL_OK, i, fenced = 1, setname_at;
+    int n = 0, i, p;
 
-    if (!s->host)
-        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
-    else
-        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(connect_ms));
-    if (!ctx)
-        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
-    if (ctx->err) {
-        rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
-        redisFree(ctx);
-        atomic_store(&s->down_until, rl__now_ms() + 2000);
-        rl__map_lost(c, s);    /* a Cluster may have moved on without it */
-        return rc;
-    }
-    /* Not inherited by a program the application (or `rlock exec`) runs:
-     * hiredis 0.14 opens its sockets without SOCK_CLOEXEC. */
-    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
-    if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
-        rc = io_error(ctx, reply_ms, "set timeout");
-        redisFree(ctx);
-        return rc;
-    }
-    if (s->host)
-        redisEnableKeepAlive(ctx);
-
-    /* One round trip: AUTH, SELECT, and the fence probes. */
     if (c->url.pass) {
         argv[0] = "AUTH";
         lens[0] = 4;
@@ -129,72 +107,83 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     }
     /* Who we are, in CLIENT LIST (owner.c). A refusal (an ACL without
      * CLIENT) only costs the name: its reply is passed over. */
-    setname_at = append_setname(c, ctx) ? n++ : -1;
+    *setname_at = append_setname(c, ctx) ? n++ : -1;
     /* The fence against late commands after a lost reply: our id, our
      * address as the server sees it, and whether we may kill at all (a probe
      * that kills nothing). Without any of them, lost replies are still read
      * back, only not fenced. */
-    {
-        static const char *const probes[3][4] = {
-            { "CLIENT", "ID", NULL, NULL },
-            { "CLIENT", "INFO", NULL, NULL },
-            { "CLIENT", "KILL", "ID", "9223372036854775807" },
-        };
-        int p;
-        for (p = 0; p < 3; p++) {
-            int argc = probes[p][2] ? 4 : 2, a;
-            const char *pargv[4];
-            size_t plens[4];
-            for (a = 0; a < argc; a++) {
-                pargv[a] = probes[p][a];
-                plens[a] = strlen(probes[p][a]);
-            }
-            redisAppendCommandArgv(ctx, argc, pargv, plens);
+    for (p = 0; p < 3; p++) {
+        int argc = probes[p][2] ? 4 : 2;
+        for (i = 0; i < argc; i++) {
+            argv[i] = probes[p][i];
+            lens[i] = strlen(probes[p][i]);
         }
+        redisAppendCommandArgv(ctx, argc, argv, lens);
     }
-    n += 3;
+    return n + 3;
+}
 
-    conn = calloc(1, sizeof *conn);
-    if (!conn) {
-        redisFree(ctx);
-        return rl__err(RL_ENOMEM, "out of memory");
-    }
+/* A connection on ctx (taken over), its handshake still to be read. */
+static rl__conn *conn_new(const rl_client *c, rl__server *s, redisContext *ctx)
+{
+    rl__conn *conn = calloc(1, sizeof *conn);
+
+    if (!conn)
+        return NULL;
     conn->ctx = ctx;
     conn->server = s;
     conn->fresh = c->mode == RL__MODE_SENTINEL;
     conn->timeout_ms = c->command_ms;
     conn->fence.id = -1;
     conn->fence.server = s;
-    for (i = 0; i < n; i++) {
-        int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
-        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
-                         "handshake with %s: %s", s->name,
-                         describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
-            /* Accepted but silent (stopped, overloaded): as good as down
-             * for whoever orders its work by the servers that answer. */
-            atomic_store(&s->down_until, rl__now_ms() + 2000);
-            break;
-        }
-        if (i == setname_at) {
-            /* NOPERM and the like: the name is a courtesy. */
-        } else if (probe < 0) {
-            if (r->type == REDIS_REPLY_ERROR && rc == RL_OK)
-                rc = rl__reply_error_status(r);
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            if (strncmp(r->str, "NOAUTH", 6) == 0 && rc == RL_OK)
-                rc = rl__reply_error_status(r);
-            if (probe == 2)
-                fenced = 0;
-        } else if (probe == 0 && r->type == REDIS_REPLY_INTEGER) {
-            conn->fence.id = r->integer;
-        } else if (probe == 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
-            rl__fence info;
-            if (rl__parse_client_info(r->str, r->len, &info) == 0 && info.id == conn->fence.id)
-                memcpy(conn->fence.addr, info.addr, sizeof info.addr);
-        }
-        freeReplyObject(r);
+    return conn;
+}
+
+/* Judge reply i of the n the handshake is owed (the last three: the fence
+ * probes) into *rc and *fenced. */
+static void handshake_reply(rl__conn *conn, const redisReply *r, int i, int n, int setname_at,
+                            int *rc, int *fenced)
+{
+    int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
+
+    if (i == setname_at) {
+        /* NOPERM and the like: the name is a courtesy. */
+    } else if (probe < 0) {
+        if (r->type == REDIS_REPLY_ERROR && *rc == RL_OK)
+            *rc = rl__reply_error_status(r);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        if (strncmp(r->str, "NOAUTH", 6) == 0 && *rc == RL_OK)
+            *rc = rl__reply_error_status(r);
+        if (probe == 2)
+            *fenced = 0;
+    } else if (probe == 0 && r->type == REDIS_REPLY_INTEGER) {
+        conn->fence.id = r->integer;
+    } else if (probe == 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+        rl__fence info;
+        if (rl__parse_client_info(r->str, r->len, &info) == 0 && info.id == conn->fence.id)
+            memcpy(conn->fence.addr, info.addr, sizeof info.addr);
     }
+}
+
+/* The handshake could not be read: a status that says why. Accepted but
+ * silent (stopped, overloaded): as good as down for whoever orders its
+ * work by the servers that answer. */
+static int handshake_broken(rl__conn *conn, long reply_ms)
+{
+    redisContext *ctx = conn->ctx;
+    int rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
+                     "handshake with %s: %s", conn->server->name,
+                     describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
+
+    atomic_store(&conn->server->down_until, rl__now_ms() + 2000);
+    return rc;
+}
+
+/* The handshake is read, with outcome rc: on RL_OK *out is the connection,
+ * with the client's reply timeout; else it is freed. */
+static int handshake_end(rl_client *c, rl__conn *conn, int rc, int fenced, long reply_ms,
+                         rl__conn **out)
+{
     if (rc == RL_OK && !fenced) {
         conn->fence.id = -1;
         if (!atomic_exchange(&c->warned_fence, 1))
@@ -204,13 +193,61 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     if (rc == RL_OK && reply_ms != c->command_ms)
         rl__conn_set_timeout(conn, c->command_ms);
     if (rc != RL_OK) {
-        redisFree(ctx);
+        redisFree(conn->ctx);
         free(conn);
         return rc;
     }
     RL__STAT_INC(c, connects);
     *out = conn;
     return RL_OK;
+}
+
+int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
+    long reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
+    redisContext *ctx;
+    redisReply *r = NULL;
+    rl__conn *conn;
+    int n, rc = RL_OK, i, fenced = 1, setname_at;
+
+    if (!s->host)
+        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
+    else
+        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(connect_ms));
+    if (!ctx)
+        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
+    if (ctx->err) {
+        rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
+        redisFree(ctx);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        rl__map_lost(c, s);    /* a Cluster may have moved on without it */
+        return rc;
+    }
+    /* Not inherited by a program the application (or `rlock exec`) runs:
+     * hiredis 0.14 opens its sockets without SOCK_CLOEXEC. */
+    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
+    if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
+        rc = io_error(ctx, reply_ms, "set timeout");
+        redisFree(ctx);
+        return rc;
+    }
+    if (s->host)
+        redisEnableKeepAlive(ctx);
+    n = append_handshake(c, ctx, &setname_at);
+    if (!(conn = conn_new(c, s, ctx))) {
+        redisFree(ctx);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(ctx, (void **)&r) != REDIS_OK) {
+            rc = handshake_broken(conn, reply_ms);
+            break;
+        }
+        handshake_reply(conn, r, i, n, setname_at, &rc, &fenced);
+        freeReplyObject(r);
+    }
+    return handshake_end(c, conn, rc, fenced, reply_ms, out);
 }
 
 void rl__conn_close(rl_client *c, rl__conn *conn)

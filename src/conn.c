@@ -1,10 +1,16 @@
 /*
  * Connections to Redis: opening one to a server (connect, authenticate,
- * select the database, learn its server-side id), and running one command
- * or one of rlock's scripts on it. The pools are server.c's.
+ * select the database, learn its server-side id), waiting or not (an
+ * "opening", driven by the caller's poll, so that several are made at
+ * once), and running one command or one of rlock's scripts on it. The
+ * pools are server.c's.
  */
 #include <fcntl.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +254,275 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         freeReplyObject(r);
     }
     return handshake_end(c, conn, rc, fenced, reply_ms, out);
+}
+
+/* ---- a connection opened without blocking ----------------------------- */
+
+struct rl__opening {
+    rl__server *server;
+    struct addrinfo *addrs, *next;  /* the server's addresses; the next to try */
+    int fd;                         /* connecting: the socket (-1: handshaking) */
+    int err;                        /* connecting: why the last address failed */
+    rl__conn *conn;                 /* handshaking */
+    int owed, got, setname_at, rc, fenced;
+    long connect_ms, reply_ms;
+    int64_t deadline;               /* of the connect, then of the handshake */
+};
+
+static void opening_free(rl__opening *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->conn) {
+        redisFree(o->conn->ctx);
+        free(o->conn);
+    }
+    if (o->addrs)
+        freeaddrinfo(o->addrs);
+    free(o);
+}
+
+/* A connect to o's next address, without waiting: 0 begun (or done), -1
+ * none left (o->err: why the last failed). */
+static int connect_next(rl__opening *o)
+{
+    for (; o->next; o->next = o->next->ai_next) {
+        struct addrinfo *a = o->next;
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        a->ai_protocol);
+        if (fd < 0) {
+            o->err = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+            o->fd = fd;
+            o->next = a->ai_next;
+            return 0;
+        }
+        o->err = errno;
+        close(fd);
+    }
+    return -1;
+}
+
+/* The connect failed on every address: as rl__conn_open_within says so. */
+static int connect_failed(rl_client *c, rl__opening *o)
+{
+    rl__server *s = o->server;
+    int rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, strerror(o->err));
+
+    atomic_store(&s->down_until, rl__now_ms() + 2000);
+    rl__map_lost(c, s);
+    opening_free(o);
+    return rc;
+}
+
+int rl__opening_start(rl_client *c, rl__server *s, long within_ms, rl__opening **out)
+{
+    struct addrinfo hints;
+    char port[16];
+    rl__opening *o;
+    int gai;
+
+    if (!s->host)
+        return rl__err(RL_EINVAL, "a Unix socket is opened with rl__conn_open_within");
+    if (!(o = calloc(1, sizeof *o)))
+        return rl__err(RL_ENOMEM, "out of memory");
+    o->server = s;
+    o->fd = -1;
+    o->fenced = 1;
+    o->connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
+    o->reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof port, "%d", s->port);
+    /* A name is looked up first, waiting, as hiredis does; an address
+     * (the usual case) is not looked up at all. */
+    if ((gai = getaddrinfo(s->host, port, &hints, &o->addrs)) != 0) {
+        opening_free(o);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        return rl__err(RL_ECONN, "connect to %s: %s", s->name, gai_strerror(gai));
+    }
+    o->next = o->addrs;
+    o->err = ECONNREFUSED;
+    if (connect_next(o) != 0)
+        return connect_failed(c, o);
+    o->deadline = rl__now_ms() + o->connect_ms;
+    *out = o;
+    return RL_OK;
+}
+
+int64_t rl__opening_poll(const rl__opening *o, struct pollfd *pfd)
+{
+    pfd->fd = o->conn ? o->conn->ctx->fd : o->fd;
+    pfd->events = o->conn ? POLLIN : POLLOUT;
+    pfd->revents = 0;
+    return o->deadline;
+}
+
+/* Connected: hand the socket to hiredis (blocking, as every connection of
+ * the client is) and write the handshake. RL_OK, or o is freed. */
+static int begin_handshake(rl_client *c, rl__opening *o)
+{
+    int one = 1, done = 0, fl = fcntl(o->fd, F_GETFL);
+    redisContext *ctx;
+
+    (void)setsockopt(o->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fl < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        o->err = errno;
+        return connect_failed(c, o);
+    }
+    if (!(ctx = redisConnectFd(o->fd))) {
+        opening_free(o);
+        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
+    }
+    o->fd = -1;
+    if (!(o->conn = conn_new(c, o->server, ctx))) {
+        redisFree(ctx);
+        opening_free(o);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    redisEnableKeepAlive(ctx);
+    /* The write timeout too: the handshake is written in one go. */
+    if (redisSetTimeout(ctx, ms_to_tv(o->reply_ms)) != REDIS_OK) {
+        int rc = io_error(ctx, o->reply_ms, "set timeout");
+        opening_free(o);
+        return rc;
+    }
+    o->owed = append_handshake(c, ctx, &o->setname_at);
+    while (!done) {
+        if (redisBufferWrite(ctx, &done) != REDIS_OK) {
+            int rc = handshake_broken(o->conn, o->reply_ms);
+            opening_free(o);
+            return rc;
+        }
+    }
+    o->deadline = rl__now_ms() + o->reply_ms;
+    return RL_OK;
+}
+
+/* The socket is writable: connected, or refused (then the next address). */
+static int step_connect(rl_client *c, rl__opening *o)
+{
+    int err = 0, rc;
+    socklen_t len = sizeof err;
+
+    if (getsockopt(o->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err == 0)
+        return (rc = begin_handshake(c, o)) == RL_OK ? 1 : rc;
+    close(o->fd);
+    o->fd = -1;
+    o->err = err;
+    return connect_next(o) == 0 ? 1 : connect_failed(c, o);
+}
+
+/* Handshake replies are in: read what came, judge each reply. */
+static int step_handshake(rl_client *c, rl__opening *o, rl__conn **out)
+{
+    redisContext *ctx = o->conn->ctx;
+    rl__conn *conn = o->conn;
+    int rc;
+
+    if (redisBufferRead(ctx) != REDIS_OK) {
+        rc = handshake_broken(conn, o->reply_ms);
+        opening_free(o);
+        return rc;
+    }
+    while (o->got < o->owed) {
+        redisReply *r = NULL;
+        if (redisGetReplyFromReader(ctx, (void **)&r) != REDIS_OK) {
+            rc = handshake_broken(conn, o->reply_ms);
+            opening_free(o);
+            return rc;
+        }
+        if (!r)
+            return 1;
+        handshake_reply(conn, r, o->got++, o->owed, o->setname_at, &o->rc, &o->fenced);
+        freeReplyObject(r);
+    }
+    o->conn = NULL;
+    rc = handshake_end(c, conn, o->rc, o->fenced, o->reply_ms, out);
+    opening_free(o);
+    return rc;
+}
+
+int rl__opening_step(rl_client *c, rl__opening *o, short revents, rl__conn **out)
+{
+    if (!revents)
+        return 1;
+    return o->conn ? step_handshake(c, o, out) : step_connect(c, o);
+}
+
+int rl__opening_expire(rl_client *c, rl__opening *o)
+{
+    int rc;
+
+    if (!o->conn) {
+        o->err = ETIMEDOUT;
+        return connect_failed(c, o);
+    }
+    /* As a blocking read that timed out reads (describe()). */
+    o->conn->ctx->err = REDIS_ERR_IO;
+    snprintf(o->conn->ctx->errstr, sizeof o->conn->ctx->errstr, "%s", strerror(EAGAIN));
+    rc = handshake_broken(o->conn, o->reply_ms);
+    opening_free(o);
+    return rc;
+}
+
+void rl__opening_cancel(rl__opening *o)
+{
+    if (o)
+        opening_free(o);
+}
+
+void rl__conn_open_all(rl_client *c, rl__server *const *s, int n, rl__conn **out, int *rc,
+                       char (*why)[RL__WHY_LEN])
+{
+    rl__opening *o[RL__NODES_MAX];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        out[i] = NULL;
+        rc[i] = rl__opening_start(c, s[i], 0, &o[i]);
+        if (rc[i] != RL_OK) {
+            o[i] = NULL;
+            snprintf(why[i], RL__WHY_LEN, "%s", rl_last_error());
+        }
+    }
+    for (;;) {
+        struct pollfd pfd[RL__NODES_MAX];
+        int at[RL__NODES_MAX], np = 0, j;
+        int64_t now = rl__now_ms(), until = -1, d;
+
+        for (i = 0; i < n; i++) {
+            if (!o[i])
+                continue;
+            if ((d = rl__opening_poll(o[i], &pfd[np])) <= now) {
+                rc[i] = rl__opening_expire(c, o[i]);
+                o[i] = NULL;
+                snprintf(why[i], RL__WHY_LEN, "%s", rl_last_error());
+                continue;
+            }
+            at[np++] = i;
+            if (until < 0 || d < until)
+                until = d;
+        }
+        if (np == 0)
+            return;
+        if (poll(pfd, (nfds_t)np, (int)(until - now)) < 0 && errno != EINTR)
+            continue;   /* the next pass finds the deadlines */
+        for (j = 0; j < np; j++) {
+            int st = rl__opening_step(c, o[at[j]], pfd[j].revents, &out[at[j]]);
+            if (st == 1)
+                continue;
+            o[at[j]] = NULL;
+            rc[at[j]] = st;
+            if (st != RL_OK)
+                snprintf(why[at[j]], RL__WHY_LEN, "%s", rl_last_error());
+        }
+    }
 }
 
 void rl__conn_close(rl_client *c, rl__conn *conn)

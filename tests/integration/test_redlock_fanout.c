@@ -4,8 +4,9 @@
  * change of the hold was learned on that node confirms nothing; a node that
  * is stopped costs one node's timeout, not the other nodes' replies.
  *
- * Three servers are started once for the group; every test leaves them
- * running, answering and empty. Proxies stand for the network between the
+ * Five servers are started once for the group (a test that uses three
+ * names the first three); every test leaves them running, answering and
+ * empty. Proxies stand for the network between the
  * client under test and a node: a client-side partition, or a reply held
  * on its way for as long as the test needs.
  */
@@ -16,7 +17,7 @@
 #include "it_common.h"
 #include "proxy.h"
 
-#define NODES 3
+#define NODES 5
 
 static rt_redis *node[NODES];
 static redisContext *ctl[NODES];
@@ -66,21 +67,6 @@ static int each_setup(void **state)
     return 0;
 }
 
-/* A client on the three nodes, node i reached through p[i] where given. */
-static rl_client *client_via(rt_proxy *const *p, long lease_ms, long command_ms)
-{
-    char url[256];
-    size_t at = (size_t)snprintf(url, sizeof url, "redlock://");
-    rl_options o;
-    int i;
-
-    for (i = 0; i < NODES; i++)
-        at += (size_t)snprintf(url + at, sizeof url - at, "%s127.0.0.1:%d", i ? "," : "",
-                               p && p[i] ? rt_proxy_port(p[i]) : node[i]->port);
-    it_options(&o, url, lease_ms, command_ms);
-    return it_client_opts(&o);
-}
-
 static char key_buf[256];
 
 static const char *key_of(const char *name)
@@ -105,6 +91,60 @@ static long long count_on(int i, const char *name)
     if (it_hgetall(ctl[i], k, strlen(k), &h) != 0)
         return -100;
     return h.fields == 0 ? 0 : atoll(h.value);
+}
+
+/* "redlock://..." for the first n nodes, node i reached through p[i]
+ * where given. */
+static void url_of(char *url, size_t cap, int n, rt_proxy *const *p)
+{
+    size_t at = (size_t)snprintf(url, cap, "redlock://");
+    int i;
+
+    for (i = 0; i < n; i++)
+        at += (size_t)snprintf(url + at, cap - at, "%s127.0.0.1:%d", i ? "," : "",
+                               p && p[i] ? rt_proxy_port(p[i]) : node[i]->port);
+}
+
+/* A client on the first three nodes, node i reached through p[i] where given. */
+static rl_client *client_via(rt_proxy *const *p, long lease_ms, long command_ms)
+{
+    char url[256];
+    rl_options o;
+
+    url_of(url, sizeof url, 3, p);
+    it_options(&o, url, lease_ms, command_ms);
+    return it_client_opts(&o);
+}
+
+/* A client on the first three nodes whose watchdog renews every 200 ms. */
+static rl_client *client_quick_rounds(long lease_ms, long command_ms)
+{
+    char url[256];
+    rl_options o;
+
+    url_of(url, sizeof url, 3, NULL);
+    it_options(&o, url, lease_ms, command_ms);
+    o.renew_interval_ms = 200;
+    return it_client_opts(&o);
+}
+
+static unsigned long long rounds_of(rl_client *c)
+{
+    rl_stats st;
+
+    memset(&st, 0, sizeof st);
+    st.version = RL_STATS_VERSION;
+
+    if (rl_client_stats(&st, c) != RL_OK)
+        return 0;
+    return st.renewal_rounds;
+}
+
+static int exists_on(int i, const char *name)
+{
+    const char *k = key_of(name);
+
+    return rt_redis_exists(ctl[i], k, strlen(k));
 }
 
 /*
@@ -184,10 +224,107 @@ static void test_stale_renewal_reply_confirms_nothing(void **state)
     assert_int_equal(interrupted, 1);
 }
 
+/*
+ * Item 5. The application's pool has no idle connection to any node (the
+ * watchdog took them for its rounds) and node 1 is stopped: a release
+ * applied on nodes 0 and 2 is done (not RL_ELOST, no flag), within one
+ * node timeout (1 s here), not after node 1's handshake has eaten it and
+ * node 0's reply was left unread.
+ */
+static void test_stopped_master_release_is_done(void **state)
+{
+    const char *name = "rf-release";
+    rl_client *c = client_quick_rounds(30000, 1000);
+    rl_lock *l = it_lock(c, name);
+    int64_t t0, took;
+    int rc;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_WAIT(rounds_of(c) >= 1, 5000);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    t0 = rt_now_ms();
+    rc = rl_lock_release(l);
+    took = rt_now_ms() - t0;
+    print_message("release with node 1 stopped: %d (%s) in %lld ms\n", rc, rl_strerror(rc),
+                  (long long)took);
+    assert_int_equal(rt_redis_resume(node[1]), 0);
+    IT_RC(rc, RL_OK);
+    assert_int_equal(rl_interrupted(), 0);
+    IT_RANGE(took, 0, 999);
+    IT_EQ(exists_on(0, name), 0);
+    IT_EQ(exists_on(2, name), 0);
+    /* Node 1's field is a leftover, dropped once the node answers again. */
+    IT_WAIT(exists_on(1, name) == 0, 10000);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* Item 5, the same for a one-shot acquisition of a free name. */
+static void test_stopped_master_one_shot_acquire(void **state)
+{
+    rl_client *c = client_quick_rounds(30000, 1000);
+    rl_lock *keep = it_lock(c, "rf-keep"), *l = it_lock(c, "rf-free");
+    int64_t t0, took;
+    int rc;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(keep), RL_OK);
+    IT_WAIT(rounds_of(c) >= 1, 5000);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    t0 = rt_now_ms();
+    rc = rl_lock_try_acquire(l, 0, 10000);
+    took = rt_now_ms() - t0;
+    print_message("one-shot acquire with node 1 stopped: %d (%s) in %lld ms\n", rc,
+                  rl_strerror(rc), (long long)took);
+    if (rc == RL_OK)
+        IT_RC(rl_lock_release(l), RL_OK);
+    assert_int_equal(rt_redis_resume(node[1]), 0);
+    IT_RC(rc, RL_OK);
+    IT_RANGE(took, 0, 999);
+    IT_RC(rl_lock_release(keep), RL_OK);
+    assert_int_equal(rl_interrupted(), 0);
+    IT_WAIT(exists_on(1, "rf-keep") == 0 && exists_on(1, "rf-free") == 0, 10000);
+    rl_lock_free(keep);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* Client creation connects to every node: two stopped of five cost one
+ * handshake timeout (1 s here), not two. */
+static void test_creation_with_two_stopped(void **state)
+{
+    char url[256];
+    rl_options o;
+    rl_client *c = NULL;
+    int64_t t0, took;
+    int rc;
+
+    (void)state;
+    url_of(url, sizeof url, 5, NULL);
+    it_options(&o, url, 30000, 1000);
+    o.connect_timeout_ms = 1000;
+    assert_int_equal(rt_redis_pause(node[3]), 0);
+    assert_int_equal(rt_redis_pause(node[4]), 0);
+    t0 = rt_now_ms();
+    rc = rl_client_new(&c, &o);
+    took = rt_now_ms() - t0;
+    print_message("client made with 2 of 5 stopped: %d (%s) in %lld ms\n", rc, rl_strerror(rc),
+                  (long long)took);
+    rl_client_free(c);
+    assert_int_equal(rt_redis_resume(node[3]), 0);
+    assert_int_equal(rt_redis_resume(node[4]), 0);
+    IT_RC(rc, RL_OK);
+    IT_RANGE(took, 0, 1500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stale_renewal_reply_confirms_nothing, each_setup),
+        cmocka_unit_test_setup(test_stopped_master_release_is_done, each_setup),
+        cmocka_unit_test_setup(test_stopped_master_one_shot_acquire, each_setup),
+        cmocka_unit_test_setup(test_creation_with_two_stopped, each_setup),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

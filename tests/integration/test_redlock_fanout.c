@@ -290,6 +290,49 @@ static void test_stopped_master_one_shot_acquire(void **state)
     rl_client_free(c);
 }
 
+/* In a fork child every connection is reset: each node needs a new one. */
+static int child_takes_and_gives_back(void *arg)
+{
+    rl_lock *l = arg;
+    int64_t t0 = rt_now_ms();
+
+    if (rl_lock_try_acquire(l, 0, 10000) != RL_OK)
+        return 1;
+    if (rt_now_ms() - t0 > 999)
+        return 2;
+    t0 = rt_now_ms();
+    if (rl_lock_release(l) != RL_OK)
+        return 3;
+    if (rt_now_ms() - t0 > 999)
+        return 4;
+    return rl_interrupted() ? 5 : 0;
+}
+
+/* Item 5 in a fork child, node 1 stopped: its acquisition and release
+ * each within one node timeout (1 s here). */
+static void test_stopped_master_in_fork_child(void **state)
+{
+    const char *name = "rf-fork";
+    rl_client *c = client_quick_rounds(30000, 1000);
+    rl_lock *l = it_lock(c, name);
+    pid_t pid;
+    int code;
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    pid = rt_child_start(child_takes_and_gives_back, l, 30);
+    code = pid < 0 ? -2 : rt_child_wait(pid, 20000);
+    assert_int_equal(rt_redis_resume(node[1]), 0);
+    IT_EQ(code, 0);
+    IT_EQ(exists_on(0, name), 0);
+    IT_EQ(exists_on(2, name), 0);
+    IT_WAIT(exists_on(1, name) == 0, 10000);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 /* Client creation connects to every node: two stopped of five cost one
  * handshake timeout (1 s here), not two. */
 static void test_creation_with_two_stopped(void **state)
@@ -324,6 +367,7 @@ int main(void)
         cmocka_unit_test_setup(test_stale_renewal_reply_confirms_nothing, each_setup),
         cmocka_unit_test_setup(test_stopped_master_release_is_done, each_setup),
         cmocka_unit_test_setup(test_stopped_master_one_shot_acquire, each_setup),
+        cmocka_unit_test_setup(test_stopped_master_in_fork_child, each_setup),
         cmocka_unit_test_setup(test_creation_with_two_stopped, each_setup),
     };
 

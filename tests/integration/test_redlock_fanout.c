@@ -164,7 +164,7 @@ static void test_stale_renewal_reply_confirms_nothing(void **state)
     rt_proxy *p[NODES] = { NULL, NULL, NULL };
     rl_client *c, *other;
     rl_lock *l, *lo;
-    int64_t got_at, flag_at;
+    int64_t held_at, got_at, flag_at;
     int interrupted;
 
     (void)state;
@@ -193,10 +193,14 @@ static void test_stale_renewal_reply_confirms_nothing(void **state)
      * is idle): its reply is held. */
     rt_proxy_hold_next_reply_matching(p[0], "EVALSHA");
     IT_WAIT(rt_proxy_held(p[0]) > 0, 2 * lease);
+    held_at = rt_now_ms();
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(count_on(0, name), 0);
     IT_EQ(rl_lock_hold_count(l), 1);
     assert_int_equal(rt_proxy_unhold(p[0]), 0);
+    /* Let go well within the watchdog's wait for it (the command timeout,
+     * 2 s): the reply is read, not given up on. */
+    IT_RANGE(rt_now_ms() - held_at, 0, 1000);
     assert_int_equal(rt_proxy_stall(p[0], 1), 0);
 
     /* Nodes 0 and 1 come free for the other client when node 1's lease

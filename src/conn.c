@@ -820,6 +820,18 @@ int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, in
     return write_all(conn, len);
 }
 
+int rl__conn_command_send(rl__conn *conn, int argc, const char **argv, const size_t *lens)
+{
+    size_t len;
+    int rc;
+
+    conn->rhave = 0;
+    conn->rskip = 0;
+    if ((rc = encode_at(conn, 0, argc, argv, lens, &len)) != RL_OK)
+        return rc;
+    return write_all(conn, len);
+}
+
 int rl__conn_script_recv(rl__conn *conn, rl__resp *out)
 {
     if (conn->ctx->err)

@@ -29,6 +29,7 @@
 #define RL__GRACE_MIN_MS 10     /* stragglers after the majority decided: at least */
 #define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */
 #define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */
+#define RL__PLAIN (-1)          /* run()'s script for a plain command (a query) */
 
 /* How one node took part in a change. */
 enum { V_SKIP, V_WAIT, V_OPEN, V_SENT, V_DONE, V_FAIL, V_LOST };
@@ -112,6 +113,15 @@ static long node_timeout(const rl_client *c, long lease_ms)
     return t < c->command_ms ? t : c->command_ms;
 }
 
+/* Write v's call on its connection, after CLIENT KILL of kill where
+ * given; RL__PLAIN: v's args are a plain command, with nothing to kill. */
+static int write_call(rl_client *c, vote *v, int script, const rl__fence *kill)
+{
+    if (script == RL__PLAIN)
+        return rl__conn_command_send(v->conn, v->nargs, v->args, v->lens);
+    return rl__conn_script_send(c, v->conn, kill, script, 1, v->nargs, v->args, v->lens);
+}
+
 /* Write v's call on its connection, or on a second one when the first
  * was found closed (nothing ran). */
 static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl__fence *kill,
@@ -124,7 +134,7 @@ static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl_
             v->conn = NULL;
             return rc;
         }
-        rc = rl__conn_script_send(c, v->conn, kill, script, 1, v->nargs, v->args, v->lens);
+        rc = write_call(c, v, script, kill);
         if (rc != RL__UNSENT)
             return rc;
         /* Closed by the server before use (a restart): nothing ran. */
@@ -138,6 +148,21 @@ static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl_
 static void vote_answered(rl_client *c, vote *v, int script)
 {
     rl__resp *r = &v->resp;
+
+    if (script == RL__PLAIN) {
+        /* A query changes nothing: an answer other than a number is a
+         * refusal. */
+        v->state = V_DONE;
+        if (r->type != RL__RESP_INT) {
+            v->state = V_FAIL;
+            v->rc = r->type == RL__RESP_ERROR
+                        ? rl__error_status(r->str, r->str_len)
+                        : rl__err(RL_EPROTO, "%s answered a query with no number",
+                                  v->conn->server->name);
+        }
+        r->str = NULL;
+        return;
+    }
 
     if (r->type == RL__RESP_ERROR && r->str_len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0 &&
         !v->reloaded) {
@@ -195,8 +220,7 @@ static int granted(const vote *v)
 static int send_on(rl_client *c, int i, vote *v, int script, rl__fence *const *kill,
                    long timeout)
 {
-    int rc = rl__conn_script_send(c, v->conn, kill ? kill[i] : NULL, script, 1, v->nargs,
-                                  v->args, v->lens);
+    int rc = write_call(c, v, script, kill ? kill[i] : NULL);
 
     if (rc == RL_OK) {
         v->state = V_SENT;
@@ -323,7 +347,7 @@ static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
         int at[RL__NODES_MAX], np = 0, j;
         int64_t now = rl__now_ms(), until = -1;
 
-        if (*settle_by < 0 && decided(c, v, ok)) {
+        if (ok && *settle_by < 0 && decided(c, v, ok)) {
             long grace = 2 * (long)(now - sent_ms);
             *settle_by = now + (grace < RL__GRACE_MIN_MS ? RL__GRACE_MIN_MS : grace);
         }
@@ -383,7 +407,7 @@ static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
  * nodes are left out) to every node at once, after CLIENT KILL of kill[i]
  * where given, and read the replies as they come, each node by the
  * per-node timeout, and once `ok` votes decide, the rest for a short grace
- * only. A node without an idle connection gets a new one, made while the
+ * only (ok NULL: every node is heard). A node without an idle connection gets a new one, made while the
  * others are sent to and read (a stopped node's handshake delays nobody),
  * and sent to as soon as it is made; one past the pool's limit is sent to
  * after the others' replies are read, on another thread's connection.
@@ -917,24 +941,28 @@ int rl__redlock_force(rl_client *c, rl__entry *e)
 
 int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out)
 {
-    const char *argv[2] = { cmd, e->key };
-    size_t lens[2] = { strlen(cmd), e->key_len };
+    vote v[RL__NODES_MAX];
     long long got[RL__NODES_MAX] = { 0 }, t;
+    int64_t sent;
     int i, j, n = 0, rc = RL_ECONN;
 
+    memset(v, 0, sizeof v);
     for (i = 0; i < c->nnodes; i++) {
-        rl__conn *conn;
-        redisReply *r = NULL;
-        if (rl__pool_get_quick(c, c->servers[i], &conn) != RL_OK)
-            continue;
-        if (rl__conn_call(conn, &r, 2, argv, lens) == RL_OK) {
-            if (r->type == REDIS_REPLY_INTEGER)
-                got[n++] = r->integer;
-            else if (r->type == REDIS_REPLY_ERROR)
-                rc = rl__reply_error_status(r);
-            freeReplyObject(r);
-        }
-        rl__pool_put(c, conn);
+        v[i].state = V_WAIT;
+        v[i].args[0] = cmd;
+        v[i].lens[0] = strlen(cmd);
+        v[i].args[1] = e->key;
+        v[i].lens[1] = e->key_len;
+        v[i].nargs = 2;
+    }
+    /* Every node at once, and every one heard (no early decision): what a
+     * majority says is read from all the answers, as before. */
+    run(c, RL__PLAIN, c->command_ms * 10L, v, NULL, NULL, &sent);
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_DONE)
+            got[n++] = v[i].resp.ints[0];
+        else if (v[i].state == V_FAIL && v[i].rc != RL_ECONN && rc == RL_ECONN)
+            rc = v[i].rc;
     }
     if (n < c->quorum)
         return rc == RL_ECONN ? rl__err(RL_ECONN, "only %d of %d Redlock masters answered",

@@ -327,6 +327,9 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
 int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, int script,
                          int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_script_recv(rl__conn *conn, rl__resp *out);
+/* The same send for a plain command whose reply is one rl__resp reads (an
+ * integer: EXISTS, PTTL); read it with rl__conn_script_recv. */
+int rl__conn_command_send(rl__conn *conn, int argc, const char **argv, const size_t *lens);
 /* WAIT until n replicas have what conn wrote, at most timeout_ms: RL_OK,
  * RL_EREPLICA (fewer did), or a failure status. */
 int rl__conn_wait_replicas(rl__conn *conn, int n, long timeout_ms);

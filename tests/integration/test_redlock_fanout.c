@@ -365,6 +365,49 @@ static void test_creation_with_two_stopped(void **state)
     IT_RANGE(took, 0, 1500);
 }
 
+/* A query (EXISTS, PTTL on every node) with two of five nodes stopped
+ * asks them all at once: one command timeout (1 s here), not two. */
+static void test_query_with_two_stopped(void **state)
+{
+    const char *name = "rf-query";
+    char url[256];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    long ttl = -100;
+    int64_t t0, took_locked, took_ttl;
+    int locked, ttl_rc;
+
+    (void)state;
+    url_of(url, sizeof url, 5, NULL);
+    it_options(&o, url, 30000, 1000);
+    o.connect_timeout_ms = 1000;
+    c = it_client_opts(&o);
+    l = it_lock(c, name);
+    IT_RC(rl_lock_try_acquire(l, 0, 30000), RL_OK);
+    assert_int_equal(rt_redis_pause(node[3]), 0);
+    assert_int_equal(rt_redis_pause(node[4]), 0);
+    t0 = rt_now_ms();
+    locked = rl_lock_is_locked(l);
+    took_locked = rt_now_ms() - t0;
+    t0 = rt_now_ms();
+    ttl_rc = rl_lock_ttl(&ttl, l);
+    took_ttl = rt_now_ms() - t0;
+    print_message("with 2 of 5 stopped: is_locked %d in %lld ms, ttl %d (%ld) in %lld ms\n",
+                  locked, (long long)took_locked, ttl_rc, ttl, (long long)took_ttl);
+    assert_int_equal(rt_redis_resume(node[3]), 0);
+    assert_int_equal(rt_redis_resume(node[4]), 0);
+    IT_EQ(locked, 1);
+    IT_RC(ttl_rc, RL_OK);
+    IT_RANGE(ttl, 1, 30000);
+    IT_RANGE(took_locked, 0, 1500);
+    IT_RANGE(took_ttl, 0, 1500);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_WAIT(exists_on(3, name) == 0 && exists_on(4, name) == 0, 10000);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +416,7 @@ int main(void)
         cmocka_unit_test_setup(test_stopped_master_one_shot_acquire, each_setup),
         cmocka_unit_test_setup(test_stopped_master_in_fork_child, each_setup),
         cmocka_unit_test_setup(test_creation_with_two_stopped, each_setup),
+        cmocka_unit_test_setup(test_query_with_two_stopped, each_setup),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -521,16 +521,19 @@ static int settle(rl_client *c, rl__hold *h)
 }
 
 /* A renewal sent before a change of h was learned on node i says what the
- * node had before that change (a non-last release may have deleted our
- * field there since, counts differing by node): it confirms nothing. */
-int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms)
+ * node had before that change: it neither confirms our field there (a
+ * non-last release may have deleted it since, counts differing by node)
+ * nor takes it away (a reentry may have made it anew). */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found)
 {
     int64_t exp = sent_ms + h->lease_ms - h->drift_ms;
 
-    if (sent_ms < 0)
-        h->nodes[i].expiry = 0;
-    else if (exp > h->nodes[i].expiry && sent_ms > h->nodes[i].learned)
-        h->nodes[i].expiry = exp;
+    if (sent_ms > h->nodes[i].learned) {
+        if (!found)
+            h->nodes[i].expiry = 0;
+        else if (exp > h->nodes[i].expiry)
+            h->nodes[i].expiry = exp;
+    }
     return settle(c, h);
 }
 

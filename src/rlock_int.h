@@ -885,9 +885,10 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h);
 int rl__redlock_force(rl_client *c, rl__entry *e);
 /* EXISTS or PTTL on every node, judged by the majority. */
 int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out);
-/* Node i confirmed h (a renewal sent at sent_ms), or found it gone there
- * (sent_ms < 0). Returns 1 when a majority still vouches for h. Mutex held. */
-int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms);
+/* A renewal of h sent to node i at sent_ms found our field there (found),
+ * or gone; a change of h learned there since makes it say nothing. Returns
+ * 1 when a majority still vouches for h. Mutex held. */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found);
 /* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
  * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
 unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);

@@ -229,6 +229,62 @@ static void test_stale_renewal_reply_confirms_nothing(void **state)
 }
 
 /*
+ * Item 2, the other way round: a renewal that found our field gone on node
+ * 0 (it missed the first acquisition), its reply held on its way while a
+ * reentry creates the field there. Read after the reentry, it must not
+ * take node 0's confirmation away: cut off from nodes 1 (long enough for
+ * its lease there to run out) and 0, the hold is still vouched for by
+ * nodes 0 and 2 (confirmed by the reentry) and must not be flagged when
+ * node 1's lease runs out.
+ */
+static void test_stale_gone_reply_takes_nothing_away(void **state)
+{
+    const char *name = "rf-stale-gone";
+    const long lease = 3000;
+    rt_proxy *p[NODES] = { NULL, NULL, NULL };
+    rl_client *c;
+    rl_lock *l;
+    int64_t held_at;
+    int interrupted;
+
+    (void)state;
+    assert_non_null(p[0] = rt_proxy_start(node[0]->port));
+    assert_non_null(p[1] = rt_proxy_start(node[1]->port));
+    assert_int_equal(rt_proxy_refuse(p[0], 1), 0);
+    c = client_via(p, lease, 2000);
+    l = it_lock(c, name);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(count_on(0, name), 0);
+    assert_int_equal(rt_proxy_refuse(p[0], 0), 0);
+    assert_int_equal(rt_proxy_refuse(p[1], 1), 0);
+    assert_true(rt_proxy_cut_all(p[1]) >= 0);
+    /* Node 1's lease there at most 2 s from running out; the next renewal
+     * to node 0 (the only EVALSHA while this thread is idle) finds our
+     * field gone, and its reply is held. */
+    IT_WAIT(pttl_on(1, name) < 2000, 2 * lease);
+    rt_proxy_hold_next_reply_matching(p[0], "EVALSHA");
+    IT_WAIT(rt_proxy_held(p[0]) > 0, 2 * lease);
+    held_at = rt_now_ms();
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(count_on(0, name), 1);
+    assert_int_equal(rt_proxy_unhold(p[0]), 0);
+    assert_int_equal(rt_proxy_stall(p[0], 1), 0);
+    IT_RANGE(rt_now_ms() - held_at, 0, 500);
+    /* Node 1's lease runs out; nodes 0 and 2 still vouch (the reentry). */
+    IT_WAIT(pttl_on(1, name) == -2, 2 * lease);
+    interrupted = rl_lock_interrupted(l);
+    assert_int_equal(rt_proxy_stall(p[0], 0), 0);
+    assert_int_equal(rt_proxy_refuse(p[1], 0), 0);
+    rl_lock_release(l);         /* whatever they say: only the keys matter now */
+    rl_lock_release(l);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p[0]);
+    rt_proxy_stop(p[1]);
+    assert_int_equal(interrupted, 0);
+}
+
+/*
  * Item 5. The application's pool has no idle connection to any node (the
  * watchdog took them for its rounds) and node 1 is stopped: a release
  * applied on nodes 0 and 2 is done (not RL_ELOST, no flag), within one
@@ -412,6 +468,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stale_renewal_reply_confirms_nothing, each_setup),
+        cmocka_unit_test_setup(test_stale_gone_reply_takes_nothing_away, each_setup),
         cmocka_unit_test_setup(test_stopped_master_release_is_done, each_setup),
         cmocka_unit_test_setup(test_stopped_master_one_shot_acquire, each_setup),
         cmocka_unit_test_setup(test_stopped_master_in_fork_child, each_setup),

@@ -4,12 +4,16 @@
  * lost replies.
  *
  * A change (acquire, release) goes to the nodes at once and their replies
- * are read as they come, each within a per-node timeout; once the majority
- * has decided, the stragglers get a short grace and no more, so a node that
- * is down or stopped delays nobody. Each hold keeps, per node, the count it
+ * are read as they come, each within a per-node timeout; a node without an
+ * idle connection gets a new one meanwhile, connected and handshaken
+ * without blocking, and is sent to once it is made. Once the majority has
+ * decided, the stragglers get a short grace and no more, so a node that is
+ * down or stopped delays nobody. Each hold keeps, per node, the count it
  * has there and the expiry that node confirmed; the hold's confirmed expiry
  * is the one a majority confirmed (the quorum-th latest), so its flag rises
- * before a majority could have let the lease run out.
+ * before a majority could have let the lease run out. A renewal's reply
+ * counts only if no change of the hold was learned on that node after the
+ * renewal was sent (its answer is older than what we know).
  *
  * A node whose reply is lost counts as not granting. The connection that
  * carried the change is killed (CLIENT KILL, sent ahead of the next change

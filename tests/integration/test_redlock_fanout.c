@@ -19,6 +19,15 @@
 
 #define NODES 5
 
+/* fork() tests cannot run under ThreadSanitizer (see test_fork.c). */
+#if defined(__SANITIZE_THREAD__)
+#define RF_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RF_UNDER_TSAN 1
+#endif
+#endif
+
 static rt_redis *node[NODES];
 static redisContext *ctl[NODES];
 
@@ -379,6 +388,12 @@ static void test_stopped_master_in_fork_child(void **state)
     int code;
 
     (void)state;
+#ifdef RF_UNDER_TSAN
+    print_message("fork() tests are not supported by ThreadSanitizer: skipped\n");
+    rl_lock_free(l);
+    rl_client_free(c);
+    skip();
+#endif
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_release(l), RL_OK);
     assert_int_equal(rt_redis_pause(node[1]), 0);

@@ -1,14 +1,16 @@
 /*
- * Redlock, where one node's replies must not count for another's, nor a
- * late one for now (issue 21, items 2 and 5): a renewal reply read after a
- * change of the hold was learned on that node confirms nothing; a node that
- * is stopped costs one node's timeout, not the other nodes' replies.
+ * Redlock, where a late reply must not count for now, nor one stopped node
+ * for the others (issue 21, items 2 and 5): a renewal reply read after a
+ * change of the hold was learned on that node neither confirms nor takes
+ * away anything there; a stopped node costs one node timeout, not the
+ * other nodes' replies, in a release, a one-shot acquisition (also in a
+ * fork child), a query and the client's creation.
  *
  * Five servers are started once for the group (a test that uses three
  * names the first three); every test leaves them running, answering and
- * empty. Proxies stand for the network between the
- * client under test and a node: a client-side partition, or a reply held
- * on its way for as long as the test needs.
+ * empty. Proxies stand for the network between the client under test and
+ * a node: a client-side partition, or a reply held on its way for as long
+ * as the test needs.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,16 @@
 /*
  * Connections to Redis: opening one to a server (connect, authenticate,
- * select the database, learn its server-side id), and running one command
- * or one of rlock's scripts on it. The pools are server.c's.
+ * select the database, learn its server-side id), waiting or not (an
+ * "opening", driven by the caller's poll, so that several are made at
+ * once), and running one command or one of rlock's scripts on it. The
+ * pools are server.c's.
  */
 #include <fcntl.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,43 +75,21 @@ static int append_setname(const rl_client *c, redisContext *ctx)
     return redisAppendCommandArgv(ctx, 3, argv, lens) == REDIS_OK;
 }
 
-int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+/* The handshake, queued on ctx for one round trip: AUTH, SELECT, CLIENT
+ * SETNAME and the fence probes. Returns how many replies it is owed;
+ * *setname_at: which of them is SETNAME's (-1: not queued). */
+static int append_handshake(const rl_client *c, redisContext *ctx, int *setname_at)
 {
-    long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
-    long reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
-    redisContext *ctx;
-    redisReply *r = NULL;
-    rl__conn *conn;
-    const char *argv[3];
-    size_t lens[3];
+    static const char *const probes[3][4] = {
+        { "CLIENT", "ID", NULL, NULL },
+        { "CLIENT", "INFO", NULL, NULL },
+        { "CLIENT", "KILL", "ID", "9223372036854775807" },
+    };
+    const char *argv[4];
+    size_t lens[4];
     char dbbuf[16];
-    int n = 0, rc = RL_OK, i, fenced = 1, setname_at;
+    int n = 0, i, p;
 
-    if (!s->host)
-        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
-    else
-        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(connect_ms));
-    if (!ctx)
-        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
-    if (ctx->err) {
-        rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
-        redisFree(ctx);
-        atomic_store(&s->down_until, rl__now_ms() + 2000);
-        rl__map_lost(c, s);    /* a Cluster may have moved on without it */
-        return rc;
-    }
-    /* Not inherited by a program the application (or `rlock exec`) runs:
-     * hiredis 0.14 opens its sockets without SOCK_CLOEXEC. */
-    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
-    if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
-        rc = io_error(ctx, reply_ms, "set timeout");
-        redisFree(ctx);
-        return rc;
-    }
-    if (s->host)
-        redisEnableKeepAlive(ctx);
-
-    /* One round trip: AUTH, SELECT, and the fence probes. */
     if (c->url.pass) {
         argv[0] = "AUTH";
         lens[0] = 4;
@@ -130,72 +114,83 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     }
     /* Who we are, in CLIENT LIST (owner.c). A refusal (an ACL without
      * CLIENT) only costs the name: its reply is passed over. */
-    setname_at = append_setname(c, ctx) ? n++ : -1;
+    *setname_at = append_setname(c, ctx) ? n++ : -1;
     /* The fence against late commands after a lost reply: our id, our
      * address as the server sees it, and whether we may kill at all (a probe
      * that kills nothing). Without any of them, lost replies are still read
      * back, only not fenced. */
-    {
-        static const char *const probes[3][4] = {
-            { "CLIENT", "ID", NULL, NULL },
-            { "CLIENT", "INFO", NULL, NULL },
-            { "CLIENT", "KILL", "ID", "9223372036854775807" },
-        };
-        int p;
-        for (p = 0; p < 3; p++) {
-            int argc = probes[p][2] ? 4 : 2, a;
-            const char *pargv[4];
-            size_t plens[4];
-            for (a = 0; a < argc; a++) {
-                pargv[a] = probes[p][a];
-                plens[a] = strlen(probes[p][a]);
-            }
-            redisAppendCommandArgv(ctx, argc, pargv, plens);
+    for (p = 0; p < 3; p++) {
+        int argc = probes[p][2] ? 4 : 2;
+        for (i = 0; i < argc; i++) {
+            argv[i] = probes[p][i];
+            lens[i] = strlen(probes[p][i]);
         }
+        redisAppendCommandArgv(ctx, argc, argv, lens);
     }
-    n += 3;
+    return n + 3;
+}
 
-    conn = calloc(1, sizeof *conn);
-    if (!conn) {
-        redisFree(ctx);
-        return rl__err(RL_ENOMEM, "out of memory");
-    }
+/* A connection on ctx (taken over), its handshake still to be read. */
+static rl__conn *conn_new(const rl_client *c, rl__server *s, redisContext *ctx)
+{
+    rl__conn *conn = calloc(1, sizeof *conn);
+
+    if (!conn)
+        return NULL;
     conn->ctx = ctx;
     conn->server = s;
     conn->fresh = c->mode == RL__MODE_SENTINEL;
     conn->timeout_ms = c->command_ms;
     conn->fence.id = -1;
     conn->fence.server = s;
-    for (i = 0; i < n; i++) {
-        int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
-        if (rl__redis_get_reply(ctx, (void **)&r) != REDIS_OK) {
-            rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
-                         "handshake with %s: %s", s->name,
-                         describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
-            /* Accepted but silent (stopped, overloaded): as good as down
-             * for whoever orders its work by the servers that answer. */
-            atomic_store(&s->down_until, rl__now_ms() + 2000);
-            break;
-        }
-        if (i == setname_at) {
-            /* NOPERM and the like: the name is a courtesy. */
-        } else if (probe < 0) {
-            if (r->type == REDIS_REPLY_ERROR && rc == RL_OK)
-                rc = rl__reply_error_status(r);
-        } else if (r->type == REDIS_REPLY_ERROR) {
-            if (strncmp(r->str, "NOAUTH", 6) == 0 && rc == RL_OK)
-                rc = rl__reply_error_status(r);
-            if (probe == 2)
-                fenced = 0;
-        } else if (probe == 0 && r->type == REDIS_REPLY_INTEGER) {
-            conn->fence.id = r->integer;
-        } else if (probe == 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
-            rl__fence info;
-            if (rl__parse_client_info(r->str, r->len, &info) == 0 && info.id == conn->fence.id)
-                memcpy(conn->fence.addr, info.addr, sizeof info.addr);
-        }
-        freeReplyObject(r);
+    return conn;
+}
+
+/* Judge reply i of the n the handshake is owed (the last three: the fence
+ * probes) into *rc and *fenced. */
+static void handshake_reply(rl__conn *conn, const redisReply *r, int i, int n, int setname_at,
+                            int *rc, int *fenced)
+{
+    int probe = i - (n - 3);      /* 0: CLIENT ID, 1: CLIENT INFO, 2: KILL */
+
+    if (i == setname_at) {
+        /* NOPERM and the like: the name is a courtesy. */
+    } else if (probe < 0) {
+        if (r->type == REDIS_REPLY_ERROR && *rc == RL_OK)
+            *rc = rl__reply_error_status(r);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        if (strncmp(r->str, "NOAUTH", 6) == 0 && *rc == RL_OK)
+            *rc = rl__reply_error_status(r);
+        if (probe == 2)
+            *fenced = 0;
+    } else if (probe == 0 && r->type == REDIS_REPLY_INTEGER) {
+        conn->fence.id = r->integer;
+    } else if (probe == 1 && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)) {
+        rl__fence info;
+        if (rl__parse_client_info(r->str, r->len, &info) == 0 && info.id == conn->fence.id)
+            memcpy(conn->fence.addr, info.addr, sizeof info.addr);
     }
+}
+
+/* The handshake could not be read: a status that says why. Accepted but
+ * silent (stopped, overloaded): as good as down for whoever orders its
+ * work by the servers that answer. */
+static int handshake_broken(rl__conn *conn, long reply_ms)
+{
+    redisContext *ctx = conn->ctx;
+    int rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
+                     "handshake with %s: %s", conn->server->name,
+                     describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
+
+    atomic_store(&conn->server->down_until, rl__now_ms() + 2000);
+    return rc;
+}
+
+/* The handshake is read, with outcome rc: on RL_OK *out is the connection,
+ * with the client's reply timeout; else it is freed. */
+static int handshake_end(rl_client *c, rl__conn *conn, int rc, int fenced, long reply_ms,
+                         rl__conn **out)
+{
     if (rc == RL_OK && !fenced) {
         conn->fence.id = -1;
         if (!atomic_exchange(&c->warned_fence, 1))
@@ -205,13 +200,330 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     if (rc == RL_OK && reply_ms != c->command_ms)
         rl__conn_set_timeout(conn, c->command_ms);
     if (rc != RL_OK) {
-        redisFree(ctx);
+        redisFree(conn->ctx);
         free(conn);
         return rc;
     }
     RL__STAT_INC(c, connects);
     *out = conn;
     return RL_OK;
+}
+
+int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out)
+{
+    long connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
+    long reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
+    redisContext *ctx;
+    redisReply *r = NULL;
+    rl__conn *conn;
+    int n, rc = RL_OK, i, fenced = 1, setname_at;
+
+    if (!s->host)
+        ctx = redisConnectUnixWithTimeout(c->url.path, ms_to_tv(connect_ms));
+    else
+        ctx = redisConnectWithTimeout(s->host, s->port, ms_to_tv(connect_ms));
+    if (!ctx)
+        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
+    if (ctx->err) {
+        rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
+        redisFree(ctx);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        rl__map_lost(c, s);    /* a Cluster may have moved on without it */
+        return rc;
+    }
+    /* Not inherited by a program the application (or `rlock exec`) runs:
+     * hiredis 0.14 opens its sockets without SOCK_CLOEXEC. */
+    (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
+    if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
+        rc = io_error(ctx, reply_ms, "set timeout");
+        redisFree(ctx);
+        return rc;
+    }
+    if (s->host)
+        redisEnableKeepAlive(ctx);
+    n = append_handshake(c, ctx, &setname_at);
+    if (!(conn = conn_new(c, s, ctx))) {
+        redisFree(ctx);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    for (i = 0; i < n; i++) {
+        if (rl__redis_get_reply(ctx, (void **)&r) != REDIS_OK) {
+            rc = handshake_broken(conn, reply_ms);
+            break;
+        }
+        handshake_reply(conn, r, i, n, setname_at, &rc, &fenced);
+        freeReplyObject(r);
+    }
+    return handshake_end(c, conn, rc, fenced, reply_ms, out);
+}
+
+/* ---- a connection opened without blocking ----------------------------- */
+
+struct rl__opening {
+    rl__server *server;
+    struct addrinfo *addrs, *next;  /* the server's addresses; the next to try */
+    int fd;                         /* connecting: the socket (-1: handshaking) */
+    int err;                        /* connecting: why the last address failed */
+    rl__conn *conn;                 /* handshaking */
+    int owed, got, setname_at, rc, fenced;
+    long connect_ms, reply_ms;
+    int64_t deadline;               /* of the connect, then of the handshake */
+};
+
+static void opening_free(rl__opening *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    if (o->conn) {
+        redisFree(o->conn->ctx);
+        free(o->conn);
+    }
+    if (o->addrs)
+        freeaddrinfo(o->addrs);
+    free(o);
+}
+
+/* A connect to o's next address, without waiting: 0 begun (or done), -1
+ * none left (o->err: why the last failed). */
+static int connect_next(rl__opening *o)
+{
+    for (; o->next; o->next = o->next->ai_next) {
+        struct addrinfo *a = o->next;
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                        a->ai_protocol);
+        if (fd < 0) {
+            o->err = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
+            o->fd = fd;
+            o->next = a->ai_next;
+            return 0;
+        }
+        o->err = errno;
+        close(fd);
+    }
+    return -1;
+}
+
+/* The connect failed on every address: as rl__conn_open_within says so. */
+static int connect_failed(rl_client *c, rl__opening *o)
+{
+    rl__server *s = o->server;
+    int rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, strerror(o->err));
+
+    atomic_store(&s->down_until, rl__now_ms() + 2000);
+    rl__map_lost(c, s);
+    opening_free(o);
+    return rc;
+}
+
+int rl__opening_start(rl_client *c, rl__server *s, long within_ms, rl__opening **out)
+{
+    struct addrinfo hints;
+    char port[16];
+    rl__opening *o;
+    int gai;
+
+    if (!s->host)
+        return rl__err(RL_EINVAL, "a Unix socket is opened with rl__conn_open_within");
+    if (!(o = calloc(1, sizeof *o)))
+        return rl__err(RL_ENOMEM, "out of memory");
+    o->server = s;
+    o->fd = -1;
+    o->fenced = 1;
+    o->connect_ms = within_ms > 0 && within_ms < c->connect_ms ? within_ms : c->connect_ms;
+    o->reply_ms = within_ms > 0 && within_ms < c->command_ms ? within_ms : c->command_ms;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof port, "%d", s->port);
+    /* A name is looked up first, waiting, as hiredis does; an address
+     * (the usual case) is not looked up at all. */
+    if ((gai = getaddrinfo(s->host, port, &hints, &o->addrs)) != 0) {
+        opening_free(o);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        return rl__err(RL_ECONN, "connect to %s: %s", s->name, gai_strerror(gai));
+    }
+    o->next = o->addrs;
+    o->err = ECONNREFUSED;
+    if (connect_next(o) != 0)
+        return connect_failed(c, o);
+    o->deadline = rl__now_ms() + o->connect_ms;
+    *out = o;
+    return RL_OK;
+}
+
+int64_t rl__opening_poll(const rl__opening *o, struct pollfd *pfd)
+{
+    pfd->fd = o->conn ? o->conn->ctx->fd : o->fd;
+    pfd->events = o->conn ? POLLIN : POLLOUT;
+    pfd->revents = 0;
+    return o->deadline;
+}
+
+/* Connected: hand the socket to hiredis (blocking, as every connection of
+ * the client is) and write the handshake. RL_OK, or o is freed. */
+static int begin_handshake(rl_client *c, rl__opening *o)
+{
+    int one = 1, done = 0, fl = fcntl(o->fd, F_GETFL);
+    redisContext *ctx;
+
+    (void)setsockopt(o->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fl < 0 || fcntl(o->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        o->err = errno;
+        return connect_failed(c, o);
+    }
+    if (!(ctx = redisConnectFd(o->fd))) {
+        opening_free(o);
+        return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
+    }
+    o->fd = -1;
+    if (!(o->conn = conn_new(c, o->server, ctx))) {
+        redisFree(ctx);
+        opening_free(o);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    redisEnableKeepAlive(ctx);
+    /* The write timeout too: the handshake is written in one go. */
+    if (redisSetTimeout(ctx, ms_to_tv(o->reply_ms)) != REDIS_OK) {
+        int rc = io_error(ctx, o->reply_ms, "set timeout");
+        opening_free(o);
+        return rc;
+    }
+    o->owed = append_handshake(c, ctx, &o->setname_at);
+    while (!done) {
+        if (rl__redis_buffer_write(ctx, &done) != REDIS_OK) {
+            int rc = handshake_broken(o->conn, o->reply_ms);
+            opening_free(o);
+            return rc;
+        }
+    }
+    o->deadline = rl__now_ms() + o->reply_ms;
+    return RL_OK;
+}
+
+/* The socket is writable: connected, or refused (then the next address). */
+static int step_connect(rl_client *c, rl__opening *o)
+{
+    int err = 0, rc;
+    socklen_t len = sizeof err;
+
+    if (getsockopt(o->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
+    if (err == 0)
+        return (rc = begin_handshake(c, o)) == RL_OK ? 1 : rc;
+    close(o->fd);
+    o->fd = -1;
+    o->err = err;
+    return connect_next(o) == 0 ? 1 : connect_failed(c, o);
+}
+
+/* Handshake replies are in: read what came, judge each reply. */
+static int step_handshake(rl_client *c, rl__opening *o, rl__conn **out)
+{
+    redisContext *ctx = o->conn->ctx;
+    rl__conn *conn = o->conn;
+    int rc;
+
+    if (redisBufferRead(ctx) != REDIS_OK) {
+        rc = handshake_broken(conn, o->reply_ms);
+        opening_free(o);
+        return rc;
+    }
+    while (o->got < o->owed) {
+        redisReply *r = NULL;
+        if (redisGetReplyFromReader(ctx, (void **)&r) != REDIS_OK) {
+            rc = handshake_broken(conn, o->reply_ms);
+            opening_free(o);
+            return rc;
+        }
+        if (!r)
+            return 1;
+        handshake_reply(conn, r, o->got++, o->owed, o->setname_at, &o->rc, &o->fenced);
+        freeReplyObject(r);
+    }
+    o->conn = NULL;
+    rc = handshake_end(c, conn, o->rc, o->fenced, o->reply_ms, out);
+    opening_free(o);
+    return rc;
+}
+
+int rl__opening_step(rl_client *c, rl__opening *o, short revents, rl__conn **out)
+{
+    if (!revents)
+        return 1;
+    return o->conn ? step_handshake(c, o, out) : step_connect(c, o);
+}
+
+int rl__opening_expire(rl_client *c, rl__opening *o)
+{
+    int rc;
+
+    if (!o->conn) {
+        o->err = ETIMEDOUT;
+        return connect_failed(c, o);
+    }
+    /* As a blocking read that timed out reads (describe()). */
+    o->conn->ctx->err = REDIS_ERR_IO;
+    snprintf(o->conn->ctx->errstr, sizeof o->conn->ctx->errstr, "%s", strerror(EAGAIN));
+    rc = handshake_broken(o->conn, o->reply_ms);
+    opening_free(o);
+    return rc;
+}
+
+void rl__opening_cancel(rl__opening *o)
+{
+    if (o)
+        opening_free(o);
+}
+
+void rl__conn_open_all(rl_client *c, rl__server *const *s, int n, rl__conn **out, int *rc,
+                       char (*why)[RL__WHY_LEN])
+{
+    rl__opening *o[RL__NODES_MAX];
+    int i;
+
+    for (i = 0; i < n; i++) {
+        out[i] = NULL;
+        rc[i] = rl__opening_start(c, s[i], 0, &o[i]);
+        if (rc[i] != RL_OK) {
+            o[i] = NULL;
+            snprintf(why[i], RL__WHY_LEN, "%s", rl_last_error());
+        }
+    }
+    for (;;) {
+        struct pollfd pfd[RL__NODES_MAX];
+        int at[RL__NODES_MAX], np = 0, j;
+        int64_t now = rl__now_ms(), until = -1, d;
+
+        for (i = 0; i < n; i++) {
+            if (!o[i])
+                continue;
+            if ((d = rl__opening_poll(o[i], &pfd[np])) <= now) {
+                rc[i] = rl__opening_expire(c, o[i]);
+                o[i] = NULL;
+                snprintf(why[i], RL__WHY_LEN, "%s", rl_last_error());
+                continue;
+            }
+            at[np++] = i;
+            if (until < 0 || d < until)
+                until = d;
+        }
+        if (np == 0)
+            return;
+        if (poll(pfd, (nfds_t)np, (int)(until - now)) < 0 && errno != EINTR)
+            continue;   /* the next pass finds the deadlines */
+        for (j = 0; j < np; j++) {
+            int st = rl__opening_step(c, o[at[j]], pfd[j].revents, &out[at[j]]);
+            if (st == 1)
+                continue;
+            o[at[j]] = NULL;
+            rc[at[j]] = st;
+            if (st != RL_OK)
+                snprintf(why[at[j]], RL__WHY_LEN, "%s", rl_last_error());
+        }
+    }
 }
 
 void rl__conn_close(rl_client *c, rl__conn *conn)
@@ -506,6 +818,18 @@ int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, in
         conn->rskip = 1;
     }
     if ((rc = encode_at(conn, len, 3 + nargs, argv, alens, &len)) != RL_OK)
+        return rc;
+    return write_all(conn, len);
+}
+
+int rl__conn_command_send(rl__conn *conn, int argc, const char **argv, const size_t *lens)
+{
+    size_t len;
+    int rc;
+
+    conn->rhave = 0;
+    conn->rskip = 0;
+    if ((rc = encode_at(conn, 0, argc, argv, lens, &len)) != RL_OK)
         return rc;
     return write_all(conn, len);
 }

@@ -4,12 +4,16 @@
  * lost replies.
  *
  * A change (acquire, release) goes to the nodes at once and their replies
- * are read as they come, each within a per-node timeout; once the majority
- * has decided, the stragglers get a short grace and no more, so a node that
- * is down or stopped delays nobody. Each hold keeps, per node, the count it
+ * are read as they come, each within a per-node timeout; a node without an
+ * idle connection gets a new one meanwhile, connected and handshaken
+ * without blocking, and is sent to once it is made. Once the majority has
+ * decided, the stragglers get a short grace and no more, so a node that is
+ * down or stopped delays nobody. Each hold keeps, per node, the count it
  * has there and the expiry that node confirmed; the hold's confirmed expiry
  * is the one a majority confirmed (the quorum-th latest), so its flag rises
- * before a majority could have let the lease run out.
+ * before a majority could have let the lease run out. A renewal's reply
+ * counts only if no change of the hold was learned on that node after the
+ * renewal was sent (its answer is older than what we know).
  *
  * A node whose reply is lost counts as not granting. The connection that
  * carried the change is killed (CLIENT KILL, sent ahead of the next change
@@ -29,15 +33,17 @@
 #define RL__GRACE_MIN_MS 10     /* stragglers after the majority decided: at least */
 #define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */
 #define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */
+#define RL__PLAIN (-1)          /* run()'s script for a plain command (a query) */
 
 /* How one node took part in a change. */
-enum { V_SKIP, V_WAIT, V_SENT, V_DONE, V_FAIL, V_LOST };
+enum { V_SKIP, V_WAIT, V_OPEN, V_SENT, V_DONE, V_FAIL, V_LOST };
 
 typedef struct vote {
-    int state;              /* V_*: WAIT to be sent, SENT awaited, DONE: resp
-                             * holds its answer */
+    int state;              /* V_*: WAIT to be sent, OPEN its connection being
+                             * made, SENT awaited, DONE: resp holds its answer */
     int64_t deadline;       /* V_SENT: read by then */
     int rc;                 /* V_FAIL: why */
+    rl__opening *opening;   /* V_OPEN */
     rl__conn *conn;
     rl__resp resp;          /* V_DONE: the script's reply (ints only) */
     rl__fence lost;         /* V_LOST: the connection that carried it */
@@ -50,8 +56,10 @@ typedef struct vote {
 
 int rl__redlock_init(rl_client *c)
 {
-    rl__conn *conn;
-    int i, ok = 0, rc = RL_OK, first_rc = RL_OK;
+    rl__conn *conn[RL__NODES_MAX];
+    int rc[RL__NODES_MAX];
+    char why[RL__NODES_MAX][RL__WHY_LEN];
+    int i, ok = 0, refused = RL_OK;
 
     c->mode = RL__MODE_REDLOCK;
     c->nnodes = c->url.nseeds;
@@ -64,26 +72,29 @@ int rl__redlock_init(rl_client *c)
         if (!s)
             return rl__err(RL_ENOMEM, "out of memory");
     }
-    /* The URL names each master once (url.c): servers[i] is seed i. */
+    /* The URL names each master once (url.c): servers[i] is seed i. All
+     * are connected to at once: a stopped one costs its own timeout, once. */
+    rl__conn_open_all(c, c->servers, c->nnodes, conn, rc, why);
     for (i = 0; i < c->nnodes; i++) {
-        rc = rl__conn_open(c, c->servers[i], &conn);
-        if (rc == RL_OK) {
-            rc = rl__conn_load_scripts(c, conn);
-            rl__pool_adopt(c, conn);
+        if (rc[i] == RL_OK) {
+            if ((rc[i] = rl__conn_load_scripts(c, conn[i])) != RL_OK)
+                snprintf(why[i], sizeof why[i], "%s", rl_last_error());
+            rl__pool_adopt(c, conn[i]);
         }
-        if (rc == RL_OK) {
+        if (rc[i] == RL_OK) {
             if (!ok++)
                 c->home = c->servers[i];
             continue;
         }
         /* A refusal (password, ACL, not Redis) is the user's to fix now. */
-        if (rc != RL_ECONN)
-            return rc;
-        if (first_rc == RL_OK)
-            first_rc = rc;
-        rl__log(c, RL_LOG_WARN, "rlock: Redlock master %s cannot be reached: %s",
-                c->servers[i]->name, rl_last_error());
+        if (rc[i] != RL_ECONN && refused == RL_OK)
+            refused = rl__err(rc[i], "%s", why[i]);
+        if (rc[i] == RL_ECONN)
+            rl__log(c, RL_LOG_WARN, "rlock: Redlock master %s cannot be reached: %s",
+                    c->servers[i]->name, why[i]);
     }
+    if (refused != RL_OK)
+        return refused;
     if (ok < c->quorum)
         return rl__err(RL_ECONN, "only %d of %d Redlock masters answered; %d are needed",
                        ok, c->nnodes, c->quorum);
@@ -106,6 +117,15 @@ static long node_timeout(const rl_client *c, long lease_ms)
     return t < c->command_ms ? t : c->command_ms;
 }
 
+/* Write v's call on its connection, after CLIENT KILL of kill where
+ * given; RL__PLAIN: v's args are a plain command, with nothing to kill. */
+static int write_call(rl_client *c, vote *v, int script, const rl__fence *kill)
+{
+    if (script == RL__PLAIN)
+        return rl__conn_command_send(v->conn, v->nargs, v->args, v->lens);
+    return rl__conn_script_send(c, v->conn, kill, script, 1, v->nargs, v->args, v->lens);
+}
+
 /* Write v's call on its connection, or on a second one when the first
  * was found closed (nothing ran). */
 static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl__fence *kill,
@@ -118,7 +138,7 @@ static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl_
             v->conn = NULL;
             return rc;
         }
-        rc = rl__conn_script_send(c, v->conn, kill, script, 1, v->nargs, v->args, v->lens);
+        rc = write_call(c, v, script, kill);
         if (rc != RL__UNSENT)
             return rc;
         /* Closed by the server before use (a restart): nothing ran. */
@@ -132,6 +152,21 @@ static int vote_send(rl_client *c, vote *v, rl__server *s, int script, const rl_
 static void vote_answered(rl_client *c, vote *v, int script)
 {
     rl__resp *r = &v->resp;
+
+    if (script == RL__PLAIN) {
+        /* A query changes nothing: an answer other than a number is a
+         * refusal. */
+        v->state = V_DONE;
+        if (r->type != RL__RESP_INT) {
+            v->state = V_FAIL;
+            v->rc = r->type == RL__RESP_ERROR
+                        ? rl__error_status(r->str, r->str_len)
+                        : rl__err(RL_EPROTO, "%s answered a query with no number",
+                                  v->conn->server->name);
+        }
+        r->str = NULL;
+        return;
+    }
 
     if (r->type == RL__RESP_ERROR && r->str_len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0 &&
         !v->reloaded) {
@@ -167,7 +202,7 @@ static int decided(const rl_client *c, const vote *v, int (*ok)(const vote *))
     int i, yes = 0, no = 0;
 
     for (i = 0; i < c->nnodes; i++) {
-        if (v[i].state == V_WAIT || v[i].state == V_SENT)
+        if (v[i].state == V_WAIT || v[i].state == V_OPEN || v[i].state == V_SENT)
             continue;
         if (v[i].state == V_DONE && ok(&v[i]))
             yes++;
@@ -180,6 +215,77 @@ static int decided(const rl_client *c, const vote *v, int (*ok)(const vote *))
 static int granted(const vote *v)
 {
     return v->resp.ints[0] == RL__R_DONE;
+}
+
+/* Write v's call on its connection: V_SENT, to be read by now + timeout;
+ * V_LOST when it broke part-way through the write; V_FAIL when nothing
+ * was written. RL__UNSENT: found closed by the server (a restart), the
+ * connection is still v's. */
+static int send_on(rl_client *c, int i, vote *v, int script, rl__fence *const *kill,
+                   long timeout)
+{
+    int rc = write_call(c, v, script, kill ? kill[i] : NULL);
+
+    if (rc == RL_OK) {
+        v->state = V_SENT;
+        v->deadline = rl__now_ms() + timeout;
+    } else if (rc == RL__UNSENT) {
+        v->state = V_FAIL;
+        v->rc = rl__err(RL_ECONN, "%s closed the connection before the command was sent",
+                        c->servers[i]->name);
+        return RL__UNSENT;
+    } else if (rc != RL_ENOMEM && rc != RL_EINVAL) {
+        v->state = V_LOST;
+        v->lost = v->conn->fence;
+    } else {
+        v->state = V_FAIL;
+        v->rc = rc;
+    }
+    return rc;
+}
+
+/* Begin v's part (state V_WAIT): sent at once on an idle connection (one
+ * found closed is given back), else a new connection is begun without
+ * waiting (V_OPEN, or V_FAIL). At the pool's limit it stays V_WAIT, for
+ * send_one once the others are read. */
+static void begin(rl_client *c, int i, vote *v, int script, rl__fence *const *kill,
+                  long timeout)
+{
+    rl__server *s = c->servers[i];
+    int rc;
+
+    if ((v->conn = rl__pool_get_idle(c, s))) {
+        if (send_on(c, i, v, script, kill, timeout) != RL__UNSENT)
+            return;
+        rl__pool_put(c, v->conn);
+        v->conn = NULL;
+        v->state = V_WAIT;
+    }
+    if ((rc = rl__pool_reserve(c, s)) == RL_EBUSY)
+        return;
+    if (rc == RL_OK && (rc = rl__opening_start(c, s, timeout, &v->opening)) != RL_OK)
+        rl__pool_reserved(c, s, NULL);
+    if (rc != RL_OK) {
+        v->state = V_FAIL;
+        v->rc = rc;
+        return;
+    }
+    v->state = V_OPEN;
+}
+
+/* v's connection (V_OPEN) was made or not (status st): send on it. */
+static void opened(rl_client *c, int i, vote *v, int script, rl__fence *const *kill,
+                   long timeout, int st, rl__conn *conn)
+{
+    v->opening = NULL;
+    rl__pool_reserved(c, c->servers[i], st == RL_OK ? conn : NULL);
+    if (st != RL_OK) {
+        v->state = V_FAIL;
+        v->rc = st;
+        return;
+    }
+    v->conn = conn;
+    send_on(c, i, v, script, kill, timeout);
 }
 
 /* Send v's call (state V_WAIT: now V_SENT, or V_FAIL / V_LOST) on conn or
@@ -201,12 +307,42 @@ static void send_one(rl_client *c, int i, vote *v, int script, rl__fence *const 
     }
 }
 
+/* After run: v's connection back to the pool; unanswered is lost. */
+static void finish(rl_client *c, int i, vote *v)
+{
+    if (v->state == V_OPEN) {
+        /* The vote was decided and the grace is over: nothing was sent. */
+        rl__opening_cancel(v->opening);
+        rl__pool_reserved(c, c->servers[i], NULL);
+        v->opening = NULL;
+        v->state = V_FAIL;
+        v->rc = rl__err(RL_ECONN, "%s: not connected before the others decided",
+                        c->servers[i]->name);
+    }
+    if (v->state == V_SENT) {
+        /* No answer in time: its reply must never be read as another's.
+         * Not marked down for that: a node only slow (a loaded machine)
+         * would then be left out of every call for a while, and with a
+         * bare majority up, every call would fail. A stopped one is
+         * marked down by the handshake of the next connection to it. */
+        rl__conn_abandon(v->conn, "no reply in time from a Redlock master");
+        v->state = V_LOST;
+        v->lost = v->conn->fence;
+    }
+    if (v->state == V_LOST && v->lost.id < 0)
+        v->lost.id = 0;        /* unknown id: nothing to kill, still unknown */
+    if (v->conn)
+        rl__pool_put(c, v->conn);
+    v->conn = NULL;
+}
+
 /* Read the replies of the sent votes as they come, each by its deadline,
- * and once `ok` votes decide, the others until *settle_by only (set then:
- * a grace of twice the time the decision took, at least
- * RL__GRACE_MIN_MS). */
+ * and make the connections being opened (V_OPEN), each sent on as soon as
+ * it is made (by now + timeout); once `ok` votes decide, the others until
+ * *settle_by only (set then: a grace of twice the time the decision took,
+ * at least RL__GRACE_MIN_MS). */
 static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
-                    int64_t sent_ms, int64_t *settle_by)
+                    rl__fence *const *kill, long timeout, int64_t sent_ms, int64_t *settle_by)
 {
     int i, n = c->nnodes;
 
@@ -215,20 +351,31 @@ static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
         int at[RL__NODES_MAX], np = 0, j;
         int64_t now = rl__now_ms(), until = -1;
 
-        if (*settle_by < 0 && decided(c, v, ok)) {
+        if (ok && *settle_by < 0 && decided(c, v, ok)) {
             long grace = 2 * (long)(now - sent_ms);
             *settle_by = now + (grace < RL__GRACE_MIN_MS ? RL__GRACE_MIN_MS : grace);
         }
         for (i = 0; i < n; i++) {
-            if (v[i].state != V_SENT || v[i].deadline <= now ||
+            int64_t d = v[i].deadline;
+            if ((v[i].state != V_SENT && v[i].state != V_OPEN) ||
                 (*settle_by >= 0 && *settle_by <= now))
                 continue;
-            pfd[np].fd = v[i].conn->ctx->fd;
-            pfd[np].events = POLLIN;
-            pfd[np].revents = 0;
+            if (v[i].state == V_OPEN) {
+                if ((d = rl__opening_poll(v[i].opening, &pfd[np])) <= now) {
+                    opened(c, i, &v[i], script, kill, timeout,
+                           rl__opening_expire(c, v[i].opening), NULL);
+                    continue;
+                }
+            } else if (d <= now) {
+                continue;
+            } else {
+                pfd[np].fd = v[i].conn->ctx->fd;
+                pfd[np].events = POLLIN;
+                pfd[np].revents = 0;
+            }
             at[np++] = i;
-            if (until < 0 || v[i].deadline < until)
-                until = v[i].deadline;
+            if (until < 0 || d < until)
+                until = d;
         }
         if (np == 0)
             return;
@@ -238,9 +385,16 @@ static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
             return;
         for (j = 0; j < np; j++) {
             vote *w = &v[at[j]];
+            rl__conn *conn = NULL;
             int st;
             if (!pfd[j].revents)
                 continue;
+            if (w->state == V_OPEN) {
+                st = rl__opening_step(c, w->opening, pfd[j].revents, &conn);
+                if (st != 1)
+                    opened(c, at[j], w, script, kill, timeout, st, conn);
+                continue;
+            }
             st = rl__conn_script_recv(w->conn, &w->resp);
             if (st == 1) {
                 vote_answered(c, w, script);
@@ -257,58 +411,39 @@ static void collect(rl_client *c, int script, vote *v, int (*ok)(const vote *),
  * nodes are left out) to every node at once, after CLIENT KILL of kill[i]
  * where given, and read the replies as they come, each node by the
  * per-node timeout, and once `ok` votes decide, the rest for a short grace
- * only. Nodes with an idle connection go first; a node that needs a new
- * one is connected to after their replies are read (a stopped node can
- * take the whole handshake timeout), and within the grace when the vote
- * is decided by then. *sent_ms: when the first went out. Nodes not
- * answered end V_LOST.
+ * only (ok NULL: every node is heard). A node without an idle connection gets a new one, made while the
+ * others are sent to and read (a stopped node's handshake delays nobody),
+ * and sent to as soon as it is made; one past the pool's limit is sent to
+ * after the others' replies are read, on another thread's connection.
+ * *sent_ms: when the first went out. Nodes not answered end V_LOST (sent)
+ * or V_FAIL (not).
  */
 static void run(rl_client *c, int script, long lease_ms, vote *v, rl__fence *const *kill,
                 int (*ok)(const vote *), int64_t *sent_ms)
 {
     long timeout = node_timeout(c, lease_ms);
     int64_t settle_by = -1;
-    int i, n = c->nnodes, missing = 0;
+    int i, n = c->nnodes, waiting = 0;
 
     *sent_ms = rl__now_ms();
+    for (i = 0; i < n; i++)
+        if (v[i].state == V_WAIT)
+            begin(c, i, &v[i], script, kill, timeout);
+    collect(c, script, v, ok, kill, timeout, *sent_ms, &settle_by);
     for (i = 0; i < n; i++) {
+        int64_t now = rl__now_ms();
+        long within = timeout;
         if (v[i].state != V_WAIT)
             continue;
-        if ((v[i].conn = rl__pool_get_idle(c, c->servers[i])))
-            send_one(c, i, &v[i], script, kill, 0, timeout);
-        else
-            missing = 1;
+        if (settle_by >= 0)
+            within = settle_by > now ? (long)(settle_by - now) : 1;
+        send_one(c, i, &v[i], script, kill, within, timeout);
+        waiting = 1;
     }
-    if (missing) {
-        collect(c, script, v, ok, *sent_ms, &settle_by);
-        for (i = 0; i < n; i++) {
-            int64_t now = rl__now_ms();
-            long within = timeout;
-            if (v[i].state != V_WAIT)
-                continue;
-            if (settle_by >= 0)
-                within = settle_by > now ? (long)(settle_by - now) : 1;
-            send_one(c, i, &v[i], script, kill, within, timeout);
-        }
-    }
-    collect(c, script, v, ok, *sent_ms, &settle_by);
-    for (i = 0; i < n; i++) {
-        if (v[i].state == V_SENT) {
-            /* No answer in time: its reply must never be read as another's.
-             * Not marked down for that: a node only slow (a loaded machine)
-             * would then be left out of every call for a while, and with a
-             * bare majority up, every call would fail. A stopped one is
-             * marked down by the handshake of the next connection to it. */
-            rl__conn_abandon(v[i].conn, "no reply in time from a Redlock master");
-            v[i].state = V_LOST;
-            v[i].lost = v[i].conn->fence;
-        }
-        if (v[i].state == V_LOST && v[i].lost.id < 0)
-            v[i].lost.id = 0;        /* unknown id: nothing to kill, still unknown */
-        if (v[i].conn)
-            rl__pool_put(c, v[i].conn);
-        v[i].conn = NULL;
-    }
+    if (waiting)
+        collect(c, script, v, ok, kill, timeout, *sent_ms, &settle_by);
+    for (i = 0; i < n; i++)
+        finish(c, i, &v[i]);
 }
 
 /* Fill v[i]'s args for the acquire script with count held. */
@@ -390,16 +525,19 @@ static int settle(rl_client *c, rl__hold *h)
 }
 
 /* A renewal sent before a change of h was learned on node i says what the
- * node had before that change (a non-last release may have deleted our
- * field there since, counts differing by node): it confirms nothing. */
-int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms)
+ * node had before that change: it neither confirms our field there (a
+ * non-last release may have deleted it since, counts differing by node)
+ * nor takes it away (a reentry may have made it anew). */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found)
 {
     int64_t exp = sent_ms + h->lease_ms - h->drift_ms;
 
-    if (sent_ms < 0)
-        h->nodes[i].expiry = 0;
-    else if (exp > h->nodes[i].expiry && sent_ms > h->nodes[i].learned)
-        h->nodes[i].expiry = exp;
+    if (sent_ms > h->nodes[i].learned) {
+        if (!found)
+            h->nodes[i].expiry = 0;
+        else if (exp > h->nodes[i].expiry)
+            h->nodes[i].expiry = exp;
+    }
     return settle(c, h);
 }
 
@@ -810,24 +948,28 @@ int rl__redlock_force(rl_client *c, rl__entry *e)
 
 int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out)
 {
-    const char *argv[2] = { cmd, e->key };
-    size_t lens[2] = { strlen(cmd), e->key_len };
+    vote v[RL__NODES_MAX];
     long long got[RL__NODES_MAX] = { 0 }, t;
+    int64_t sent;
     int i, j, n = 0, rc = RL_ECONN;
 
+    memset(v, 0, sizeof v);
     for (i = 0; i < c->nnodes; i++) {
-        rl__conn *conn;
-        redisReply *r = NULL;
-        if (rl__pool_get_quick(c, c->servers[i], &conn) != RL_OK)
-            continue;
-        if (rl__conn_call(conn, &r, 2, argv, lens) == RL_OK) {
-            if (r->type == REDIS_REPLY_INTEGER)
-                got[n++] = r->integer;
-            else if (r->type == REDIS_REPLY_ERROR)
-                rc = rl__reply_error_status(r);
-            freeReplyObject(r);
-        }
-        rl__pool_put(c, conn);
+        v[i].state = V_WAIT;
+        v[i].args[0] = cmd;
+        v[i].lens[0] = strlen(cmd);
+        v[i].args[1] = e->key;
+        v[i].lens[1] = e->key_len;
+        v[i].nargs = 2;
+    }
+    /* Every node at once, and every one heard (no early decision): what a
+     * majority says is read from all the answers, as before. */
+    run(c, RL__PLAIN, c->command_ms * 10L, v, NULL, NULL, &sent);
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_DONE)
+            got[n++] = v[i].resp.ints[0];
+        else if (v[i].state == V_FAIL && v[i].rc != RL_ECONN && rc == RL_ECONN)
+            rc = v[i].rc;
     }
     if (n < c->quorum)
         return rc == RL_ECONN ? rl__err(RL_ECONN, "only %d of %d Redlock masters answered",

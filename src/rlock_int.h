@@ -290,6 +290,28 @@ int rl__conn_open(rl_client *c, rl__server *s, rl__conn **out);
 /* The same, the connect and the handshake each within within_ms (<= 0:
  * the client's timeouts); the connection's reply timeout is the client's. */
 int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn **out);
+/*
+ * A connection opened without blocking, so that several are made at once
+ * (Redlock): start it (RL_OK, or a status: it failed at once), then poll
+ * the descriptor and events rl__opening_poll gives until its deadline (the
+ * connect's, then the handshake's, each within within_ms as above), and
+ * step it with the revents: 1 not yet; RL_OK and *out, the connection;
+ * or a status. Past the deadline, rl__opening_expire() says why. After any
+ * status, and after cancel, the opening is freed. TCP only. A server that
+ * refuses or is silent is marked down, as by rl__conn_open_within.
+ */
+struct pollfd;
+typedef struct rl__opening rl__opening;
+int rl__opening_start(rl_client *c, rl__server *s, long within_ms, rl__opening **out);
+int64_t rl__opening_poll(const rl__opening *o, struct pollfd *pfd);
+int rl__opening_step(rl_client *c, rl__opening *o, short revents, rl__conn **out);
+int rl__opening_expire(rl_client *c, rl__opening *o);
+void rl__opening_cancel(rl__opening *o);
+#define RL__WHY_LEN 192
+/* Open one connection to each of s[0..n) (n <= RL__NODES_MAX) at once,
+ * within the client's timeouts: out[i], or NULL with rc[i] and why[i]. */
+void rl__conn_open_all(rl_client *c, rl__server *const *s, int n, rl__conn **out, int *rc,
+                       char (*why)[RL__WHY_LEN]);
 void rl__conn_close(rl_client *c, rl__conn *conn);
 int rl__conn_broken(const rl__conn *conn);
 void rl__conn_set_timeout(rl__conn *conn, long ms);   /* for each reply from now on */
@@ -323,6 +345,9 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn);
 int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, int script,
                          int nkeys, int nargs, const char **args, const size_t *lens);
 int rl__conn_script_recv(rl__conn *conn, rl__resp *out);
+/* The same send for a plain command whose reply is one rl__resp reads (an
+ * integer: EXISTS, PTTL); read it with rl__conn_script_recv. */
+int rl__conn_command_send(rl__conn *conn, int argc, const char **argv, const size_t *lens);
 /* WAIT until n replicas have what conn wrote, at most timeout_ms: RL_OK,
  * RL_EREPLICA (fewer did), or a failure status. */
 int rl__conn_wait_replicas(rl__conn *conn, int n, long timeout_ms);
@@ -386,6 +411,13 @@ int rl__pool_get_nowait(rl_client *c, rl__server *s, long within_ms, rl__conn **
 /* An idle connection of s, still the pool's (give it back with
  * rl__pool_put); NULL: none. Mutex NOT held. */
 rl__conn *rl__pool_get_idle(rl_client *c, rl__server *s);
+/* A connection the caller opens itself (rl__opening_start), counted in the
+ * pool from now: RL_OK; RL_EBUSY at the pool's limit (no wait); RL_ECONN
+ * when s was found down a moment ago. Once it is open (conn, tracked from
+ * now, to be given back with rl__pool_put) or not (NULL: uncounted), say
+ * so with rl__pool_reserved. */
+int rl__pool_reserve(rl_client *c, rl__server *s);
+void rl__pool_reserved(rl_client *c, rl__server *s, rl__conn *conn);
 void rl__pool_after_fork(rl_client *c);            /* fork child: drop the parent's */
 
 /* ---- router.c: which server arbitrates a name -------------------------- */
@@ -872,9 +904,10 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h);
 int rl__redlock_force(rl_client *c, rl__entry *e);
 /* EXISTS or PTTL on every node, judged by the majority. */
 int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out);
-/* Node i confirmed h (a renewal sent at sent_ms), or found it gone there
- * (sent_ms < 0). Returns 1 when a majority still vouches for h. Mutex held. */
-int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms);
+/* A renewal of h sent to node i at sent_ms found our field there (found),
+ * or gone; a change of h learned there since makes it say nothing. Returns
+ * 1 when a majority still vouches for h. Mutex held. */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found);
 /* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
  * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
 unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);

@@ -171,6 +171,34 @@ int rl__pool_get_within(rl_client *c, rl__server *s, long within_ms, rl__conn **
     return open_counted(c, s, within_ms, out);
 }
 
+int rl__pool_reserve(rl_client *c, rl__server *s)
+{
+    int rc = RL_OK;
+
+    if (atomic_load(&s->down_until) > rl__now_ms())
+        return rl__err(RL_ECONN, "%s was found down a moment ago", s->name);
+    pthread_mutex_lock(&c->mu);
+    if (s->conns >= c->pool_size)
+        rc = RL_EBUSY;
+    else
+        s->conns++;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
+void rl__pool_reserved(rl_client *c, rl__server *s, rl__conn *conn)
+{
+    pthread_mutex_lock(&c->mu);
+    if (conn) {
+        track(s, conn);
+    } else {
+        s->conns--;
+        if (c->pool_waiters)
+            pthread_cond_broadcast(&c->pool_cond);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 void rl__pool_adopt(rl_client *c, rl__conn *conn)
 {
     pthread_mutex_lock(&c->mu);

@@ -372,7 +372,7 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
         if (flags[i] != '1' || !h->in_table || h->releasing || atomic_load(&h->lost))
             continue;
         if (c->mode == RL__MODE_REDLOCK)
-            rl__redlock_node_renewed(c, h, g->srv->index, g->sent);
+            rl__redlock_node_renewed(c, h, g->srv->index, g->sent, 1);
         else
             rl__hold_renewed(h, g->sent);
     }
@@ -737,7 +737,7 @@ static void renew(rl_client *c)
             if (c->mode != RL__MODE_REDLOCK)
                 rl__hold_mark_lost(c, h, RL__LOST_GONE, "the renewal found its field gone "
                                          "(expired, deleted or taken)");
-            else if (!rl__redlock_node_renewed(c, h, g[k].srv->index, -1))
+            else if (!rl__redlock_node_renewed(c, h, g[k].srv->index, g[k].sent, 0))
                 rl__hold_mark_lost(c, h, RL__LOST_GONE,
                                    "the renewal found its field gone on so many "
                                          "nodes that no majority vouches for it");

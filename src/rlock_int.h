@@ -333,6 +333,7 @@ struct rl__server {
     int conns;
     /* the watchdog's: used by its thread, cleared and freed under the mutex */
     rl__conn *wd_conn;
+    int kp_open;                /* the watchdog wants a connection: the keeper opens one */
     atomic_llong down_until;    /* a connect failed: asked last until then */
     /* Connections to it lost or refused; Sentinel: the count the sentinels
      * last vouched for (under the mutex). A connection opened while they
@@ -793,6 +794,12 @@ struct rl_client {
     int64_t owner_due;              /* the owner record is to be written again then */
     int64_t wd_failed_since;
 
+    /* keeper (keeper.c): the watchdog's upkeep that may wait on one node */
+    int kp_started;
+    pthread_t kp_thread;
+    pthread_cond_t kp_cond;
+    int kp_map;                     /* the watchdog found the slot map due */
+
     /* subscriber */
     redisContext *sub_ctx[RL__SERVERS_MAX]; /* per server; owned by the subscriber thread */
     redisContext *sub_switch;       /* Sentinel: its link to a sentinel (same owner) */
@@ -800,7 +807,7 @@ struct rl_client {
     pthread_t sub_thread;
     int sub_efd;                    /* eventfd: wake the subscriber */
 
-    int stopping;                   /* the watchdog and subscriber must end */
+    int stopping;                   /* the watchdog, keeper and subscriber must end */
     pthread_cond_t calls_cond;      /* the last call in flight left; a shutdown ended */
     int shut;                       /* shutdown finished */
 };
@@ -831,6 +838,14 @@ static inline void rl__watchdog_poke(rl_client *c)
 {
     if (c->wd_started)
         pthread_cond_signal(&c->wd_cond);
+}
+
+/* The keeper's bell (keeper.c): a leftover to drop, a connection or the
+ * slot map the watchdog wants. Mutex held. */
+static inline void rl__keeper_poke(rl_client *c)
+{
+    if (c->kp_started)
+        pthread_cond_signal(&c->kp_cond);
 }
 
 /* ---- redlock.c: a lock granted by a majority of independent masters ---- */
@@ -923,6 +938,16 @@ int rl__watchdog_ensure(rl_client *c);       /* mutex held */
 void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */
+
+/* ---- keeper.c: the watchdog's upkeep, on a thread of its own ------------ */
+
+int rl__keeper_ensure(rl_client *c);         /* mutex held */
+void rl__keeper_join(rl_client *c);          /* c->stopping set; mutex NOT held */
+void rl__keeper_after_fork(rl_client *c);    /* fork child: the thread is gone */
+/* The watchdog wants a connection to s (it goes to s's pool), or the
+ * slot map refreshed. Mutex held. */
+void rl__keeper_want_conn(rl_client *c, rl__server *s);
+void rl__keeper_want_map(rl_client *c);
 
 /* ---- subscriber.c ---------------------------------------------------- */
 

@@ -926,11 +926,11 @@ static void test_try_after_lost_release_waits_for_drop(void **state)
     IT_WAIT(rl_lock_interrupted(l) == 1, 5000);
 
     arm(&rel, "release.before_drop", drop_let_watchdog_claim, d);
-    arm_second(&wd, "watchdog.before_drop", drop_hold_watchdog, d);
+    arm_second(&wd, "keeper.before_drop", drop_hold_watchdog, d);
     IT_RC(rl_lock_release(l), RL_ELOST);
     atomic_store(&d->go, 1);
     if (atomic_load(&d->claimed) != 1)
-        fail_msg("the scenario did not happen: the watchdog never claimed the drop");
+        fail_msg("the scenario did not happen: the keeper never claimed the drop");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(rt_redis_exists(e->rc, key, kl), 1);
     IT_RC(rl_lock_release(l), RL_OK);

@@ -1,0 +1,358 @@
+/*
+ * One stopped node costs only its own holds (issue 21, items 3 and 4).
+ *
+ * The driver itself is the client here (one rl_client, the library's
+ * default timeouts: 2000 ms to connect and per reply, a 1000 ms watchdog
+ * lease, renewed every 333 ms), and its main thread holds names on every
+ * node. One node is SIGSTOPped for ST_STOP_MS (10 s): it accepts
+ * connections (the kernel's backlog) and never answers, the worst kind of
+ * failure for a thread that waits on it. Meanwhile the main thread reads
+ * each hold's flag (rl_lock_interrupted) every few milliseconds; after the
+ * resume, for two more leases.
+ *
+ * cluster_node_stopped: 3 masters, no replicas, two names on each; the
+ * seed (the first node of the URL, the one a slot-map refresh asks first)
+ * is stopped. Its renewals time out, which makes the slot map due during
+ * the stop. The cluster's node timeout (30 s) is longer than the stop:
+ * the other masters keep serving (no CLUSTERDOWN). Proves: no hold on the
+ * other two masters is flagged; each hold on the stopped one is flagged
+ * before its lease could have run out on the node (the stop + the lease).
+ *
+ * redlock_node_stopped: 3 independent masters, four names held on all;
+ * the first node is stopped, and right after, a second thread releases
+ * four other names it held: their fields stay on the stopped node, as
+ * leftovers to drop there. Proves: no hold is flagged (two of three
+ * masters vouch for every one of them), whatever the leftovers' drops and
+ * the reconnects to the stopped node cost.
+ *
+ * Both end by releasing everything: the healthy holds with RL_OK.
+ *
+ * Found on the code before this scenario (both rounds of the watchdog
+ * waited on the stopped node): Cluster, the round refreshed the due slot
+ * map itself, asking the stopped seed first with the 2 s command timeout,
+ * and renewed nothing meanwhile; Redlock, the watchdog dropped the
+ * leftovers itself, opening a connection to the stopped node whose
+ * handshake waited the 2 s command timeout.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fault.h"
+#include "scenarios.h"
+
+#define ST_LEASE 1000           /* watchdog lease: renewed every 333 ms */
+#define ST_STOP_MS 10000        /* the stop */
+#define ST_NODE_TIMEOUT 30000   /* Cluster: longer than the stop (no CLUSTERDOWN) */
+#define ST_STEP_MS 5            /* how often the flags are read */
+#define ST_HOLDS_MAX 8
+
+typedef struct st_hold {
+    char name[32];
+    rl_lock *lock;
+    int node;                   /* the node that arbitrates it; -1: every node */
+    int64_t flag_at;            /* when its flag was first seen up; -1: never */
+    int rc;                     /* its release */
+} st_hold;
+
+typedef struct st_run {
+    rl_client *c;
+    st_hold h[ST_HOLDS_MAX];
+    int n;
+    int stopped;                /* the node stopped */
+    int64_t t_stop, t_resume;
+} st_run;
+
+static void st_log(int level, const char *message, void *payload)
+{
+    (void)payload;
+    if (level <= fx_env_long("RL_STOPPED_LOG", RL_LOG_WARN))
+        fx_note("rlock (%lld): %s", (long long)rt_now_ms() % 100000, message);
+}
+
+static rl_client *st_client(const char *url)
+{
+    rl_options o;
+    rl_client *c;
+    int rc;
+
+    rl_options_init(&o, RL_OPTIONS_VERSION);
+    o.url = url;
+    o.lease_ms = ST_LEASE;
+    o.log = st_log;
+    if ((rc = rl_client_new(&c, &o)) != RL_OK) {
+        fx_note("rl_client_new(%s): %s (%s)", url, rl_strerror(rc), rl_last_error());
+        return NULL;
+    }
+    return c;
+}
+
+/* Take every hold of the run (watchdog lease) on the calling thread. */
+static int take_all(st_run *r)
+{
+    int i, rc;
+
+    for (i = 0; i < r->n; i++) {
+        r->h[i].flag_at = -1;
+        if (rl_lock_new(&r->h[i].lock, r->c, r->h[i].name) != RL_OK)
+            return -1;
+        if ((rc = rl_lock_try_acquire(r->h[i].lock, 5000, RL_LEASE_WATCHDOG)) != RL_OK) {
+            fx_note("cannot take %s: %s (%s)", r->h[i].name, rl_strerror(rc), rl_last_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Read the flags until `until`, noting when each was first seen up. */
+static void watch(st_run *r, int64_t until)
+{
+    int i;
+
+    while (rt_now_ms() < until) {
+        for (i = 0; i < r->n; i++)
+            if (r->h[i].flag_at < 0 && rl_lock_interrupted(r->h[i].lock))
+                r->h[i].flag_at = rt_now_ms();
+        rt_sleep_ms(ST_STEP_MS);
+    }
+}
+
+/* Release everything (the calling thread's holds), free the handles. */
+static void release_all(st_run *r)
+{
+    int i;
+
+    for (i = 0; i < r->n; i++) {
+        if (!r->h[i].lock)
+            continue;
+        r->h[i].rc = rl_lock_release(r->h[i].lock);
+        rl_lock_free(r->h[i].lock);
+        r->h[i].lock = NULL;
+    }
+}
+
+/* The judgement: *healthy_flags holds not on the stopped node flagged,
+ * *late holds on it flagged after the stop + the lease (or never), and
+ * the latest such flag after the stop. 1 when both counts are 0 and every
+ * healthy hold was released with RL_OK. */
+static int judge(const st_run *r, int *healthy_flags, int *late, long long *max_flag_ms)
+{
+    int i, ok = 1;
+
+    *healthy_flags = *late = 0;
+    *max_flag_ms = -1;
+    for (i = 0; i < r->n; i++) {
+        const st_hold *h = &r->h[i];
+        if (h->node == r->stopped) {
+            if (h->flag_at < 0 || h->flag_at > r->t_stop + ST_LEASE)
+                (*late)++;
+            if (h->flag_at >= 0 && h->flag_at - r->t_stop > *max_flag_ms)
+                *max_flag_ms = h->flag_at - r->t_stop;
+            continue;
+        }
+        if (h->flag_at >= 0) {
+            (*healthy_flags)++;
+            fx_note("%s (node %d) flagged %lld ms after the stop", h->name, h->node,
+                    (long long)(h->flag_at - r->t_stop));
+        }
+        if (h->rc != RL_OK) {
+            fx_note("%s (node %d) released with %s", h->name, h->node, rl_strerror(h->rc));
+            ok = 0;
+        }
+    }
+    return ok && *healthy_flags == 0 && *late == 0;
+}
+
+/* Stop node `node`, read the flags through the stop and two leases
+ * after the resume. `during` runs right after the stop (may be NULL). */
+static void stop_and_watch(st_run *r, rt_redis *node, void (*during)(st_run *))
+{
+    /* A lease with every node up first: the rounds are steady. */
+    watch(r, rt_now_ms() + ST_LEASE);
+    r->t_stop = rt_now_ms();
+    rt_redis_pause(node);
+    if (during)
+        during(r);
+    watch(r, r->t_stop + ST_STOP_MS);
+    rt_redis_resume(node);
+    r->t_resume = rt_now_ms();
+    watch(r, r->t_resume + 2 * ST_LEASE);
+}
+
+/* ---- cluster_node_stopped ------------------------------------------------- */
+
+/* Two names on each master i (hold i's node says which). */
+static int cluster_names(rt_cluster *cl, st_run *r)
+{
+    int k = 0, m;
+
+    for (m = 0; m < 3; m++) {
+        int want = 2;
+        while (want > 0 && k < 4000) {
+            char name[32], key[64];
+            int slot;
+            snprintf(name, sizeof name, "st%d", k++);
+            fx_lock_key(key, sizeof key, name);
+            if ((slot = rt_cluster_keyslot(cl, key, strlen(key))) < 0)
+                return -1;
+            if (rt_cluster_master_of(cl, slot) != m)
+                continue;
+            snprintf(r->h[r->n].name, sizeof r->h[r->n].name, "%s", name);
+            r->h[r->n++].node = m;
+            want--;
+        }
+        if (want)
+            return -1;
+    }
+    return 0;
+}
+
+int sc_cluster_node_stopped(void)
+{
+    st_run r;
+    fx_env env;
+    int healthy, late, pass, i;
+    long long max_flag;
+
+    memset(&r, 0, sizeof r);
+    if (fx_env_start_cluster(&env, 3, 0, ST_NODE_TIMEOUT, NULL) != 0)
+        return fx_verdict(fx_scenario, 0, "error=no_cluster");
+    r.stopped = 0;     /* the seed: first in cl->seeds */
+    if (cluster_names(env.cl, &r) != 0 || !(r.c = st_client(env.cl->seeds)) ||
+        take_all(&r) != 0) {
+        release_all(&r);
+        rl_client_free(r.c);
+        fx_env_stop(&env);
+        return fx_verdict(fx_scenario, 0, "error=setup");
+    }
+    stop_and_watch(&r, env.cl->node[r.stopped], NULL);
+    release_all(&r);
+    rl_client_free(r.c);
+    pass = judge(&r, &healthy, &late, &max_flag);
+    i = fx_verdict(fx_scenario, pass,
+                   "stopped=seed stop_ms=%lld lease_ms=%d holds=%d healthy_flagged=%d "
+                   "stopped_node_flagged_late=%d max_flag_after_stop_ms=%lld",
+                   (long long)(r.t_resume - r.t_stop), ST_LEASE, r.n, healthy, late, max_flag);
+    fx_env_stop(&env);
+    return i;
+}
+
+/* ---- redlock_node_stopped ------------------------------------------------- */
+
+#define RS_NODES 3
+#define RS_LEFT 4               /* names released during the stop: leftovers */
+
+typedef struct rs_leaver {
+    rl_client *c;
+    rl_lock *lock[RS_LEFT];
+    int taken;                  /* 1: holds taken; -1: failed */
+    atomic_int go;              /* release now */
+    int released_ok;
+    long long release_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+} rs_leaver;
+
+static rs_leaver leaver;
+
+/* Holds RS_LEFT names of its own until told, then releases them (the
+ * stopped node cannot take part: the release leaves their fields there). */
+static void *leaver_main(void *arg)
+{
+    rs_leaver *lv = arg;
+    char name[32];
+    int i, ok = 1;
+    int64_t t0;
+
+    for (i = 0; i < RS_LEFT && ok; i++) {
+        snprintf(name, sizeof name, "left%d", i);
+        ok = rl_lock_new(&lv->lock[i], lv->c, name) == RL_OK &&
+             rl_lock_try_acquire(lv->lock[i], 5000, RL_LEASE_WATCHDOG) == RL_OK;
+    }
+    pthread_mutex_lock(&lv->mu);
+    lv->taken = ok ? 1 : -1;
+    pthread_cond_broadcast(&lv->cond);
+    while (!atomic_load(&lv->go))
+        pthread_cond_wait(&lv->cond, &lv->mu);
+    pthread_mutex_unlock(&lv->mu);
+    t0 = rt_now_ms();
+    for (i = 0; i < RS_LEFT; i++) {
+        if (!lv->lock[i])
+            continue;
+        int64_t t1 = rt_now_ms();
+        int rc = rl_lock_release(lv->lock[i]);
+        if (rc != RL_OK)
+            fx_note("left%d: release %s after %lld ms (%s)", i, rl_strerror(rc),
+                    (long long)(rt_now_ms() - t1), rl_last_error());
+        lv->released_ok += rc == RL_OK;
+        rl_lock_free(lv->lock[i]);
+    }
+    lv->release_ms = rt_now_ms() - t0;
+    return NULL;
+}
+
+static void leaver_go(st_run *r)
+{
+    (void)r;
+    pthread_mutex_lock(&leaver.mu);
+    atomic_store(&leaver.go, 1);
+    pthread_cond_broadcast(&leaver.cond);
+    pthread_mutex_unlock(&leaver.mu);
+}
+
+int sc_redlock_node_stopped(void)
+{
+    st_run r;
+    fx_env env;
+    pthread_t th;
+    int healthy, late, pass, i, started = 0;
+    long long max_flag;
+
+    memset(&r, 0, sizeof r);
+    memset(&leaver, 0, sizeof leaver);
+    pthread_mutex_init(&leaver.mu, NULL);
+    pthread_cond_init(&leaver.cond, NULL);
+    if (fx_env_start_redlock(&env, RS_NODES, NULL) != 0)
+        return fx_verdict(fx_scenario, 0, "error=no_redis");
+    r.stopped = 0;
+    for (i = 0; i < 4; i++) {
+        snprintf(r.h[i].name, sizeof r.h[i].name, "held%d", i);
+        r.h[i].node = -1;
+    }
+    r.n = 4;
+    if ((r.c = st_client(env.url)) && take_all(&r) == 0) {
+        leaver.c = r.c;
+        started = pthread_create(&th, NULL, leaver_main, &leaver) == 0;
+    }
+    if (started) {
+        pthread_mutex_lock(&leaver.mu);
+        while (!leaver.taken)
+            pthread_cond_wait(&leaver.cond, &leaver.mu);
+        pthread_mutex_unlock(&leaver.mu);
+    }
+    if (!started || leaver.taken < 0) {
+        if (started) {
+            leaver_go(&r);
+            pthread_join(th, NULL);
+        }
+        release_all(&r);
+        rl_client_free(r.c);
+        fx_env_stop(&env);
+        return fx_verdict(fx_scenario, 0, "error=setup");
+    }
+    stop_and_watch(&r, env.node[r.stopped], leaver_go);
+    pthread_join(th, NULL);
+    release_all(&r);
+    rl_client_free(r.c);
+    pass = judge(&r, &healthy, &late, &max_flag);
+    i = fx_verdict(fx_scenario, pass,
+                   "nodes=%d stopped=node0 stop_ms=%lld lease_ms=%d holds=%d "
+                   "healthy_flagged=%d leftover_releases_ok=%d/%d leftover_release_ms=%lld",
+                   RS_NODES, (long long)(r.t_resume - r.t_stop), ST_LEASE, r.n, healthy,
+                   leaver.released_ok, RS_LEFT, leaver.release_ms);
+    fx_env_stop(&env);
+    pthread_mutex_destroy(&leaver.mu);
+    pthread_cond_destroy(&leaver.cond);
+    return i;
+}

@@ -52,6 +52,7 @@ static const struct {
     { "rw_cluster_kill", sc_rw_cluster_kill },
     { "cluster_node_stopped", sc_cluster_node_stopped },
     { "redlock_node_stopped", sc_redlock_node_stopped },
+    { "sentinel_node_stopped", sc_sentinel_node_stopped },
 };
 
 static const struct {

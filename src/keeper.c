@@ -98,7 +98,7 @@ static void open_for_watchdog(rl_client *c, rl__server *s)
     int rc;
 
     s->kp_open = 0;
-    if (s->wd_conn || atomic_load(&s->down_until) > rl__now_ms())
+    if (atomic_load(&s->down_until) > rl__now_ms())
         return;     /* the watchdog asks again at its next round */
     pthread_mutex_unlock(&c->mu);
     rc = rl__conn_open_within(c, s, open_within(c), &conn);

@@ -204,8 +204,8 @@ static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *fla
 }
 
 /* A chunk answered ASK (its slot is being migrated and its keys may have
- * moved): send it to the importing node, after ASKING, on a connection of
- * that node's pool. Flags set on success (ASKED_OK); left as they were
+ * moved): send it to the importing node, after ASKING, on an idle
+ * connection of that node's pool. Flags set on success (ASKED_OK); left as they were
  * otherwise: ASKED_SPLIT when the node has some of the keys but not all,
  * ASKED_DOWN when it could not be reached, ASKED_REFUSED for the rest. */
 static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, size_t m,
@@ -220,8 +220,14 @@ static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, si
 
     if (!to)
         return ASKED_REFUSED;
-    if (rl__pool_get(c, to, &conn) != RL_OK)
+    /* An idle connection only: a new one is the keeper's to open (the
+     * importing node may be the one that stopped); asked again soon. */
+    if (!(conn = rl__pool_get_idle(c, to))) {
+        pthread_mutex_lock(&c->mu);
+        rl__keeper_want_conn(c, to);
+        pthread_mutex_unlock(&c->mu);
         return ASKED_DOWN;
+    }
     for (tries = 0; tries < 2; tries++) {
         int noscript = 0;
         redisAppendCommandArgv(conn->ctx, 1, &asking, &asking_len);

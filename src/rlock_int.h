@@ -743,8 +743,8 @@ struct rl_client {
     atomic_int no_subscribe;        /* Redis refused a subscription otherwise: waiters poll */
     /* Raised by whoever sees a server fail (a refused connect, a broken
      * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
-     * out of date. The router refreshes it at the next routed call or
-     * watchdog round and lowers the flag. A flag, not a call, so that the
+     * out of date. The router refreshes it at the next routed call, or
+     * the keeper when a watchdog round finds it due, and lowers the flag. A flag, not a call, so that the
      * server layer needs nothing from the router above it. A count of the
      * times it was raised (rl__map_suspect()): a Sentinel ask lowers it
      * only when nobody raised it again while it asked (rl__router_refresh). */
@@ -818,7 +818,7 @@ void rl__call_end(rl_client *c);
 void rl__client_unref(rl_client *c);
 
 /* Ring the watchdog's bell: there is work it should look at now (a hold
- * flagged and to be reported, a leftover to drop, a release that ended).
+ * flagged and to be reported, a release that ended).
  * The bell belongs to the client, so the modules the watchdog builds on
  * (holds, outcome) ring it without calling up into watchdog.c. Mutex held. */
 /* A connection to s was lost or refused: the map (Cluster) or the

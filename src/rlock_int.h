@@ -744,8 +744,9 @@ struct rl_client {
     /* Raised by whoever sees a server fail (a refused connect, a broken
      * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
      * out of date. The router refreshes it at the next routed call, or
-     * the keeper when a watchdog round finds it due, and lowers the flag. A flag, not a call, so that the
-     * server layer needs nothing from the router above it. A count of the
+     * the keeper when a watchdog round finds it due, and lowers the flag.
+     * A flag, not a call, so that the server layer needs nothing from the
+     * router above it. A count of the
      * times it was raised (rl__map_suspect()): a Sentinel ask lowers it
      * only when nobody raised it again while it asked (rl__router_refresh). */
     atomic_int map_suspect;

@@ -222,6 +222,7 @@ static void client_destroy(rl_client *c)
     free(c->name);
     pthread_cond_destroy(&c->pool_cond);
     pthread_cond_destroy(&c->wd_cond);
+    pthread_cond_destroy(&c->kp_cond);
     pthread_cond_destroy(&c->leftover_cond);
     pthread_cond_destroy(&c->round_cond);
     pthread_cond_destroy(&c->calls_cond);
@@ -315,6 +316,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     pthread_mutex_init(&c->mu, NULL);
     rl__cond_init(&c->pool_cond);
     rl__cond_init(&c->wd_cond);
+    rl__cond_init(&c->kp_cond);
     rl__cond_init(&c->leftover_cond);
     rl__cond_init(&c->round_cond);
     rl__cond_init(&c->calls_cond);

@@ -57,6 +57,7 @@ static void child(void)
             c->shut = 1;
         rl__cond_init(&c->pool_cond);
         rl__cond_init(&c->wd_cond);
+        rl__cond_init(&c->kp_cond);
         rl__cond_init(&c->leftover_cond);
         rl__cond_init(&c->round_cond);
         rl__cond_init(&c->calls_cond);

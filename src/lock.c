@@ -724,7 +724,7 @@ static int release_lost(rl__op *o, rl__thread *t, rl__hold *h, int cause, const 
         return rl__err(RL_ELOST, "the lease of this hold was lost");
     /* Last hold: remove our field if it is still there (it may be, when the
      * loss was only presumed or an outcome stayed unknown), never anyone
-     * else's. Whatever cannot be dropped now, the watchdog drops later. */
+     * else's. Whatever cannot be dropped now, the keeper drops later. */
     hold_done(c, t, h, 1);
     RL__HOOK("release.before_drop");
     pthread_mutex_lock(&c->mu);

@@ -417,7 +417,7 @@ void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *o
     c->leftovers = lo;
     e->leftovers++;
     c->leftover_retry_at = 0;
-    rl__watchdog_poke(c);
+    rl__keeper_poke(c);
 }
 
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
@@ -544,7 +544,7 @@ int rl__leftovers_settle(rl_client *c, rl__entry *e, uint64_t tid, int64_t deadl
     }
     while ((lo = rl__leftover_find(c, e, tid))) {
         if (lo->claimed) {
-            /* The watchdog is dropping it right now: one round trip, which
+            /* The keeper is dropping it right now: one round trip, which
              * even a call that must not wait (deadline now) waits out, as
              * it would its own drop. */
             if (atomic_load(&c->closing))

@@ -376,6 +376,7 @@ struct rl__server {
     int conns;
     /* the watchdog's: used by its thread, cleared and freed under the mutex */
     rl__conn *wd_conn;
+    int kp_open;                /* the watchdog wants a connection: the keeper opens one */
     atomic_llong down_until;    /* a connect failed: asked last until then */
     /* Connections to it lost or refused; Sentinel: the count the sentinels
      * last vouched for (under the mutex). A connection opened while they
@@ -795,9 +796,10 @@ struct rl_client {
     atomic_int no_subscribe;        /* Redis refused a subscription otherwise: waiters poll */
     /* Raised by whoever sees a server fail (a refused connect, a broken
      * connection, a lost subscriber link, CLUSTERDOWN): the slot map may be
-     * out of date. The router refreshes it at the next routed call or
-     * watchdog round and lowers the flag. A flag, not a call, so that the
-     * server layer needs nothing from the router above it. A count of the
+     * out of date. The router refreshes it at the next routed call, or
+     * the keeper when a watchdog round finds it due, and lowers the flag.
+     * A flag, not a call, so that the server layer needs nothing from the
+     * router above it. A count of the
      * times it was raised (rl__map_suspect()): a Sentinel ask lowers it
      * only when nobody raised it again while it asked (rl__router_refresh). */
     atomic_int map_suspect;
@@ -846,6 +848,12 @@ struct rl_client {
     int64_t owner_due;              /* the owner record is to be written again then */
     int64_t wd_failed_since;
 
+    /* keeper (keeper.c): the watchdog's upkeep that may wait on one node */
+    int kp_started;
+    pthread_t kp_thread;
+    pthread_cond_t kp_cond;
+    int kp_map;                     /* the watchdog found the slot map due */
+
     /* subscriber */
     redisContext *sub_ctx[RL__SERVERS_MAX]; /* per server; owned by the subscriber thread */
     redisContext *sub_switch;       /* Sentinel: its link to a sentinel (same owner) */
@@ -853,7 +861,7 @@ struct rl_client {
     pthread_t sub_thread;
     int sub_efd;                    /* eventfd: wake the subscriber */
 
-    int stopping;                   /* the watchdog and subscriber must end */
+    int stopping;                   /* the watchdog, keeper and subscriber must end */
     pthread_cond_t calls_cond;      /* the last call in flight left; a shutdown ended */
     int shut;                       /* shutdown finished */
 };
@@ -864,7 +872,7 @@ void rl__call_end(rl_client *c);
 void rl__client_unref(rl_client *c);
 
 /* Ring the watchdog's bell: there is work it should look at now (a hold
- * flagged and to be reported, a leftover to drop, a release that ended).
+ * flagged and to be reported, a release that ended).
  * The bell belongs to the client, so the modules the watchdog builds on
  * (holds, outcome) ring it without calling up into watchdog.c. Mutex held. */
 /* A connection to s was lost or refused: the map (Cluster) or the
@@ -884,6 +892,14 @@ static inline void rl__watchdog_poke(rl_client *c)
 {
     if (c->wd_started)
         pthread_cond_signal(&c->wd_cond);
+}
+
+/* The keeper's bell (keeper.c): a leftover to drop, a connection or the
+ * slot map the watchdog wants. Mutex held. */
+static inline void rl__keeper_poke(rl_client *c)
+{
+    if (c->kp_started)
+        pthread_cond_signal(&c->kp_cond);
 }
 
 /* ---- redlock.c: a lock granted by a majority of independent masters ---- */
@@ -977,6 +993,16 @@ int rl__watchdog_ensure(rl_client *c);       /* mutex held */
 void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */
+
+/* ---- keeper.c: the watchdog's upkeep, on a thread of its own ------------ */
+
+int rl__keeper_ensure(rl_client *c);         /* mutex held */
+void rl__keeper_join(rl_client *c);          /* c->stopping set; mutex NOT held */
+void rl__keeper_after_fork(rl_client *c);    /* fork child: the thread is gone */
+/* The watchdog wants a connection to s (it goes to s's pool), or the
+ * slot map refreshed. Mutex held. */
+void rl__keeper_want_conn(rl_client *c, rl__server *s);
+void rl__keeper_want_map(rl_client *c);
 
 /* ---- subscriber.c ---------------------------------------------------- */
 

@@ -1,8 +1,9 @@
 /*
  * Sentinel mode: the primary is the one the sentinels name.
  *
- * At creation the sentinels of the URL are asked in turn (SENTINEL
- * get-master-addr-by-name) and the primary they name is connected to and
+ * At creation the sentinels of the URL are asked, all at once (SENTINEL
+ * get-master-addr-by-name; one stopped sentinel must not cost the others'
+ * answers) and the primary they name is connected to and
  * asked its ROLE. From then on the client works as with a single server,
  * whose address is asked for again when it may have changed: a connect
  * refused or a connection lost (the server layer raises c->map_suspect),
@@ -16,7 +17,9 @@
  * Sentinels are asked without credentials: those of the URL are the
  * primary's.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,91 +70,177 @@ static long long config_epoch(const redisReply *r)
     return -1;
 }
 
+/* One sentinel being asked (ask()): its connection, its replies. */
+typedef struct sn_ask {
+    redisContext *ctx;          /* NULL: done with it */
+    int written;                /* both commands are out */
+    redisReply *addr, *master;
+    int rc;                     /* RL_OK once it answered well */
+    char host[RL__HOST_MAX];
+    int port;
+    long long epoch;
+} sn_ask;
+
 /*
  * What one sentinel says of the master: its address and the config epoch
- * that goes with it. RL_OK, or a status (RL_EINVAL: it knows no such
- * master). The address is get-master-addr-by-name's: during a failover the
- * leader names the promoted replica there once it has the new epoch, while
- * SENTINEL MASTER still shows the old address with that new epoch. The two
- * are pipelined, so they are answered back to back.
+ * that goes with it, into a->host, ->port and ->epoch. RL_OK, or a status
+ * (RL_EINVAL: it knows no such master). The address is
+ * get-master-addr-by-name's: during a failover the leader names the
+ * promoted replica there once it has the new epoch, while SENTINEL MASTER
+ * still shows the old address with that new epoch. The two are
+ * pipelined, so they are answered back to back.
  */
-static int ask_one(rl_client *c, int i, char *host, size_t cap, int *port, long long *epoch)
+static int judge_one(rl_client *c, int i, sn_ask *a)
+{
+    const rl__endpoint *ep = &c->url.seeds[i];
+    const redisReply *addr = a->addr;
+
+    if (addr->type == REDIS_REPLY_NIL)
+        return rl__err(RL_EINVAL, "sentinel %s:%d knows no master named '%s'", ep->host,
+                       ep->port, c->url.service);
+    if (addr->type == REDIS_REPLY_ERROR)
+        return rl__err(RL_EREDIS, "sentinel %s:%d: %.200s", ep->host, ep->port, addr->str);
+    if (addr->type == REDIS_REPLY_ARRAY && addr->elements == 2 &&
+        addr->element[0]->type == REDIS_REPLY_STRING &&
+        addr->element[1]->type == REDIS_REPLY_STRING &&
+        addr->element[0]->len < sizeof a->host && atoi(addr->element[1]->str) > 0 &&
+        atoi(addr->element[1]->str) <= 65535) {
+        memcpy(a->host, addr->element[0]->str, addr->element[0]->len + 1);
+        a->port = atoi(addr->element[1]->str);
+        a->epoch = config_epoch(a->master);
+        return RL_OK;
+    }
+    return rl__err(RL_EPROTO, "sentinel %s:%d: an address not understood", ep->host, ep->port);
+}
+
+/* Open a connection to sentinel i without waiting for it, the two
+ * questions queued. */
+static void ask_begin(rl_client *c, int i, sn_ask *a)
 {
     const char *argv[3] = { "SENTINEL", "get-master-addr-by-name", c->url.service };
     size_t lens[3] = { 8, 23, strlen(c->url.service) };
     const rl__endpoint *ep = &c->url.seeds[i];
-    redisContext *ctx = rl__sentinel_connect(c, i);
-    redisReply *addr = NULL, *master = NULL;
-    int rc;
 
-    if (!ctx)
-        return RL_ECONN;
-    *port = 0;
-    *epoch = -1;
-    redisAppendCommandArgv(ctx, 3, argv, lens);
+    memset(a, 0, sizeof *a);
+    a->rc = RL_ECONN;
+    a->epoch = -1;
+    a->ctx = redisConnectNonBlock(ep->host, ep->port);
+    if (!a->ctx || a->ctx->err) {
+        a->rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port,
+                        a->ctx ? a->ctx->errstr : "out of memory");
+        redisFree(a->ctx);
+        a->ctx = NULL;
+        return;
+    }
+    (void)fcntl(a->ctx->fd, F_SETFD, FD_CLOEXEC);   /* see rl__conn_open_within */
+    redisAppendCommandArgv(a->ctx, 3, argv, lens);
     argv[1] = "MASTER";
     lens[1] = 6;
-    redisAppendCommandArgv(ctx, 3, argv, lens);
-    if (rl__redis_get_reply(ctx, (void **)&addr) != REDIS_OK ||
-        rl__redis_get_reply(ctx, (void **)&master) != REDIS_OK) {
-        rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port, ctx->errstr);
-    } else if (addr->type == REDIS_REPLY_NIL) {
-        rc = rl__err(RL_EINVAL, "sentinel %s:%d knows no master named '%s'", ep->host, ep->port,
-                     c->url.service);
-    } else if (addr->type == REDIS_REPLY_ERROR) {
-        rc = rl__err(RL_EREDIS, "sentinel %s:%d: %.200s", ep->host, ep->port, addr->str);
-    } else if (addr->type == REDIS_REPLY_ARRAY && addr->elements == 2 &&
-               addr->element[0]->type == REDIS_REPLY_STRING &&
-               addr->element[1]->type == REDIS_REPLY_STRING && addr->element[0]->len < cap &&
-               atoi(addr->element[1]->str) > 0 && atoi(addr->element[1]->str) <= 65535) {
-        memcpy(host, addr->element[0]->str, addr->element[0]->len + 1);
-        *port = atoi(addr->element[1]->str);
-        *epoch = config_epoch(master);
-        rc = RL_OK;
-    } else {
-        rc = rl__err(RL_EPROTO, "sentinel %s:%d: an address not understood", ep->host, ep->port);
-    }
-    if (addr)
-        freeReplyObject(addr);
-    if (master)
-        freeReplyObject(master);
-    redisFree(ctx);
-    return rc;
+    redisAppendCommandArgv(a->ctx, 3, argv, lens);
 }
 
-/* Ask the sentinels where the primary is, starting with the one that
- * answered last, until a majority of them answered: the answer of the
- * latest configuration (config epoch) wins, so one sentinel that has not
- * yet heard of a failover cannot send us back to the old primary. RL_OK
- * with host (cap bytes) and *port set. */
+/* Sentinel i's socket is ready (revents): write what is queued, read what
+ * came; once both replies are in, judge them and let the connection go. */
+static void ask_step(rl_client *c, int i, sn_ask *a, short revents)
+{
+    const rl__endpoint *ep = &c->url.seeds[i];
+    int ok = 1;
+
+    if (!a->written && (revents & (POLLOUT | POLLERR | POLLHUP)))
+        ok = rl__redis_buffer_write(a->ctx, &a->written) == REDIS_OK;
+    if (ok && (revents & (POLLIN | POLLERR | POLLHUP)))
+        ok = redisBufferRead(a->ctx) == REDIS_OK;
+    if (ok && !a->addr)
+        ok = rl__redis_get_reply(a->ctx, (void **)&a->addr) == REDIS_OK;
+    if (ok && a->addr && !a->master)
+        ok = rl__redis_get_reply(a->ctx, (void **)&a->master) == REDIS_OK;
+    if (!ok)
+        a->rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port, a->ctx->errstr);
+    else if (a->master)
+        a->rc = judge_one(c, i, a);
+    if (!ok || a->master) {
+        redisFree(a->ctx);
+        a->ctx = NULL;
+    }
+}
+
+static void ask_end(sn_ask *a)
+{
+    redisFree(a->ctx);
+    if (a->addr)
+        freeReplyObject(a->addr);
+    if (a->master)
+        freeReplyObject(a->master);
+}
+
+/* Wait for the sentinels' answers until `need` answered well, none is
+ * left to wait for, or the deadline; the number that answered well. */
+static int ask_wait(rl_client *c, sn_ask *a, int n, int need, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd pfd[RL__SEEDS_MAX];
+        int at[RL__SEEDS_MAX], np = 0, ok = 0, i, j;
+        int64_t now = rl__now_ms();
+
+        for (i = 0; i < n; i++) {
+            ok += a[i].rc == RL_OK && !a[i].ctx;
+            if (!a[i].ctx)
+                continue;
+            pfd[np].fd = a[i].ctx->fd;
+            pfd[np].events = (short)(POLLIN | (a[i].written ? 0 : POLLOUT));
+            pfd[np].revents = 0;
+            at[np++] = i;
+        }
+        if (ok >= need || np == 0 || now >= deadline)
+            return ok;
+        if (poll(pfd, (nfds_t)np, (int)(deadline - now)) < 0 && errno != EINTR)
+            return ok;
+        for (j = 0; j < np; j++)
+            if (pfd[j].revents)
+                ask_step(c, at[j], &a[at[j]], pfd[j].revents);
+    }
+}
+
+/* Ask every sentinel at once where the primary is, until a majority of
+ * them answered (one that does not answer costs no more than the others'
+ * answers take): the answer of the latest configuration (config epoch)
+ * wins, so one sentinel that has not yet heard of a failover cannot send
+ * us back to the old primary; among equals, the first from the one that
+ * answered last. RL_OK with host (cap bytes) and *port set. */
 static int ask(rl_client *c, char *host, size_t cap, int *port)
 {
-    char h[RL__HOST_MAX];
-    long long epoch, best = -2;
-    int k, n = c->url.nseeds, p, answered = 0, rc = RL_ECONN, first = -1;
+    sn_ask a[RL__SEEDS_MAX];
+    long long best = -2;
+    int k, n = c->url.nseeds, need = n / 2 + 1, answered, rc = RL_ECONN, first = -1;
 
-    for (k = 0; k < n && answered < n / 2 + 1; k++) {
-        int i = (c->sentinel_last + k) % n, st = ask_one(c, i, h, sizeof h, &p, &epoch);
-        if (st != RL_OK) {
+    for (k = 0; k < n; k++)
+        ask_begin(c, k, &a[k]);
+    answered = ask_wait(c, a, n, need, rl__now_ms() + c->connect_ms + c->command_ms);
+    for (k = 0; k < n; k++) {
+        int i = (c->sentinel_last + k) % n;
+        if (a[i].rc != RL_OK || a[i].ctx) {
             if (rc != RL_OK)
-                rc = st;
+                rc = a[i].ctx ? rl__err(RL_ECONN, "sentinel %s:%d did not answer in time",
+                                        c->url.seeds[i].host, c->url.seeds[i].port)
+                              : a[i].rc;
             continue;
         }
-        answered++;
-        if (epoch > best && strlen(h) < cap) {
-            best = epoch;
-            memcpy(host, h, strlen(h) + 1);
-            *port = p;
+        if (a[i].epoch > best && strlen(a[i].host) < cap) {
+            best = a[i].epoch;
+            memcpy(host, a[i].host, strlen(a[i].host) + 1);
+            *port = a[i].port;
             rc = RL_OK;
             if (first < 0)
                 first = i;
         }
     }
+    for (k = 0; k < n; k++)
+        ask_end(&a[k]);
     if (first >= 0)
         c->sentinel_last = first;
-    if (rc == RL_OK && answered < n / 2 + 1)
+    if (rc == RL_OK && answered < need)
         return rl__err(RL_ECONN, "only %d of %d sentinels answered; %d are needed", answered, n,
-                       n / 2 + 1);
+                       need);
     return rc;
 }
 

@@ -14,6 +14,12 @@
  * clock, less a drift margin) decides when its flag rises. Fixed leases
  * are never renewed: their flag rises when the lease runs out. With
  * nothing held the thread sleeps without a timeout.
+ *
+ * No server's renewal waits on another server: each is read by its own
+ * deadline, as it answers, and what may wait on one node (a slot-map
+ * refresh, a leftover's drop, a new connection and its handshake) is the
+ * keeper's (keeper.c). The owner record's refresh stays here, bounded by
+ * a quarter interval (owner.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -30,10 +36,6 @@ typedef struct snap {
 } snap;
 
 /* The holds of one server in a round: s[first, first + n). */
-/* How long the connected servers' answers are awaited before connections
- * to the others are opened (a healthy server answers in a millisecond). */
-#define RL__WD_QUICK_MS 100
-
 typedef struct group {
     rl__server *srv;
     rl__conn *conn;
@@ -43,6 +45,7 @@ typedef struct group {
     int noscript;           /* chunks answered NOSCRIPT */
     int split;              /* chunks to ask again one key per call ('S') */
     int read;               /* its replies were read (or it failed) */
+    int pending;            /* no connection yet: the keeper opens one */
     int64_t deadline;       /* read by then at the latest */
 } group;
 
@@ -57,6 +60,8 @@ int rl__watchdog_ensure(rl_client *c)
 
     if (c->wd_started)
         return RL_OK;
+    if ((rc = rl__keeper_ensure(c)) != RL_OK)
+        return rc;
     c->wd_next_renew = 0;
     rc = pthread_create(&c->wd_thread, NULL, watchdog_main, c);
     if (rc != 0)
@@ -94,6 +99,7 @@ void rl__watchdog_after_fork(rl_client *c)
         c->servers[i]->wd_conn = NULL;
     }
     c->wd_failed = 0;
+    rl__keeper_after_fork(c);
 }
 
 void rl__watchdog_stop(rl_client *c)
@@ -110,6 +116,7 @@ void rl__watchdog_stop(rl_client *c)
     pthread_mutex_lock(&c->mu);
     c->wd_started = 0;
     pthread_mutex_unlock(&c->mu);
+    rl__keeper_join(c);
 }
 
 /* The length of the chunk that starts at s[first], within s[..end): up to
@@ -198,8 +205,8 @@ static size_t send_chunks(rl_client *c, group *g, const snap *s, const char *fla
 }
 
 /* A chunk answered ASK (its slot is being migrated and its keys may have
- * moved): send it to the importing node, after ASKING, on a connection of
- * that node's pool. Flags set on success (ASKED_OK); left as they were
+ * moved): send it to the importing node, after ASKING, on an idle
+ * connection of that node's pool. Flags set on success (ASKED_OK); left as they were
  * otherwise: ASKED_SPLIT when the node has some of the keys but not all,
  * ASKED_DOWN when it could not be reached, ASKED_REFUSED for the rest. */
 static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, size_t m,
@@ -214,8 +221,14 @@ static int renew_asked(rl_client *c, rl__server *to, const snap *s, size_t i, si
 
     if (!to)
         return ASKED_REFUSED;
-    if (rl__pool_get(c, to, &conn) != RL_OK)
+    /* An idle connection only: a new one is the keeper's to open (the
+     * importing node may be the one that stopped); asked again soon. */
+    if (!(conn = rl__pool_get_idle(c, to))) {
+        pthread_mutex_lock(&c->mu);
+        rl__keeper_want_conn(c, to);
+        pthread_mutex_unlock(&c->mu);
         return ASKED_DOWN;
+    }
     for (tries = 0; tries < 2; tries++) {
         int noscript = 0;
         redisAppendCommandArgv(conn->ctx, 1, &asking, &asking_len);
@@ -482,10 +495,17 @@ static void read_ready_first(rl_client *c, group *g, size_t ng, snap *s, char *f
     }
 }
 
-/* How long the watchdog gives a new connection: connect and handshake. */
-static long open_within(const rl_client *c)
+/* g's server has no connection for the watchdog: the keeper opens one.
+ * One found down lately counts as failed; else g waits for it. */
+static void want_conn(rl_client *c, group *g)
 {
-    return c->renew_ms < c->command_ms ? c->renew_ms : c->command_ms;
+    pthread_mutex_lock(&c->mu);
+    rl__keeper_want_conn(c, g->srv);
+    pthread_mutex_unlock(&c->mu);
+    if (atomic_load(&g->srv->down_until) > rl__now_ms())
+        g->rc = rl__err(RL_ECONN, "%s was found down a moment ago", g->srv->name);
+    else
+        g->pending = 1;
 }
 
 /* g's connection is the watchdog's now: set it where a fork child and the
@@ -512,64 +532,28 @@ static void send_group(rl_client *c, group *g, const snap *s, const char *flags,
  * written before any reply is read, and replies are read as they come,
  * so a slow, stopped or dead server delays nobody else's renewal (each
  * hold's confirmation counts from when its own server's calls went out).
- * Servers without a connection come after: opening one to a dead server
- * can take the whole connect timeout. */
+ * A server without a connection is not waited for: the keeper opens one
+ * (connect and handshake can take their whole timeouts), and the round
+ * runs again when it is there. */
 static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flags)
 {
     const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
     size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
-    size_t k, fresh = 0;
+    size_t k;
     rl__conn *conn;
-    int pass;
 
     for (k = 0; k < ng; k++) {
         g[k].rc = !argv || !lens ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
         /* The application threads may have a connection there already:
-         * taking it spares a connect and a handshake, which a server that
-         * accepts but does not answer would make everyone wait for. */
+         * taking it spares the keeper a connect and a handshake. */
         if (!g[k].conn && (conn = rl__pool_detach_idle(c, g[k].srv)))
             use_conn(c, &g[k], conn);
-        fresh += g[k].conn == NULL;
+        if (!g[k].conn && g[k].rc == RL_OK)
+            want_conn(c, &g[k]);
     }
-    /* Servers with a connection: all written at once. */
     for (k = 0; k < ng; k++)
         if (g[k].rc == RL_OK && g[k].conn)
             send_group(c, &g[k], s, flags, argv, lens);
-    /* Opening a connection can take the connect timeout, and the handshake
-     * the command timeout: first read what the others answer at once.
-     * Then the servers that answered lately, then those marked down; each
-     * new connection's replies are read before the next is opened. */
-    if (fresh)
-        read_ready_first(c, g, ng, s, flags, rl__now_ms() + RL__WD_QUICK_MS, argv, lens);
-    for (pass = 0; pass < 2 && fresh; pass++) {
-        for (k = 0; k < ng; k++) {
-            int down = atomic_load(&g[k].srv->down_until) > rl__now_ms();
-            if (g[k].rc != RL_OK || g[k].conn || (pass == 0) == down)
-                continue;
-            if (down && c->mode == RL__MODE_REDLOCK) {
-                /* A majority vouches without it: not worth a handshake
-                 * that a stopped node makes last its whole timeout. */
-                g[k].rc = rl__err(RL_ECONN, "%s was found down a moment ago", g[k].srv->name);
-                continue;
-            }
-            /* Within one interval: a handshake that a stopped server never
-             * answers must not hold up the next round (the options check
-             * counts on renewals taking at most min(timeout, interval)). */
-            if ((g[k].rc = rl__conn_open_within(c, g[k].srv, open_within(c), &conn)) != RL_OK)
-                continue;
-            /* Sentinel: checked against the sentinels like any new
-             * connection, within one interval. */
-            if (c->mode == RL__MODE_SENTINEL &&
-                (g[k].rc = rl__router_check_fresh(c, conn, open_within(c))) != RL_OK) {
-                rl__conn_close(c, conn);
-                continue;
-            }
-            use_conn(c, &g[k], conn);
-            send_group(c, &g[k], s, flags, argv, lens);
-            if (g[k].rc == RL_OK)
-                read_group(c, &g[k], s, flags, argv, lens);
-        }
-    }
     read_ready_first(c, g, ng, s, flags, -1, argv, lens);
     free(argv);
     free(lens);
@@ -614,14 +598,49 @@ static int round_status(rl_client *c, const group *g, size_t ng)
     int rc = RL_OK;
 
     for (k = 0; k < ng; k++) {
-        if (g[k].rc == RL_OK)
+        if (g[k].rc == RL_OK && !g[k].pending)
             ok++;
-        else if (rc == RL_OK)
+        else if (g[k].rc != RL_OK && rc == RL_OK)
             rc = g[k].rc;
     }
     if (c->mode == RL__MODE_REDLOCK && ok >= (size_t)c->quorum)
         return RL_OK;
     return rc;
+}
+
+/* When the next round is due after one that ended with rc. Mutex held. */
+static void schedule_next(rl_client *c, const group *g, size_t ng, int rc)
+{
+    long retry = c->renew_ms / 4;
+    int64_t sent = 0;
+    size_t k;
+    int pending = 0;
+
+    retry = retry < 10 ? 10 : retry > 500 ? 500 : retry;
+    for (k = 0; k < ng; k++) {
+        pending |= g[k].pending;
+        if (g[k].sent && (!sent || g[k].sent < sent))
+            sent = g[k].sent;
+    }
+    if (rc == RL_OK) {
+        c->wd_next_renew = (sent ? sent : rl__now_ms()) + c->renew_ms;
+        /* A server still waits for its connection: the keeper rings when
+         * it is there; asked again soon in any case. */
+        if (pending && rl__now_ms() + retry < c->wd_next_renew)
+            c->wd_next_renew = rl__now_ms() + retry;
+        if (c->wd_failed)
+            rl__log(c, RL_LOG_INFO, "rlock watchdog: renewals work again after %d failed "
+                    "rounds (%lld ms)", c->wd_failed, (long long)(rl__now_ms() - c->wd_failed_since));
+        c->wd_failed = 0;
+        return;
+    }
+    c->wd_next_renew = rl__now_ms() + retry;
+    /* Said once per outage, not once per retry. */
+    if (!c->wd_failed++) {
+        c->wd_failed_since = rl__now_ms();
+        rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed, retrying every %ld ms "
+                "until it works again: %s", retry, rl_last_error());
+    }
 }
 
 /* The round that renews every watchdog hold. Mutex held on entry and exit;
@@ -636,13 +655,12 @@ static void renew(rl_client *c)
     rl__conn *dead[RL__SERVERS_MAX];
     int ndead = 0, rc = RL_OK;
 
-    /* Cluster: learn where the slots are now, when that is due (a node
-     * went away, a MOVED), before grouping the holds by master. */
-    if (rl__router_map_due(c)) {
-        pthread_mutex_unlock(&c->mu);
-        rl__router_refresh(c, 0);
-        pthread_mutex_lock(&c->mu);
-    }
+    /* Cluster: where the slots are now, when that is due (a node went
+     * away, a MOVED), is asked by the keeper: the first node it asks may
+     * be the one that stopped. This round goes by the map we have; a hold
+     * whose slot moved is answered MOVED and asked again soon. */
+    if (rl__router_map_due(c))
+        rl__keeper_want_map(c);
     for (h = c->holds; h; h = h->c_next) {
         if (!h->watchdog || h->releasing || atomic_load(&h->lost))
             continue;
@@ -711,23 +729,7 @@ static void renew(rl_client *c)
             rl__map_lost(c, g[k].srv);    /* a server went away, it seems */
         }
     }
-    if (rc == RL_OK) {
-        c->wd_next_renew = (ng ? g[0].sent : rl__now_ms()) + c->renew_ms;
-        if (c->wd_failed)
-            rl__log(c, RL_LOG_INFO, "rlock watchdog: renewals work again after %d failed "
-                    "rounds (%lld ms)", c->wd_failed, (long long)(rl__now_ms() - c->wd_failed_since));
-        c->wd_failed = 0;
-    } else {
-        long retry = c->renew_ms / 4;
-        retry = retry < 10 ? 10 : retry > 500 ? 500 : retry;
-        c->wd_next_renew = rl__now_ms() + retry;
-        /* Said once per outage, not once per retry. */
-        if (!c->wd_failed++) {
-            c->wd_failed_since = rl__now_ms();
-            rl__log(c, RL_LOG_WARN, "rlock watchdog: renewal failed, retrying every %ld ms "
-                    "until it works again: %s", retry, rl_last_error());
-        }
-    }
+    schedule_next(c, g, ng, rc);
     for (k = 0; k < ng; k++) {
         for (i = g[k].first; i < g[k].first + g[k].n; i++) {
             h = s[i].h;
@@ -780,46 +782,6 @@ static void report(rl_client *c, int64_t now)
     }
 }
 
-/* Drop the fields that unresolved changes may have left. Mutex held. */
-static void drop_leftovers(rl_client *c)
-{
-    rl__leftover *lo, *tried = NULL;
-    rl__fence late;
-    int failed = 0, rc;
-
-    /* Oldest first (new ones are pushed in front); stop at an unreachable
-     * Redis, but let no single refusal starve the others. */
-    for (;;) {
-        rl__leftover *pick = NULL;
-        for (lo = c->leftovers; lo && lo != tried; lo = lo->next)
-            if (!lo->claimed)
-                pick = lo;
-        if (!pick || c->stopping)
-            break;
-        if (pick->server && atomic_load(&pick->server->down_until) > rl__now_ms()) {
-            /* Redlock: a node found down lately; the others go on. */
-            failed = 1;
-            tried = pick;
-            continue;
-        }
-        pick->claimed = 1;
-        pthread_mutex_unlock(&c->mu);
-        RL__HOOK("watchdog.before_drop");
-        rc = rl__leftover_drop(c, pick, &late);
-        pthread_mutex_lock(&c->mu);
-        rl__leftover_done(c, pick, rc, &late);
-        if (rc != RL_OK) {
-            failed = 1;
-            if (rc == RL_ECONN && !pick->server)
-                break;
-            tried = pick;     /* still listed: only look at newer ones now */
-        }
-    }
-    /* Retry after a failure; look again soon at what an application thread
-     * is dropping itself right now. */
-    c->leftover_retry_at = rl__now_ms() + (failed ? (c->renew_ms < 500 ? c->renew_ms : 500) : 50);
-}
-
 static void *watchdog_main(void *arg)
 {
     rl_client *c = arg;
@@ -831,13 +793,6 @@ static void *watchdog_main(void *arg)
         rl__hold *h;
 
         report(c, now);
-        if (c->leftovers) {
-            if (now >= c->leftover_retry_at) {
-                drop_leftovers(c);
-                continue;
-            }
-            next = c->leftover_retry_at;
-        }
         for (h = c->holds; h; h = h->c_next) {
             int64_t exp;
             if (atomic_load(&h->lost) || h->releasing)

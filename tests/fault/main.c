@@ -50,6 +50,9 @@ static const struct {
     { "fair_queue", sc_fair_queue },
     { "rw_kill", sc_rw_kill },
     { "rw_cluster_kill", sc_rw_cluster_kill },
+    { "cluster_node_stopped", sc_cluster_node_stopped },
+    { "redlock_node_stopped", sc_redlock_node_stopped },
+    { "sentinel_node_stopped", sc_sentinel_node_stopped },
 };
 
 static const struct {

@@ -40,6 +40,9 @@ int sc_lock_delay(void);
 int sc_fair_queue(void);
 int sc_rw_kill(void);
 int sc_rw_cluster_kill(void);
+int sc_cluster_node_stopped(void);
+int sc_redlock_node_stopped(void);
+int sc_sentinel_node_stopped(void);
 
 /* worker roles */
 int role_loop(void);

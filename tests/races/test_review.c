@@ -926,16 +926,52 @@ static void test_try_after_lost_release_waits_for_drop(void **state)
     IT_WAIT(rl_lock_interrupted(l) == 1, 5000);
 
     arm(&rel, "release.before_drop", drop_let_watchdog_claim, d);
-    arm_second(&wd, "watchdog.before_drop", drop_hold_watchdog, d);
+    arm_second(&wd, "keeper.before_drop", drop_hold_watchdog, d);
     IT_RC(rl_lock_release(l), RL_ELOST);
     atomic_store(&d->go, 1);
     if (atomic_load(&d->claimed) != 1)
-        fail_msg("the scenario did not happen: the watchdog never claimed the drop");
+        fail_msg("the scenario did not happen: the keeper never claimed the drop");
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(rt_redis_exists(e->rc, key, kl), 1);
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
     rl_lock_free(op);
+    rl_lock_free(l);
+    rl_client_free(op_c);
+    rl_client_free(c);
+    free(d);
+}
+
+/* A leftover's drop that waits on its node (one that stopped; here the
+ * drop is held in the hook for two leases) must not hold up the renewal
+ * of the thread's other hold: the drop ran on the watchdog's thread, now
+ * on the keeper's (issue 21, item 4). */
+static void test_stuck_drop_holds_up_no_renewal(void **state)
+{
+    it_env *e = *state;
+    struct drop_race *d = xcalloc(sizeof *d);
+    hook_arm rel, kp;
+    rl_client *c = it_client(e, 600), *op_c = it_client(e, 0);
+    rl_lock *l = it_lock(c, "sd"), *keep = it_lock(c, "sk"), *op = it_lock(op_c, "sd");
+    int flagged;
+
+    IT_RC(rl_lock_try_acquire(keep, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_force_release(op), RL_OK);
+    IT_WAIT(rl_lock_interrupted(l) == 1, 5000);
+
+    arm(&rel, "release.before_drop", drop_let_watchdog_claim, d);
+    arm_second(&kp, "keeper.before_drop", drop_hold_watchdog, d);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    if (atomic_load(&d->claimed) != 1)
+        fail_msg("the scenario did not happen: the keeper never claimed the drop");
+    /* Two leases with the drop stuck. */
+    flagged = RT_WAIT_UNTIL(rl_lock_interrupted(keep) == 1, 1200);
+    atomic_store(&d->go, 1);
+    IT_EQ(flagged, 0);
+    IT_RC(rl_lock_release(keep), RL_OK);
+    rl_lock_free(op);
+    rl_lock_free(keep);
     rl_lock_free(l);
     rl_client_free(op_c);
     rl_client_free(c);
@@ -963,6 +999,8 @@ int main(int argc, char **argv)
                                         races_teardown),
         cmocka_unit_test_setup_teardown(test_try_after_lost_release_waits_for_drop,
                                         races_setup, races_teardown),
+        cmocka_unit_test_setup_teardown(test_stuck_drop_holds_up_no_renewal, races_setup,
+                                        races_teardown),
     };
 
     races_hooks_install();

@@ -25,9 +25,9 @@
  * name can be taken by the head only, so it comes back for it without a
  * race. A last release also queues the thread of its own process that
  * waits next (at the tail, behind the other processes' waiters) and tells
- * it so (lock.c: fair_pick_next, placed_by_release), which saves that
- * thread its queueing try: under contention, one acquisition and one
- * release per hold, however many processes wait. A waiter that gives up
+ * it so (lock.c: fair_pick_next; acquire.c: placed_by_release), which
+ * saves that thread its queueing try: under contention, one acquisition
+ * and one release per hold, however many processes wait. A waiter that gives up
  * (timeout, cancel) leaves the queue and passes the notice on. Anything that deletes the lock hash otherwise (a leftover
  * drop, a shutdown, a force-release) goes through the same release or
  * leave script, so the head is woken in every case; a missed notice costs

@@ -928,6 +928,19 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
  * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
 unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);
 
+/* ---- acquire.c: a thread's first acquisition of a name ----------------- */
+
+/* Take the name for the calling thread t, which holds none of it on o's
+ * side: wait up to wait_ms (RL_WAIT_FOREVER) in the local queue and for
+ * release notices; lease_ms or RL_LEASE_WATCHDOG. direct: the thread holds
+ * the write side and takes the read side: no queue, no local wait (it
+ * would wait for itself). Mutex NOT held. */
+int rl__acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, int direct);
+/* A fair name: take owner's place out of its queue ("": none), and wake
+ * the first waiter's process when the name is free. Best effort. Mutex NOT
+ * held. */
+void rl__fair_leave(rl__op *o, const char *owner, size_t owner_len);
+
 /* ---- sentinel.c: the primary that the sentinels name ------------------- */
 
 /* Ask the sentinels for the primary and connect to it, at creation. */

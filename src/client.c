@@ -237,37 +237,23 @@ void rl__client_unref(rl_client *c)
         client_destroy(c);
 }
 
-int rl_client_new(rl_client **out, const rl_options *user_opts)
+/* The client's settings, from options already checked. On failure nothing
+ * is left allocated but c itself. */
+static int configure(rl_client *c, const rl_options *opts)
 {
-    rl_options full, *opts = &full;
-    rl_client *c;
-    rl__conn *conn;
     int rc;
 
-    rl__err_clear();
-    if (!out)
-        return rl__err(RL_EINVAL, "out is NULL");
-    if ((rc = read_options(&full, user_opts)) != RL_OK || (rc = check_options(opts)) != RL_OK)
+    if ((rc = rl__url_parse(&c->url, opts->url)) != RL_OK)
         return rc;
-
-    c = calloc(1, sizeof *c);
-    if (!c)
-        return rl__err(RL_ENOMEM, "out of memory");
-    if ((rc = rl__url_parse(&c->url, opts->url)) != RL_OK) {
-        free(c);
-        return rc;
-    }
     c->prefix = rl__strdup(opts->key_prefix ? opts->key_prefix : "rl:");
     if (!c->prefix) {
         rl__url_clear(&c->url);
-        free(c);
         return rl__err(RL_ENOMEM, "out of memory");
     }
     c->prefix_len = strlen(c->prefix);
     if (opts->client_name && !(c->name = rl__strdup(opts->client_name))) {
         rl__url_clear(&c->url);
         free(c->prefix);
-        free(c);
         return rl__err(RL_ENOMEM, "out of memory");
     }
     c->lease_ms = opts->lease_ms ? opts->lease_ms : RL__DEFAULT_LEASE_MS;
@@ -284,7 +270,6 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
         rl__url_clear(&c->url);
         free(c->prefix);
         free(c->name);
-        free(c);
         return rl__err(RL_EINVAL, "wait_replicas does not apply to redlock:// (the masters "
                        "are independent; the majority is the safeguard)");
     }
@@ -292,7 +277,6 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
         rl__url_clear(&c->url);
         free(c->prefix);
         free(c->name);
-        free(c);
         return rl__err(RL_ENOTSUP, "%s is not offered with redlock:// (independent masters "
                        "keep no one counter or delay)",
                        opts->fencing ? "fencing" : "lock_delay_ms");
@@ -302,6 +286,13 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     c->on_lost = opts->on_lost;
     c->log = opts->log;
     c->payload = opts->payload;
+    return RL_OK;
+}
+
+/* The counters, flags, identity, mutex and condition variables of a new
+ * client. */
+static void init_state(rl_client *c)
+{
     c->sub_efd = -1;
     atomic_init(&c->refs, 1);
     atomic_init(&c->closed, 0);
@@ -321,8 +312,14 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
     rl__cond_init(&c->round_cond);
     rl__cond_init(&c->calls_cond);
     rl__cond_init(&c->map_cond);
+}
 
-    /* Connect now, so a bad address or password is reported here. */
+/* Connect now, so a bad address or password is reported at creation. */
+static int connect_now(rl_client *c)
+{
+    rl__conn *conn;
+    int rc;
+
     if (c->url.redlock || c->url.sentinel) {
         rc = c->url.redlock ? rl__redlock_init(c) : rl__sentinel_init(c);
         if (rc == RL_OK && (rc = rl__pool_get(c, c->home, &conn)) == RL_OK) {
@@ -358,6 +355,30 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
             rl__pool_adopt(c, conn);
         }
     }
+    return rc;
+}
+
+int rl_client_new(rl_client **out, const rl_options *user_opts)
+{
+    rl_options full, *opts = &full;
+    rl_client *c;
+    int rc;
+
+    rl__err_clear();
+    if (!out)
+        return rl__err(RL_EINVAL, "out is NULL");
+    if ((rc = read_options(&full, user_opts)) != RL_OK || (rc = check_options(opts)) != RL_OK)
+        return rc;
+
+    c = calloc(1, sizeof *c);
+    if (!c)
+        return rl__err(RL_ENOMEM, "out of memory");
+    if ((rc = configure(c, opts)) != RL_OK) {
+        free(c);
+        return rc;
+    }
+    init_state(c);
+    rc = connect_now(c);
     if (rc == RL_OK)
         rc = rl__registry_add(c);
     if (rc != RL_OK) {

@@ -643,24 +643,15 @@ static void schedule_next(rl_client *c, const group *g, size_t ng, int rc)
     }
 }
 
-/* The round that renews every watchdog hold. Mutex held on entry and exit;
- * dropped while Redis is asked. */
-static void renew(rl_client *c)
+/* The watchdog holds to renew this round, each pinned (a reference, and
+ * its name's renewing count) until the round ends: *np of them in *sp
+ * (fewer when out of memory). Mutex held. */
+static void take_snaps(rl_client *c, snap **sp, size_t *np)
 {
     snap *s = NULL;
-    group *g = NULL;
-    char *flags = NULL;
-    size_t n = 0, cap = 0, ng = 0, i, k;
+    size_t n = 0, cap = 0;
     rl__hold *h;
-    rl__conn *dead[RL__SERVERS_MAX];
-    int ndead = 0, rc = RL_OK;
 
-    /* Cluster: where the slots are now, when that is due (a node went
-     * away, a MOVED), is asked by the keeper: the first node it asks may
-     * be the one that stopped. This round goes by the map we have; a hold
-     * whose slot moved is answered MOVED and asked again soon. */
-    if (rl__router_map_due(c))
-        rl__keeper_want_map(c);
     for (h = c->holds; h; h = h->c_next) {
         if (!h->watchdog || h->releasing || atomic_load(&h->lost))
             continue;
@@ -685,6 +676,20 @@ static void renew(rl_client *c)
         h->entry->renewing++;
         n++;
     }
+    *sp = s;
+    *np = n;
+}
+
+/* The n snaps, sorted by server, in groups of one server each (*gp, *ngp),
+ * with their flags ('?': no answer yet); *flagsp or *gp NULL when out of
+ * memory. Mutex held. */
+static void group_snaps(rl_client *c, snap *s, size_t n, char **flagsp, group **gp,
+                        size_t *ngp)
+{
+    char *flags = NULL;
+    group *g = NULL;
+    size_t ng = 0, i;
+
     if (n) {
         qsort(s, n, sizeof *s, by_server_slot);
         flags = malloc(n);
@@ -704,24 +709,22 @@ static void renew(rl_client *c)
             }
         }
     }
-    pthread_mutex_unlock(&c->mu);
-    RL__HOOK("watchdog.before_renew");
+    *flagsp = flags;
+    *gp = g;
+    *ngp = ng;
+}
 
-    if (n && (!flags || !g))
-        rc = rl__err(RL_ENOMEM, "out of memory");
-    else if (n)
-        renew_servers(c, g, ng, s, flags);
-    if (rc == RL_OK)
-        rc = round_status(c, g, ng);
-    if (rc != RL_OK)
-        RL__HOOK("watchdog.renew_failed");
-    if (n) {
-        RL__STAT_INC(c, renewal_rounds);
-        if (rc != RL_OK)
-            RL__STAT_INC(c, renewal_failures);
-    }
+/* The round is over (rc): close the connections that failed, set when the
+ * next round is due, flag the holds whose field was found gone and unpin
+ * the snaps. Mutex held. */
+static void end_round(rl_client *c, group *g, size_t ng, snap *s, size_t n, const char *flags,
+                      int rc)
+{
+    rl__conn *dead[RL__SERVERS_MAX];
+    int ndead = 0;
+    rl__hold *h;
+    size_t i, k;
 
-    pthread_mutex_lock(&c->mu);
     for (k = 0; k < ng; k++) {
         if ((g[k].rc == RL_ECONN || g[k].rc == RL_EPROTO) && g[k].conn) {
             dead[ndead++] = g[k].conn;
@@ -754,6 +757,45 @@ static void renew(rl_client *c)
     /* Freed under the mutex: a fork now cannot see them half gone. */
     for (k = 0; k < (size_t)ndead; k++)
         rl__conn_close(c, dead[k]);
+}
+
+/* The round that renews every watchdog hold. Mutex held on entry and exit;
+ * dropped while Redis is asked. */
+static void renew(rl_client *c)
+{
+    snap *s = NULL;
+    group *g = NULL;
+    char *flags = NULL;
+    size_t n = 0, ng = 0;
+    int rc = RL_OK;
+
+    /* Cluster: where the slots are now, when that is due (a node went
+     * away, a MOVED), is asked by the keeper: the first node it asks may
+     * be the one that stopped. This round goes by the map we have; a hold
+     * whose slot moved is answered MOVED and asked again soon. */
+    if (rl__router_map_due(c))
+        rl__keeper_want_map(c);
+    take_snaps(c, &s, &n);
+    group_snaps(c, s, n, &flags, &g, &ng);
+    pthread_mutex_unlock(&c->mu);
+    RL__HOOK("watchdog.before_renew");
+
+    if (n && (!flags || !g))
+        rc = rl__err(RL_ENOMEM, "out of memory");
+    else if (n)
+        renew_servers(c, g, ng, s, flags);
+    if (rc == RL_OK)
+        rc = round_status(c, g, ng);
+    if (rc != RL_OK)
+        RL__HOOK("watchdog.renew_failed");
+    if (n) {
+        RL__STAT_INC(c, renewal_rounds);
+        if (rc != RL_OK)
+            RL__STAT_INC(c, renewal_failures);
+    }
+
+    pthread_mutex_lock(&c->mu);
+    end_round(c, g, ng, s, n, flags, rc);
     free(s);
     free(g);
     free(flags);

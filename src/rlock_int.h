@@ -1007,6 +1007,13 @@ void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex
 void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
 void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */
 
+/* ---- renew.c: one renewal round of the watchdog ------------------------ */
+
+/* Renew every watchdog-kept hold, flag those found gone and set when the
+ * next round is due. Mutex held on entry and exit; dropped while Redis is
+ * asked. */
+void rl__renew_round(rl_client *c);
+
 /* ---- keeper.c: the watchdog's upkeep, on a thread of its own ------------ */
 
 int rl__keeper_ensure(rl_client *c);         /* mutex held */

@@ -70,7 +70,7 @@
  *
  * The replies, the count read back after a lost reply, the leftovers and
  * the watchdog's batched renewal work as for a plain lock (outcome.c,
- * watchdog.c): the scripts take the same arguments as the plain ones, and
+ * renew.c): the scripts take the same arguments as the plain ones, and
  * the RW ones are chosen by the name's family (rl__rw_script).
  */
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * rl_client_stats(): the client's counters, copied out. The counters are
  * bumped where their events happen (lock.c, acquire.c, holds.c, outcome.c,
- * conn.c, server.c, watchdog.c, subscriber.c), with relaxed atomics and no lock:
+ * conn.c, server.c, renew.c, subscriber.c), with relaxed atomics and no lock:
  * a scrape never slows the lock paths down, and needs nothing from them.
  */
 #include <stddef.h>

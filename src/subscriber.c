@@ -554,10 +554,108 @@ static void switch_read(rl_client *c, switch_link *sl)
         switch_failed(c, sl);
 }
 
+/* What one turn of the subscriber polls: the bell (pfd[0]) and the links
+ * (link[k]: the server of pfd[k], -1 for the sentinels' link, at sfd), and
+ * how long until something else is due (-1: nothing). */
+typedef struct {
+    struct pollfd pfd[2 + RL__SERVERS_MAX];
+    int link[2 + RL__SERVERS_MAX];
+    int nfds, sfd;
+    int64_t timeout;
+} poll_set;
+
+/* Add the open links of the first n servers to ps, and bring its timeout
+ * down to the soonest ping or reconnection due. 1 when a link changed
+ * meanwhile (look again). Mutex held. */
+static int poll_links(rl_client *c, sub_state *st, int n, poll_set *ps, int64_t now)
+{
+    int64_t t;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (st[i].ctx) {
+            if ((t = prepare_link(&st[i], now)) == -2)
+                return 1;
+            ps->pfd[ps->nfds].fd = st[i].ctx->fd;
+            ps->pfd[ps->nfds].events = POLLIN;
+            ps->link[ps->nfds++] = i;
+        } else if (any_wanted(c, i)) {
+            t = st[i].retry_at - now;
+            if (t < 0)
+                t = 0;
+        } else {
+            continue;
+        }
+        if (t >= 0 && (ps->timeout < 0 || t < ps->timeout))
+            ps->timeout = t;
+    }
+    return 0;
+}
+
+/* Sentinel mode: the sentinels' link in ps, and its retry, its keep-alive
+ * and the periodic ask for the primary in its timeout. Mutex held. */
+static void poll_switch(rl_client *c, switch_link *sl, poll_set *ps)
+{
+    int64_t t;
+
+    if (sl->ctx) {
+        ps->sfd = ps->nfds;
+        ps->pfd[ps->nfds].fd = sl->ctx->fd;
+        ps->pfd[ps->nfds].events = POLLIN;
+        ps->link[ps->nfds++] = -1;
+    } else if (c->mode == RL__MODE_SENTINEL) {
+        t = sl->retry_at - rl__now_ms();
+        t = t < 0 ? 0 : t;
+        if (ps->timeout < 0 || t < ps->timeout)
+            ps->timeout = t;
+    }
+    if (c->mode == RL__MODE_SENTINEL) {
+        /* The periodic ask, and the link's keep-alive. */
+        t = c->map_refresh_at - rl__now_ms();
+        t = t < 0 ? 0 : t;
+        if (ps->timeout < 0 || t < ps->timeout)
+            ps->timeout = t;
+        if (sl->ctx) {
+            t = switch_keepalive(c, sl);
+            if (t >= 0 && (ps->timeout < 0 || t < ps->timeout))
+                ps->timeout = t;
+        }
+    }
+}
+
+/* Wait for the bell, a message or the timeout, and read what came. Mutex
+ * held; dropped while waiting. */
+static void poll_and_read(rl_client *c, sub_state *st, switch_link *sl, poll_set *ps)
+{
+    uint64_t junk;
+    int i, rc;
+
+    ps->pfd[0].fd = c->sub_efd;
+    ps->pfd[0].events = POLLIN;
+    pthread_mutex_unlock(&c->mu);
+    rc = poll(ps->pfd, (nfds_t)ps->nfds, (int)ps->timeout);
+    if (rc > 0 && (ps->pfd[0].revents & POLLIN)) {
+        if (read(c->sub_efd, &junk, sizeof junk) < 0) {
+            /* EAGAIN: raced with another reader of the counter; harmless. */
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    for (i = 1; rc > 0 && i < ps->nfds; i++) {
+        if (i == ps->sfd) {
+            if (sl->ctx && (ps->pfd[i].revents & (POLLIN | POLLERR | POLLHUP)))
+                switch_read(c, sl);
+        } else if (st[ps->link[i]].ctx &&
+                   (ps->pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
+            read_link(&st[ps->link[i]]);
+        }
+    }
+}
+
 static void *sub_main(void *arg)
 {
     sub_state st[RL__SERVERS_MAX];
     switch_link sl;
+    poll_set ps;
     rl_client *c = arg;
     int i;
 
@@ -565,11 +663,8 @@ static void *sub_main(void *arg)
     memset(&sl, 0, sizeof sl);
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
-        struct pollfd pfd[2 + RL__SERVERS_MAX];
-        int link[2 + RL__SERVERS_MAX], sfd = -1;
-        int64_t now = rl__now_ms(), timeout = -1, t;
-        int nfds = 1, n = c->nservers, changed = 0, rc;
-        uint64_t junk;
+        int64_t now = rl__now_ms();
+        int n = c->nservers, changed = 0;
 
         /* Sentinel mode: ask the sentinels for the primary when that is
          * due (this thread does it for every other), before any link is
@@ -587,71 +682,16 @@ static void *sub_main(void *arg)
         }
         if (changed)
             continue;
-        for (i = 0; i < n; i++) {
-            if (st[i].ctx) {
-                if ((t = prepare_link(&st[i], now)) == -2) {
-                    changed = 1;
-                    break;
-                }
-                pfd[nfds].fd = st[i].ctx->fd;
-                pfd[nfds].events = POLLIN;
-                link[nfds++] = i;
-            } else if (any_wanted(c, i)) {
-                t = st[i].retry_at - now;
-                if (t < 0)
-                    t = 0;
-            } else {
-                continue;
-            }
-            if (t >= 0 && (timeout < 0 || t < timeout))
-                timeout = t;
-        }
-        if (changed)
+        ps.nfds = 1;
+        ps.sfd = -1;
+        ps.timeout = -1;
+        if (poll_links(c, st, n, &ps, now))
             continue;
         switch_connect(c, &sl, now);
         if (c->stopping)
             break;
-        if (sl.ctx) {
-            sfd = nfds;
-            pfd[nfds].fd = sl.ctx->fd;
-            pfd[nfds].events = POLLIN;
-            link[nfds++] = -1;
-        } else if (c->mode == RL__MODE_SENTINEL) {
-            t = sl.retry_at - rl__now_ms();
-            t = t < 0 ? 0 : t;
-            if (timeout < 0 || t < timeout)
-                timeout = t;
-        }
-        if (c->mode == RL__MODE_SENTINEL) {
-            /* The periodic ask, and the link's keep-alive. */
-            t = c->map_refresh_at - rl__now_ms();
-            t = t < 0 ? 0 : t;
-            if (timeout < 0 || t < timeout)
-                timeout = t;
-            if (sl.ctx) {
-                t = switch_keepalive(c, &sl);
-                if (t >= 0 && (timeout < 0 || t < timeout))
-                    timeout = t;
-            }
-        }
-        pfd[0].fd = c->sub_efd;
-        pfd[0].events = POLLIN;
-        pthread_mutex_unlock(&c->mu);
-        rc = poll(pfd, (nfds_t)nfds, (int)timeout);
-        if (rc > 0 && (pfd[0].revents & POLLIN)) {
-            if (read(c->sub_efd, &junk, sizeof junk) < 0) {
-                /* EAGAIN: raced with another reader of the counter; harmless. */
-            }
-        }
-        pthread_mutex_lock(&c->mu);
-        for (i = 1; rc > 0 && i < nfds; i++) {
-            if (i == sfd) {
-                if (sl.ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP)))
-                    switch_read(c, &sl);
-            } else if (st[link[i]].ctx && (pfd[i].revents & (POLLIN | POLLERR | POLLHUP))) {
-                read_link(&st[link[i]]);
-            }
-        }
+        poll_switch(c, &sl, &ps);
+        poll_and_read(c, st, &sl, &ps);
     }
     c->sub_switch = NULL;
     if (sl.ctx) {

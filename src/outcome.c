@@ -257,6 +257,99 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
     return RL_OK;
 }
 
+/* A change's keys and arguments, and the numbers they point to. */
+typedef struct {
+    char held[24], lease[24], since[24], delay[24], place[24], intent[24];
+    const char *args[10];
+    size_t lens[10];
+    int nkeys, nargs;
+    int script;                 /* the script sent (the fair one for a fair name) */
+} change_args;
+
+/* The keys and arguments of the acquire or release script for a hold of
+ * `held`. */
+static void build_args(const rl__op *o, int script, long long held, long lease_ms,
+                       change_args *a)
+{
+    const char **args = a->args;
+    size_t *lens = a->lens;
+    int nargs, nkeys = 1;
+    size_t heldlen = rl__fmt_ll(a->held, held);
+    /* Redis keeps a lease plus the lock-delay (scripts.c); 0 stays 0. */
+    size_t leaselen = rl__fmt_ll(a->lease, lease_ms > 0 ? rl__redis_lease(o->c, lease_ms) : 0);
+
+    a->script = script;
+    if (script != RL__S_ACQUIRE) {
+        nargs = rl__release_args(o->c, o->e, o->owner, o->owner_len, a->held, heldlen,
+                                 a->lease, leaselen, args, lens);
+    } else {
+        args[0] = o->e->key;
+        lens[0] = o->e->key_len;
+        if (o->c->fencing && held == 0) {
+            /* Only a new hold takes a token: a reentry declares one key, and
+             * is not refused (TRYAGAIN) while its Cluster slot migrates. */
+            args[nkeys] = o->e->fence_key;
+            lens[nkeys++] = o->e->fence_key_len;
+        }
+        nargs = nkeys;
+        args[nargs] = a->lease;     lens[nargs++] = leaselen;
+        args[nargs] = o->owner;     lens[nargs++] = o->owner_len;
+        args[nargs] = a->held;      lens[nargs++] = heldlen;
+        /* A new hold: "held since", for operators (scripts.c). */
+        if (held == 0 || o->c->fencing || o->c->delay_ms || o->e->family == RL__FAM_RW) {
+            args[nargs] = a->since;
+            lens[nargs++] = rl__fmt_ll(a->since, held == 0 ? rl__wall_ms() : 0);
+        }
+        /* The rest only when used: each argument costs Redis a little. A
+         * read-write name's client has neither fencing nor a delay. */
+        if (o->e->family == RL__FAM_RW) {
+            /* The read-write acquire: since always, the side, the intent. */
+            args[nargs] = o->side == RL__SIDE_READ ? "r" : "w";
+            lens[nargs++] = 1;
+            args[nargs] = a->intent;
+            lens[nargs++] = rl__fmt_ll(a->intent, o->intent_ms);
+        } else if (o->c->fencing || o->c->delay_ms) {
+            args[nargs] = o->c->fencing ? "1" : "0";
+            lens[nargs++] = 1;
+            args[nargs] = a->delay;
+            lens[nargs++] = rl__fmt_ll(a->delay, o->c->delay_ms);
+        }
+    }
+
+    /* A fair name: the same change, by the fair script (fair.c). (A fair
+     * lock's client has neither fencing nor a lock-delay: plain layout.) */
+    a->nkeys = rl__fair_args(o->e, nkeys, &a->script, held, o->place_ms, o->next, o->next_len,
+                             a->place, args, lens, &nargs);
+    a->nargs = nargs;
+}
+
+/* The reply to a change was lost or not understood: read the count back
+ * and judge the outcome by it; when even that fails, RL_ECONN with
+ * *unresolved set from dead, the connection to fence off. */
+static int read_back_outcome(rl__op *o, int script, long long held, long lease_ms,
+                             rl__fence *dead, rl__result *res, rl__fence *unresolved)
+{
+    long long count;
+    unsigned long long token;
+    int rc;
+
+    if ((rc = read_count(o, dead, &count, &token)) != RL_OK) {
+        RL__STAT_INC(o->c, replies_unresolved);
+        *unresolved = *dead;
+        if (unresolved->id < 0)
+            unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
+        return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
+                                 "not be read back (%s)", rl_last_error());
+    }
+    RL__STAT_INC(o->c, replies_resolved);
+    rc = rl__outcome(script, held, count, res);
+    res->token = token;
+    if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
+        o->c->wait_replicas)
+        return undo_unacknowledged(o, res->value, lease_ms, unresolved);
+    return rc;
+}
+
 /*
  * Run the acquire or release script for a hold of `held`. A lost or
  * unreadable reply is resolved by reading the count back (*read_back is
@@ -268,65 +361,17 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 static int run_change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                       rl__result *res, rl__fence *unresolved, int *read_back)
 {
-    char heldbuf[24], leasebuf[24], sincebuf[24], delaybuf[24], placebuf[24], intentbuf[24];
-    const char *args[10];
-    size_t lens[10];
+    change_args a;
     rl__conn *conn;
     rl__resp resp;
     rl__fence dead;
-    long long count;
-    unsigned long long token;
-    int rc, nargs, nkeys = 1, sent_script = script;
-    size_t heldlen = rl__fmt_ll(heldbuf, held);
-    /* Redis keeps a lease plus the lock-delay (scripts.c); 0 stays 0. */
-    size_t leaselen = rl__fmt_ll(leasebuf, lease_ms > 0 ? rl__redis_lease(o->c, lease_ms) : 0);
+    int rc;
 
-    if (script != RL__S_ACQUIRE) {
-        nargs = rl__release_args(o->c, o->e, o->owner, o->owner_len, heldbuf, heldlen,
-                                 leasebuf, leaselen, args, lens);
-    } else {
-        args[0] = o->e->key;
-        lens[0] = o->e->key_len;
-        if (o->c->fencing && held == 0) {
-            /* Only a new hold takes a token: a reentry declares one key, and
-             * is not refused (TRYAGAIN) while its Cluster slot migrates. */
-            args[nkeys] = o->e->fence_key;
-            lens[nkeys++] = o->e->fence_key_len;
-        }
-        nargs = nkeys;
-        args[nargs] = leasebuf;     lens[nargs++] = leaselen;
-        args[nargs] = o->owner;     lens[nargs++] = o->owner_len;
-        args[nargs] = heldbuf;      lens[nargs++] = heldlen;
-        /* A new hold: "held since", for operators (scripts.c). */
-        if (held == 0 || o->c->fencing || o->c->delay_ms || o->e->family == RL__FAM_RW) {
-            args[nargs] = sincebuf;
-            lens[nargs++] = rl__fmt_ll(sincebuf, held == 0 ? rl__wall_ms() : 0);
-        }
-        /* The rest only when used: each argument costs Redis a little. A
-         * read-write name's client has neither fencing nor a delay. */
-        if (o->e->family == RL__FAM_RW) {
-            /* The read-write acquire: since always, the side, the intent. */
-            args[nargs] = o->side == RL__SIDE_READ ? "r" : "w";
-            lens[nargs++] = 1;
-            args[nargs] = intentbuf;
-            lens[nargs++] = rl__fmt_ll(intentbuf, o->intent_ms);
-        } else if (o->c->fencing || o->c->delay_ms) {
-            args[nargs] = o->c->fencing ? "1" : "0";
-            lens[nargs++] = 1;
-            args[nargs] = delaybuf;
-            lens[nargs++] = rl__fmt_ll(delaybuf, o->c->delay_ms);
-        }
-    }
-
-    /* A fair name: the same change, by the fair script (fair.c). (A fair
-     * lock's client has neither fencing nor a lock-delay: plain layout.) */
-    nkeys = rl__fair_args(o->e, nkeys, &sent_script, held, o->place_ms, o->next, o->next_len,
-                          placebuf, args, lens, &nargs);
-
+    build_args(o, script, held, lease_ms, &a);
     unresolved->id = -1;
     unresolved->addr[0] = '\0';
     *read_back = 0;
-    rc = rl__op_send(o, rl__rw_script(o->e, sent_script), nkeys, nargs, args, lens, &conn,
+    rc = rl__op_send(o, rl__rw_script(o->e, a.script), a.nkeys, a.nargs, a.args, a.lens, &conn,
                      sent_ms, &resp);
     if (!conn)
         return rc;               /* nothing was sent */
@@ -354,21 +399,7 @@ static int run_change(rl__op *o, int script, long long held, long lease_ms, int6
             "reading the hold count back",
             (int)(o->e->key_len > 200 ? 200 : o->e->key_len), o->e->key, rl_last_error());
     *read_back = 1;
-    if ((rc = read_count(o, &dead, &count, &token)) != RL_OK) {
-        RL__STAT_INC(o->c, replies_unresolved);
-        *unresolved = dead;
-        if (unresolved->id < 0)
-            unresolved->id = 0;   /* unknown id: nothing to kill, still unresolved */
-        return rl__err(RL_ECONN, "outcome unknown: the reply was lost and the count could "
-                                 "not be read back (%s)", rl_last_error());
-    }
-    RL__STAT_INC(o->c, replies_resolved);
-    rc = rl__outcome(script, held, count, res);
-    res->token = token;
-    if (rc == RL_OK && script == RL__S_ACQUIRE && res->code == RL__R_DONE &&
-        o->c->wait_replicas)
-        return undo_unacknowledged(o, res->value, lease_ms, unresolved);
-    return rc;
+    return read_back_outcome(o, script, held, lease_ms, &dead, res, unresolved);
 }
 
 int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,

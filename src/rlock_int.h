@@ -330,6 +330,9 @@ int rl__conn_append_kill(rl__conn *conn, const rl__fence *dead);
 /* One command. RL_ECONN: the connection broke (outcome unknown, conn is dead). */
 int rl__conn_call(rl__conn *conn, redisReply **out, int argc,
                   const char **argv, const size_t *lens);
+
+/* ---- command.c: rlock's scripts and the hot path on a connection ------ */
+
 /* The hot path: EVALSHA of a script whose reply is read in place into out
  * (valid until the next call on conn). NOSCRIPT is handled. */
 int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out,

@@ -2,7 +2,7 @@
  * Servers: one per Redis endpoint the client talks to, each with its own
  * pool of connections that application threads borrow (rl__pool_get) and
  * give back (rl__pool_put). Which server a name goes to is the router's
- * business (router.c); a connection's own I/O is conn.c's.
+ * business (router.c); a connection's own I/O is conn.c's and command.c's.
  *
  * A hiredis context is not thread-safe: a connection is used by one thread
  * at a time, between rl__pool_get() and rl__pool_put().

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 static int cancelled(void)
 {

@@ -10,6 +10,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__PREFIX_MAX 256
 

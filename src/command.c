@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 static int load_one(rl_client *c, rl__conn *conn, int script)
 {

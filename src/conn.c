@@ -20,6 +20,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 static struct timeval ms_to_tv(long ms)
 {

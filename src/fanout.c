@@ -14,6 +14,7 @@
 
 #include "fanout.h"
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__GRACE_MIN_MS 10     /* stragglers after the majority decided: at least */
 

@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static rl_client *registry;

@@ -15,6 +15,7 @@
  * thread may take it first: the watchdog then asks again).
  */
 #include "rlock_int.h"
+#include "util.h"
 
 static void *keeper_main(void *arg);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 struct rl_lock {
     rl_client *client;

@@ -11,6 +11,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 /* ---- a change, sent and resolved -------------------------------------- */
 

@@ -23,6 +23,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 /* Copy s into out (cap bytes, NUL included), each byte outside
  * [A-Za-z0-9._-] replaced by '_'; at most max bytes of s. */

@@ -24,6 +24,7 @@
 
 #include "fanout.h"
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */
 #define RL__SPLIT_SPAN_MS 20    /* ...up to this much longer */

@@ -22,6 +22,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 typedef struct snap {
     rl__hold *h;

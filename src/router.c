@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__MAP_MAX_AGE_MS 30000
 #define RL__REDIRECTS_MAX 8

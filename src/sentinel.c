@@ -27,6 +27,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__SENTINEL_MAX_AGE_MS 30000
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 rl__server *rl__server_get(rl_client *c, const char *host, int port)
 {

@@ -21,6 +21,7 @@
 
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__PING_MS 1000
 

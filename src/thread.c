@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 static atomic_uint_fast64_t rl__thread_counter;
 static _Thread_local rl__thread rl__self;

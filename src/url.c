@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 #define RL__URL_MAX 4096
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 #ifdef RL_TEST_HOOKS
 void (*rl__test_hook)(const char *point);

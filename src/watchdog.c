@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "rlock_int.h"
+#include "util.h"
 
 static void *watchdog_main(void *arg);
 

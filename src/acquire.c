@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 
+#include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "util.h"

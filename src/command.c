@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

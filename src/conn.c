@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <stdio.h>
 
+#include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "util.h"

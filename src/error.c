@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error.h"
 #include "rlock_int.h"
 
 static _Thread_local char rl__detail[512];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "fanout.h"
 #include "rlock_int.h"
 #include "util.h"

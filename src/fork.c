@@ -13,6 +13,7 @@
 
 #include <uuid/uuid.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

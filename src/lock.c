@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "util.h"

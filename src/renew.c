@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "util.h"

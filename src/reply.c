@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "error.h"
 #include "rlock_int.h"
 
 static int is_int(const redisReply *r)

@@ -11,12 +11,7 @@
 
 #include "util.h"
 
-/* ---- error.c --------------------------------------------------------- */
-
-/* Record the detail of a failure for rl_last_error() and return status. */
-int rl__err(int status, const char *fmt, ...) RL__PRINTF(2, 3);
-void rl__err_clear(void);
-void rl__log(rl_client *c, int level, const char *fmt, ...) RL__PRINTF(3, 4);
+#include "error.h"
 
 /* ---- url.c (pure) ---------------------------------------------------- */
 

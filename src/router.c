@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "error.h"
 #include "rlock_int.h"
 
 /* Upper bounds of the wait buckets, in ms; the last bucket has none. */

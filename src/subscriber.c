@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "util.h"

@@ -15,6 +15,7 @@
  */
 #include <unistd.h>
 
+#include "error.h"
 #include "rlock_int.h"
 #include "util.h"
 

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "url.h"
 #include "util.h"
 
 #define RL__PREFIX_MAX 256

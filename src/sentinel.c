@@ -28,6 +28,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "url.h"
 #include "util.h"
 
 #define RL__SENTINEL_MAX_AGE_MS 30000

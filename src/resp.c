@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "resp.h"
 #include "rlock_int.h"
 
 static size_t put_num(char *p, unsigned long long v)

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "error.h"
+#include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
 #include "util.h"

@@ -20,6 +20,7 @@
 
 #include "error.h"
 #include "nopipe.h"
+#include "reply.h"
 #include "rlock_int.h"
 #include "util.h"
 

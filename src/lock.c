@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
 #include "util.h"

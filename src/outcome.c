@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "nopipe.h"
+#include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
 #include "util.h"

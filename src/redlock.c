@@ -24,6 +24,7 @@
 
 #include "error.h"
 #include "fanout.h"
+#include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
 #include "util.h"

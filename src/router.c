@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "error.h"
+#include "reply.h"
 #include "rlock_int.h"
 #include "util.h"
 

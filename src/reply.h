@@ -1,0 +1,34 @@
+/*
+ * reply.c (pure): what a reply says (a script's result, a count, an
+ * error's status, CLIENT INFO).
+ */
+#ifndef RL_REPLY_H
+#define RL_REPLY_H
+
+#include "common.h"
+#include "resp.h"
+
+/* What a script said, decoded from its reply. */
+typedef struct rl__result {
+    int code;           /* see RL__R_* */
+    long long value;    /* count, or PTTL when busy */
+    unsigned long long token; /* done: the hold's fencing token (0: none) */
+} rl__result;
+
+#define RL__R_DONE      1   /* applied; value = new count */
+#define RL__R_BUSY      0   /* held by another; value = PTTL */
+#define RL__R_NOTOWNER (-1) /* our field is absent */
+#define RL__R_MISMATCH (-2) /* our field holds another count; value = it */
+
+int rl__reply_result(const redisReply *reply, rl__result *out);
+int rl__reply_count(const redisReply *reply, long long *out); /* HGET: nil → 0 */
+/* HGET of a hold's value: its count (nil → 0) and fencing token (0: none). */
+int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long *token);
+int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
+int rl__reply_error_status(const redisReply *reply);
+int rl__error_status(const char *msg, size_t len);
+int rl__resp_result(const rl__resp *resp, rl__result *out);
+typedef struct rl__fence rl__fence;
+int rl__parse_client_info(const char *s, size_t len, rl__fence *out);
+
+#endif

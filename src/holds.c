@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "slot.h"
 #include "util.h"
 
 static int grow(rl_client *c)

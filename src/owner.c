@@ -24,6 +24,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "slot.h"
 #include "util.h"
 
 /* Copy s into out (cap bytes, NUL included), each byte outside

@@ -19,11 +19,7 @@
 
 #include "reply.h"
 
-/* ---- slot.c (pure): Redis Cluster key slots ---------------------------- */
-
-#define RL__SLOTS 16384
-uint16_t rl__crc16(const void *data, size_t len);      /* CRC16/XMODEM */
-uint16_t rl__slot(const void *key, size_t len);        /* honours {hash tags} */
+#include "slot.h"
 
 /* ---- topology.c (pure): what a Redis Cluster says of its slots -------- */
 

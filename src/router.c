@@ -18,6 +18,7 @@
 #include "error.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "slot.h"
 #include "util.h"
 
 #define RL__MAP_MAX_AGE_MS 30000

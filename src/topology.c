@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "slot.h"
 
 /* An error's code is its first word: "MOVEDX" is not "MOVED". */
 static int is_code(const char *msg, size_t len, const char *code)

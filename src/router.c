@@ -19,6 +19,7 @@
 #include "reply.h"
 #include "rlock_int.h"
 #include "slot.h"
+#include "topology.h"
 #include "util.h"
 
 #define RL__MAP_MAX_AGE_MS 30000

@@ -28,6 +28,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "topology.h"
 #include "url.h"
 #include "util.h"
 

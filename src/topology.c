@@ -8,6 +8,7 @@
 
 #include "rlock_int.h"
 #include "slot.h"
+#include "topology.h"
 
 /* An error's code is its first word: "MOVEDX" is not "MOVED". */
 static int is_code(const char *msg, size_t len, const char *code)

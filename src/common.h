@@ -25,6 +25,9 @@
 #define RL__POLL_MIN_MS 10     /* no release notices: a waiter asks again after this, */
 #define RL__POLL_MAX_MS 250    /* ...doubling up to this */
 
+#define RL__STR_(x) #x     /* a macro's value as a string literal */
+#define RL__STR(x) RL__STR_(x)
+
 #if defined(__GNUC__)
 #  define RL__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else

@@ -8,8 +8,6 @@
 
 #define RL__FORCE_TIDS 6        /* thread ids a force-release reply lists */
 #define RL__RESP_MAX_INTS (2 + RL__FORCE_TIDS)
-#define RL__STR_(x) #x
-#define RL__STR(x) RL__STR_(x)
 enum { RL__RESP_INT = 1, RL__RESP_ARRAY, RL__RESP_ERROR, RL__RESP_STATUS };
 
 typedef struct rl__resp {

@@ -24,8 +24,6 @@
  * and on each key its writes come before the one that may delete it.
  * (tests/unit/test_scripts.c runs every script as such a source would.)
  */
-#include "reply.h"
-#include "resp.h"
 #include "rlock_int.h"
 
 /*

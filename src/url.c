@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "error.h"
-#include "resp.h"
 #include "rlock_int.h"
 #include "url.h"
 #include "util.h"

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "util.h"
 
 static int cancelled(void)

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "slot.h"
 #include "url.h"
 #include "util.h"

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "util.h"
 
 #define QUEUE_SUFFIX ":queue"

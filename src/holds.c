@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "slot.h"
 #include "util.h"
 

@@ -12,6 +12,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "util.h"
 
 struct rl_lock {

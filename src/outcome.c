@@ -14,6 +14,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "util.h"
 
 /* ---- a change, sent and resolved -------------------------------------- */

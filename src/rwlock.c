@@ -76,6 +76,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "rwlock.h"
 
 int rl__rw_script(const rl__entry *e, int script)
 {

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "rwlock.h"
 #include "topology.h"
 #include "util.h"
 

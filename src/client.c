@@ -13,6 +13,7 @@
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "slot.h"
+#include "thread.h"
 #include "url.h"
 #include "util.h"
 

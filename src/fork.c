@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "rlock_int.h"
+#include "thread.h"
 #include "util.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -10,6 +10,7 @@
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "slot.h"
+#include "thread.h"
 #include "util.h"
 
 static int grow(rl_client *c)

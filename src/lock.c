@@ -13,6 +13,7 @@
 #include "resp.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "thread.h"
 #include "util.h"
 
 struct rl_lock {

@@ -28,6 +28,7 @@
 #include "resp.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "thread.h"
 #include "util.h"
 
 #define RL__SPLIT_MIN_MS 2      /* a split vote: wait a random while, from */

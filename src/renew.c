@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "thread.h"
 #include "topology.h"
 #include "util.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rlock_int.h"
+#include "thread.h"
 #include "util.h"
 
 static atomic_uint_fast64_t rl__thread_counter;

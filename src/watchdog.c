@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "rlock_int.h"
+#include "thread.h"
 #include "util.h"
 
 static void *watchdog_main(void *arg);

@@ -18,6 +18,7 @@
 #include <sys/time.h>
 #include <stdio.h>
 
+#include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "reply.h"

@@ -14,6 +14,7 @@
  * server's pool, where the watchdog's next round finds it (an application
  * thread may take it first: the watchdog then asks again).
  */
+#include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
 #include "util.h"

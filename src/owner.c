@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "reply.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "error.h"
 #include "reply.h"
 #include "rlock_int.h"

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"

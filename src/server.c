@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
 #include "util.h"

@@ -19,6 +19,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"

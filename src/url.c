@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
 #include "url.h"

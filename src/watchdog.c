@@ -15,6 +15,7 @@
  */
 #include <unistd.h>
 
+#include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
 #include "thread.h"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 
+#include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"

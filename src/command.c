@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "reply.h"

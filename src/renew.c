@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"

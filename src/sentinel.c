@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"

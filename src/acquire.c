@@ -12,6 +12,7 @@
 #include "reply.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "server.h"
 #include "thread.h"
 #include "util.h"
 

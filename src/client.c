@@ -14,6 +14,7 @@
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "server.h"
 #include "slot.h"
 #include "thread.h"
 #include "url.h"

@@ -19,6 +19,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "server.h"
 #include "util.h"
 
 #define RL__GRACE_MIN_MS 10     /* stragglers after the majority decided: at least */

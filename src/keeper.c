@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
+#include "server.h"
 #include "util.h"
 
 static void *keeper_main(void *arg);

@@ -30,6 +30,7 @@
 #include "resp.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "server.h"
 #include "thread.h"
 #include "util.h"
 

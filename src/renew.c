@@ -27,6 +27,7 @@
 #include "reply.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "server.h"
 #include "thread.h"
 #include "topology.h"
 #include "util.h"

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
+#include "server.h"
 #include "util.h"
 
 rl__server *rl__server_get(rl_client *c, const char *host, int port)

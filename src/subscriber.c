@@ -24,6 +24,7 @@
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "server.h"
 #include "topology.h"
 #include "util.h"
 

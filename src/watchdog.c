@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
+#include "server.h"
 #include "thread.h"
 #include "util.h"
 

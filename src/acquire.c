@@ -11,6 +11,7 @@
 #include "error.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "rwlock.h"
 #include "server.h"
 #include "thread.h"

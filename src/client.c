@@ -13,6 +13,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "rwlock.h"
 #include "server.h"
 #include "slot.h"

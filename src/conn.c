@@ -23,6 +23,7 @@
 #include "nopipe.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "util.h"
 
 static struct timeval ms_to_tv(long ms)

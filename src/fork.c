@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "server.h"
 #include "thread.h"
 #include "util.h"

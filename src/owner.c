@@ -25,6 +25,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "server.h"
 #include "slot.h"
 #include "util.h"

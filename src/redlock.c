@@ -29,6 +29,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "rwlock.h"
 #include "server.h"
 #include "thread.h"

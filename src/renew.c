@@ -26,6 +26,7 @@
 #include "nopipe.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "rwlock.h"
 #include "server.h"
 #include "thread.h"

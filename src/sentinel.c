@@ -30,6 +30,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "server.h"
 #include "topology.h"
 #include "url.h"

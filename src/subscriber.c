@@ -23,6 +23,7 @@
 #include "error.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "router.h"
 #include "rwlock.h"
 #include "server.h"
 #include "topology.h"

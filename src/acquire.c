@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "holds.h"
 #include "reply.h"
 #include "rlock_int.h"
 #include "router.h"

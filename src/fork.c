@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 
 #include "error.h"
+#include "holds.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"

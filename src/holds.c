@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holds.h"
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "slot.h"

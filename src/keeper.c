@@ -16,6 +16,7 @@
  */
 #include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"

@@ -11,6 +11,7 @@
 #include "command.h"
 #include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

@@ -12,6 +12,7 @@
 #include "command.h"
 #include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "nopipe.h"
 #include "reply.h"
 #include "resp.h"

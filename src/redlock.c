@@ -26,6 +26,7 @@
 #include "conn.h"
 #include "error.h"
 #include "fanout.h"
+#include "holds.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

@@ -23,6 +23,7 @@
 #include "command.h"
 #include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "nopipe.h"
 #include "reply.h"
 #include "rlock_int.h"

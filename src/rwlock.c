@@ -75,6 +75,7 @@
  */
 #include <string.h>
 
+#include "holds.h"
 #include "rlock_int.h"
 #include "rwlock.h"
 

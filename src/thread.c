@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holds.h"
 #include "rlock_int.h"
 #include "thread.h"
 #include "util.h"

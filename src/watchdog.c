@@ -17,6 +17,7 @@
 
 #include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "rlock_int.h"
 #include "server.h"
 #include "thread.h"

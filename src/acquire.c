@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "holds.h"
+#include "outcome.h"
 #include "reply.h"
 #include "rlock_int.h"
 #include "router.h"

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "holds.h"
 #include "nopipe.h"
+#include "outcome.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "rwlock.h"

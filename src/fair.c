@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "holds.h"
+#include "outcome.h"
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "util.h"

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "holds.h"
+#include "outcome.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"

@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "outcome.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"

@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "outcome.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

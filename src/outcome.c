@@ -14,6 +14,7 @@
 #include "error.h"
 #include "holds.h"
 #include "nopipe.h"
+#include "outcome.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

@@ -27,6 +27,7 @@
 #include "error.h"
 #include "fanout.h"
 #include "holds.h"
+#include "outcome.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "fair.h"
 #include "holds.h"
 #include "outcome.h"
 #include "reply.h"

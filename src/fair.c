@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fair.h"
 #include "holds.h"
 #include "outcome.h"
 #include "rlock_int.h"

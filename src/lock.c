@@ -11,6 +11,7 @@
 #include "command.h"
 #include "conn.h"
 #include "error.h"
+#include "fair.h"
 #include "holds.h"
 #include "outcome.h"
 #include "reply.h"

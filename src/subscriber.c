@@ -21,6 +21,7 @@
 
 #include "conn.h"
 #include "error.h"
+#include "fair.h"
 #include "holds.h"
 #include "nopipe.h"
 #include "rlock_int.h"

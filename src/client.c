@@ -19,6 +19,7 @@
 #include "rwlock.h"
 #include "server.h"
 #include "slot.h"
+#include "stats.h"
 #include "thread.h"
 #include "url.h"
 #include "util.h"

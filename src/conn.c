@@ -24,6 +24,7 @@
 #include "reply.h"
 #include "rlock_int.h"
 #include "router.h"
+#include "stats.h"
 #include "util.h"
 
 static struct timeval ms_to_tv(long ms)

@@ -19,6 +19,7 @@
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"
+#include "stats.h"
 #include "thread.h"
 #include "util.h"
 

@@ -11,6 +11,7 @@
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "slot.h"
+#include "stats.h"
 #include "thread.h"
 #include "util.h"
 

@@ -20,6 +20,7 @@
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"
+#include "stats.h"
 #include "thread.h"
 #include "util.h"
 

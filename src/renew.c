@@ -30,6 +30,7 @@
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"
+#include "stats.h"
 #include "thread.h"
 #include "topology.h"
 #include "util.h"

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "rlock_int.h"
+#include "stats.h"
 
 /* Upper bounds of the wait buckets, in ms; the last bucket has none. */
 static const int64_t wait_bounds[RL_STATS_WAIT_BUCKETS - 1] = { 1, 10, 100, 1000, 10000 };

@@ -28,6 +28,7 @@
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"
+#include "stats.h"
 #include "topology.h"
 #include "util.h"
 

@@ -20,6 +20,7 @@
 #include "holds.h"
 #include "rlock_int.h"
 #include "server.h"
+#include "stats.h"
 #include "thread.h"
 #include "util.h"
 

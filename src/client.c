@@ -15,6 +15,7 @@
 #include "nopipe.h"
 #include "outcome.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"

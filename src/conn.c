@@ -23,6 +23,7 @@
 #include "nopipe.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "stats.h"
 #include "util.h"

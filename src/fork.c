@@ -17,6 +17,7 @@
 #include "holds.h"
 #include "outcome.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "server.h"
 #include "stats.h"

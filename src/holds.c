@@ -9,6 +9,7 @@
 
 #include "holds.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "rwlock.h"
 #include "slot.h"
 #include "stats.h"

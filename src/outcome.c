@@ -18,6 +18,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"

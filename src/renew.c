@@ -27,6 +27,7 @@
 #include "nopipe.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"

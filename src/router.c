@@ -19,6 +19,7 @@
 #include "error.h"
 #include "reply.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "server.h"
 #include "slot.h"

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "error.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "server.h"
 #include "util.h"
 

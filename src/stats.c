@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "stats.h"
 
 /* Upper bounds of the wait buckets, in ms; the last bucket has none. */

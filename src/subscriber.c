@@ -25,6 +25,7 @@
 #include "holds.h"
 #include "nopipe.h"
 #include "rlock_int.h"
+#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "server.h"

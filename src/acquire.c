@@ -12,6 +12,7 @@
 #include "fair.h"
 #include "holds.h"
 #include "outcome.h"
+#include "redlock.h"
 #include "reply.h"
 #include "rlock_int.h"
 #include "router.h"

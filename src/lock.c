@@ -14,6 +14,7 @@
 #include "fair.h"
 #include "holds.h"
 #include "outcome.h"
+#include "redlock.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

@@ -28,6 +28,7 @@
 #include "fanout.h"
 #include "holds.h"
 #include "outcome.h"
+#include "redlock.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

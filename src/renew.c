@@ -25,6 +25,7 @@
 #include "error.h"
 #include "holds.h"
 #include "nopipe.h"
+#include "redlock.h"
 #include "reply.h"
 #include "rlock_int.h"
 #include "client.h"

@@ -1,0 +1,37 @@
+/*
+ * redlock.c: a lock granted by a majority of independent masters.
+ */
+#ifndef RL_REDLOCK_H
+#define RL_REDLOCK_H
+
+#include "common.h"
+#include "holds.h"
+#include "outcome.h"
+#include "reply.h"
+#include "thread.h"
+
+/* Connect to the masters of a redlock:// URL (a majority must answer), at
+ * creation. Mutex NOT held. */
+int rl__redlock_init(rl_client *c);
+/* Take a new hold h (not in the table yet) on a majority: RL_OK with
+ * res DONE, or BUSY with res->value the wait the holders' leases ask for
+ * and *split set when the vote was split (wait a random while, not for a
+ * notice). What it got of a failed try is undone. Mutex NOT held. */
+int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *res,
+                        int *split);
+/* Reentry and release of a hold the calling thread has (count > 0); the
+ * hold's count and flags are updated. Mutex NOT held. */
+int rl__redlock_reenter(rl__op *o, rl__hold *h);
+int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h);
+int rl__redlock_force(rl_client *c, rl__entry *e);
+/* EXISTS or PTTL on every node, judged by the majority. */
+int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *out);
+/* A renewal of h sent to node i at sent_ms found our field there (found),
+ * or gone; a change of h learned there since makes it say nothing. Returns
+ * 1 when a majority still vouches for h. Mutex held. */
+int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found);
+/* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
+ * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
+unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);
+
+#endif

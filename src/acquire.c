@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "error.h"
 #include "fair.h"
 #include "holds.h"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acquire.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"

@@ -19,6 +19,7 @@
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"
+#include "sentinel.h"
 #include "server.h"
 #include "slot.h"
 #include "stats.h"

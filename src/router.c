@@ -21,6 +21,7 @@
 #include "rlock_int.h"
 #include "client.h"
 #include "router.h"
+#include "sentinel.h"
 #include "server.h"
 #include "slot.h"
 #include "topology.h"

@@ -31,6 +31,7 @@
 #include "nopipe.h"
 #include "rlock_int.h"
 #include "router.h"
+#include "sentinel.h"
 #include "server.h"
 #include "topology.h"
 #include "url.h"

@@ -28,6 +28,7 @@
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"
+#include "sentinel.h"
 #include "server.h"
 #include "stats.h"
 #include "topology.h"

@@ -14,6 +14,7 @@
 #include "holds.h"
 #include "nopipe.h"
 #include "outcome.h"
+#include "owner.h"
 #include "redlock.h"
 #include "rlock_int.h"
 #include "client.h"

@@ -16,6 +16,7 @@
 #include "error.h"
 #include "holds.h"
 #include "outcome.h"
+#include "owner.h"
 #include "rlock_int.h"
 #include "client.h"
 #include "router.h"

@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"
+#include "owner.h"
 #include "rlock_int.h"
 #include "router.h"
 #include "server.h"

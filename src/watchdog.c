@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "owner.h"
 #include "rlock_int.h"
 #include "server.h"
 #include "stats.h"

@@ -47,7 +47,6 @@
 
 #include "fair.h"
 #include "holds.h"
-#include "outcome.h"
 #include "rlock_int.h"
 #include "rwlock.h"
 #include "util.h"

@@ -15,7 +15,6 @@
 #include "holds.h"
 #include "nopipe.h"
 #include "outcome.h"
-#include "redlock.h"
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"

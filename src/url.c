@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
 #include "error.h"
+#include "holds.h"
 #include "rlock_int.h"
 #include "url.h"
 #include "util.h"

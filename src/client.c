@@ -11,6 +11,7 @@
 #include "command.h"
 #include "conn.h"
 #include "error.h"
+#include "fork.h"
 #include "holds.h"
 #include "nopipe.h"
 #include "outcome.h"

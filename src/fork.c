@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 
 #include "error.h"
+#include "fork.h"
 #include "holds.h"
 #include "outcome.h"
 #include "owner.h"

@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "error.h"
 #include "fair.h"
+#include "fork.h"
 #include "holds.h"
 #include "outcome.h"
 #include "redlock.h"

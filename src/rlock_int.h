@@ -60,16 +60,7 @@ extern const char *const rl__script_src[RL__S_COUNT];
 
 #include "owner.h"
 
-/* ---- fork.c ---------------------------------------------------------- */
-
-/* A new identity for the client (a random UUID): at creation, and in a
- * fork child, which must not pass for its parent. */
-void rl__identity_new(rl_client *c);
-int rl__registry_add(rl_client *c);
-void rl__registry_remove(rl_client *c);
-int rl__registry_has(const rl_client *c);
-int rl__registry_ref(rl_client *c);
-void rl__rebuild_after_fork(rl_client *c);   /* mutex held */
+#include "fork.h"
 
 /* ---- watchdog.c ------------------------------------------------------ */
 

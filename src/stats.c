@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "fork.h"
 #include "rlock_int.h"
 #include "client.h"
 #include "stats.h"

@@ -23,6 +23,7 @@
 #include "stats.h"
 #include "thread.h"
 #include "util.h"
+#include "watchdog.h"
 
 static int cancelled(void)
 {

@@ -28,6 +28,7 @@
 #include "thread.h"
 #include "url.h"
 #include "util.h"
+#include "watchdog.h"
 
 #define RL__PREFIX_MAX 256
 

@@ -25,6 +25,7 @@
 #include "stats.h"
 #include "thread.h"
 #include "util.h"
+#include "watchdog.h"
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static rl_client *registry;

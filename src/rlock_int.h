@@ -62,12 +62,7 @@ extern const char *const rl__script_src[RL__S_COUNT];
 
 #include "fork.h"
 
-/* ---- watchdog.c ------------------------------------------------------ */
-
-int rl__watchdog_ensure(rl_client *c);       /* mutex held */
-void rl__watchdog_schedule(rl_client *c, const rl__hold *h);  /* new hold; mutex held */
-void rl__watchdog_stop(rl_client *c);        /* mutex NOT held */
-void rl__watchdog_after_fork(rl_client *c);  /* fork child: the thread is gone */
+#include "watchdog.h"
 
 /* ---- renew.c: one renewal round of the watchdog ------------------------ */
 

@@ -24,6 +24,7 @@
 #include "stats.h"
 #include "thread.h"
 #include "util.h"
+#include "watchdog.h"
 
 static void *watchdog_main(void *arg);
 

@@ -26,6 +26,7 @@
 #include "holds.h"
 #include "nopipe.h"
 #include "redlock.h"
+#include "renew.h"
 #include "reply.h"
 #include "rlock_int.h"
 #include "client.h"

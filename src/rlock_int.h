@@ -64,12 +64,7 @@ extern const char *const rl__script_src[RL__S_COUNT];
 
 #include "watchdog.h"
 
-/* ---- renew.c: one renewal round of the watchdog ------------------------ */
-
-/* Renew every watchdog-kept hold, flag those found gone and set when the
- * next round is due. Mutex held on entry and exit; dropped while Redis is
- * asked. */
-void rl__renew_round(rl_client *c);
+#include "renew.h"
 
 /* ---- keeper.c: the watchdog's upkeep, on a thread of its own ------------ */
 

@@ -19,6 +19,7 @@
 #include "error.h"
 #include "holds.h"
 #include "owner.h"
+#include "renew.h"
 #include "rlock_int.h"
 #include "server.h"
 #include "stats.h"

@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "keeper.h"
 #include "outcome.h"
 #include "rlock_int.h"
 #include "client.h"

@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "keeper.h"
 #include "nopipe.h"
 #include "redlock.h"
 #include "renew.h"

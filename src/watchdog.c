@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
+#include "keeper.h"
 #include "owner.h"
 #include "renew.h"
 #include "rlock_int.h"

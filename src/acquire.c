@@ -21,6 +21,7 @@
 #include "sentinel.h"
 #include "server.h"
 #include "stats.h"
+#include "subscriber.h"
 #include "thread.h"
 #include "util.h"
 #include "watchdog.h"

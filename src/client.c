@@ -25,6 +25,7 @@
 #include "server.h"
 #include "slot.h"
 #include "stats.h"
+#include "subscriber.h"
 #include "thread.h"
 #include "url.h"
 #include "util.h"

@@ -23,6 +23,7 @@
 #include "router.h"
 #include "server.h"
 #include "stats.h"
+#include "subscriber.h"
 #include "thread.h"
 #include "util.h"
 #include "watchdog.h"

@@ -68,10 +68,6 @@ extern const char *const rl__script_src[RL__S_COUNT];
 
 #include "keeper.h"
 
-/* ---- subscriber.c ---------------------------------------------------- */
-
-int rl__sub_ensure(rl_client *c);            /* mutex held */
-void rl__sub_stop(rl_client *c);             /* mutex NOT held */
-void rl__sub_after_fork(rl_client *c);       /* fork child: the thread is gone */
+#include "subscriber.h"
 
 #endif

@@ -31,6 +31,7 @@
 #include "sentinel.h"
 #include "server.h"
 #include "stats.h"
+#include "subscriber.h"
 #include "topology.h"
 #include "util.h"
 

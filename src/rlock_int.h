@@ -1,26 +1,21 @@
 /*
- * Internal declarations shared between rlock's source files. Nothing here is
- * exported: every symbol is hidden and uses the rl__ prefix. Being split
- * into one header per module (util.h, url.h, ...), each declaring what
- * other modules may use; meanwhile this one includes them all.
+ * Every internal header at once. Each module's header (util.h, conn.h,
+ * holds.h, ...) declares what other modules may use of it, and each .c
+ * includes the headers of the modules it uses; common.h is what they all
+ * share. Nothing here is exported: every symbol is hidden and uses the
+ * rl__ prefix. What scripts.c declares stays here until it has a header
+ * of its own (client.h and sentinel.h need it: they come after it).
  */
 #ifndef RLOCK_INT_H
 #define RLOCK_INT_H
 
 #include "common.h"
-
 #include "util.h"
-
 #include "error.h"
-
 #include "url.h"
-
 #include "resp.h"
-
 #include "reply.h"
-
 #include "slot.h"
-
 #include "topology.h"
 
 /* ---- scripts.c ------------------------------------------------------- */
@@ -31,43 +26,24 @@ enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE,
 extern const char *const rl__script_src[RL__S_COUNT];
 
 #include "rwlock.h"
-
 #include "thread.h"
-
 #include "conn.h"
-
 #include "command.h"
-
 #include "server.h"
-
 #include "router.h"
-
 #include "holds.h"
-
 #include "outcome.h"
-
 #include "fair.h"
-
 #include "stats.h"
-
 #include "client.h"
-
 #include "redlock.h"
-
 #include "acquire.h"
-
 #include "sentinel.h"
-
 #include "owner.h"
-
 #include "fork.h"
-
 #include "watchdog.h"
-
 #include "renew.h"
-
 #include "keeper.h"
-
 #include "subscriber.h"
 
 #endif

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "rlock_int.h"
 #include "util.h"
 
 #ifdef RL_TEST_HOOKS

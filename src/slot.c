@@ -7,7 +7,6 @@
  */
 #include <string.h>
 
-#include "rlock_int.h"
 #include "slot.h"
 
 static uint16_t crc16(const unsigned char *p, size_t len)

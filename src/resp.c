@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "resp.h"
-#include "rlock_int.h"
 
 static size_t put_num(char *p, unsigned long long v)
 {

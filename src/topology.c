@@ -6,7 +6,6 @@
  */
 #include <string.h>
 
-#include "rlock_int.h"
 #include "slot.h"
 #include "topology.h"
 

@@ -11,7 +11,6 @@
 
 #include "error.h"
 #include "holds.h"
-#include "rlock_int.h"
 #include "url.h"
 #include "util.h"
 

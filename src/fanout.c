@@ -18,7 +18,6 @@
 #include "fanout.h"
 #include "reply.h"
 #include "resp.h"
-#include "rlock_int.h"
 #include "server.h"
 #include "util.h"
 

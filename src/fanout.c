@@ -18,6 +18,7 @@
 #include "fanout.h"
 #include "reply.h"
 #include "resp.h"
+#include "rlock_int.h"
 #include "server.h"
 #include "util.h"
 

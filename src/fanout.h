@@ -5,7 +5,8 @@
 #ifndef RL_FANOUT_H
 #define RL_FANOUT_H
 
-#include "rlock_int.h"
+#include "conn.h"
+#include "resp.h"
 
 #define RL__PLAIN (-1)          /* the "script" of a plain command (a query) */
 

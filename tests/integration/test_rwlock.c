@@ -600,7 +600,7 @@ static void test_dead_readers_bounded(void **state)
 }
 
 /*
- * A hash not of the read-write layout (RL__RW_LAYOUT, src/rlock_int.h): a
+ * A hash not of the read-write layout (RL__RW_LAYOUT, src/rwlock.h): a
  * write hold with its deadline but without the mark "~w", as the scripts
  * before 809ff77 (never released) wrote it. A reader and a writer are
  * refused with RL_EREDIS, the hash left as it was; the old scripts marked

@@ -6,7 +6,7 @@
  *
  * Both programs run against rlock_hooked: the library's own sources
  * compiled with RL_TEST_HOOKS, which call rl__test_hook at named points
- * (RL__HOOK in src/rlock_int.h). A test arms a handler for one point, once;
+ * (RL__HOOK in src/common.h). A test arms a handler for one point, once;
  * the handler runs on the library's thread and holds it inside the race
  * window (only ever with a bounded wait) while the test drives the other
  * side of the race.

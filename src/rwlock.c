@@ -5,7 +5,7 @@
  * In Redis, for name N and prefix P, one key, the hash P{N}, as for a
  * plain lock, so that a Cluster slot migration moves the lock whole and no
  * script touches a key it has not declared. Its layout, RL__RW_LAYOUT
- * (rlock_int.h), the first release's:
+ * (rwlock.h), the first release's:
  *
  *   "<uuid>:<tid>"        a write hold, as a plain owner's field; value
  *                         "<count> <since>"

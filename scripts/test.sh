@@ -184,7 +184,7 @@ bash tests/packaging/check.sh build
 bash tests/packaging/deb.sh build-deb
 step_end
 
-step_begin "9 exported symbols of librlock.so; no circle of files in src/"
+step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/"
 [[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
 symbols=$(nm -D --defined-only build/librlock.so | awk '{ print $NF }' | sort -u)
 printf '%s\n' "$symbols" | sed 's/^/  /'
@@ -197,6 +197,8 @@ bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
 grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
 # Dependencies between the files of src/ point one way (STYLE.md).
 bash scripts/layers.sh src || rl_die "files of src/ call each other in a circle (see above)"
+bash scripts/layers.sh src/tools rt_ ||
+    rl_die "files of src/tools/ call each other in a circle (see above)"
 step_end
 
 if ((quick)); then

@@ -783,9 +783,10 @@ typedef struct rl_lock_list {
  * Returns RL_OK; RL_EINVAL (out or client NULL, a client shut down or
  * freed, a pattern too long, a version 0 or newer than this library
  * knows: *out untouched, nothing sent); RL_ENOMEM (*out untouched).
- * When a master cannot be read (RL_ECONN, RL_EREDIS, RL_EPROTO: the
- * first such status), *out is still set, to what the others gave, with
- * (*out)->failures naming each master that failed. Free *out with
+ * When a master cannot be read, the call returns the first failure
+ * (RL_ECONN, RL_EAUTH, RL_EREDIS, RL_EPROTO; rl_last_error() names the
+ * master) and *out is still set, to what the others gave, with
+ * (*out)->failures naming each master that failed: free it too. Free *out with
  * rl_lock_list_free(). Thread-safe.
  */
 RL_EXTERN int rl_client_list_locks(rl_lock_list **out, rl_client *client,

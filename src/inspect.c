@@ -64,15 +64,15 @@ typedef struct scan {
 
 /* ---- failures and connections ------------------------------------------ */
 
-/* Record that server s could not be read, with the detail of `rc`. */
-static void failed(scan *sc, const rl__server *s, int rc, const char *what, const char *detail)
+/* Record that a master (`node`) could not be read, with the detail of rc. */
+static void failed_at(scan *sc, const char *node, int rc, const char *what, const char *detail)
 {
     char buf[RL__HOST_MAX + 512], **p;
     size_t n = sc->out->pub.nfailures;
 
     if (sc->status == RL_OK)
         sc->status = rc;
-    snprintf(buf, sizeof buf, "%s: %s%s%s", s->name, what, *what ? ": " : "", detail);
+    snprintf(buf, sizeof buf, "%s: %s%s%s", node, what, *what ? ": " : "", detail);
     rl__log(sc->c, RL_LOG_WARN, "inspect: %s", buf);
     if (!(p = realloc(sc->out->failures, (n + 1) * sizeof *p)))
         return;
@@ -80,6 +80,11 @@ static void failed(scan *sc, const rl__server *s, int rc, const char *what, cons
     if ((p[n] = rl__strdup(buf)) != NULL)
         sc->out->pub.nfailures = n + 1;
     sc->out->pub.failures = (const char *const *)p;
+}
+
+static void failed(scan *sc, const rl__server *s, int rc, const char *what, const char *detail)
+{
+    failed_at(sc, s->name, rc, what, detail);
 }
 
 static rl__conn *conn_to(scan *sc, rl__server *s)
@@ -697,6 +702,8 @@ int rl_client_inspect_lock(rl_lock_list **out, rl_client *client, const void *na
         return rc;
     if (!(key = key_of(client, name, len, &klen, m, &n)))
         rc = RL_ENOMEM;
+    else if (n == 0)
+        failed_at(&sc, "cluster", RL_ECONN, "", "no master is known for the name's slot");
     for (i = 0; i < n && rc == RL_OK; i++)
         rc = read_lock(&sc, m[i], key, klen);
     free(key);

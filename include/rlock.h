@@ -744,9 +744,11 @@ typedef struct rl_lock_info {
      * channels of their own); 0 otherwise. */
     long long queued;
     /* The holder's lock-delay in ms (rl_options.lock_delay_ms), 0: none.
-     * It is counted in lease_left_ms; with no holder left (a hold was
-     * lost), nobody may take the name for lease_left_ms more. */
+     * While a holder holds, it is counted in lease_left_ms. */
     long long delay_ms;
+    /* A hold was lost and its lock-delay is all that is left (no holder):
+     * how long, in ms, nobody may take the name (lease_left_ms); else 0. */
+    long long delay_left_ms;
     /* Its holders, in the hash's order: nholders pointers. */
     size_t nholders;
     rl_holder_info *const *holders;

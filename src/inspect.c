@@ -359,6 +359,8 @@ static int read_fields(info_mem *w, const redisReply *hash, long long now)
         if (w->holders[k]->side == RL_KIND_PLAIN)
             w->holders[k]->side = RL_KIND_WRITE;
     w->pub.kind = rw ? RL_KIND_RW : w->pub.queued > 0 ? RL_KIND_FAIR : RL_KIND_PLAIN;
+    if (w->pub.delay_ms > 0 && w->pub.nholders == 0 && w->pub.lease_left_ms > 0)
+        w->pub.delay_left_ms = w->pub.lease_left_ms;
     return RL_OK;
 }
 

@@ -322,6 +322,8 @@ static void test_odd_keys(void **state)
     IT_EQ(h->count, 1);
     IT_EQ(l->locks[0]->lease_left_ms, -1);
     IT_EQ(h->lease_left_ms, -1);
+    IT_EQ(l->locks[0]->delay_ms, 0);
+    IT_EQ(l->locks[0]->delay_left_ms, 0);
     assert_string_equal(h->host, "");
     assert_string_equal(h->owner, "00000000-0000-4000-8000-00000000abcd");
     assert_string_equal(h->thread, "3");
@@ -336,7 +338,29 @@ static void test_odd_keys(void **state)
     IT_EQ(l->locks[0]->nholders, 0);
     IT_EQ(l->locks[0]->delay_ms, 5000);
     IT_RANGE(l->locks[0]->lease_left_ms, 1, 5000);
+    IT_EQ(l->locks[0]->delay_left_ms, l->locks[0]->lease_left_ms);
     rl_lock_list_free(l);
+
+    /* A holder with a lock-delay: counted in the lease, nothing left alone yet. */
+    {
+        rl_options o;
+        rl_client *d;
+        rl_lock *dl;
+        it_options(&o, e->redis->url, 0, 0);
+        o.lock_delay_ms = 4000;
+        d = it_client_opts(&o);
+        dl = it_lock(d, "delayed");
+        IT_RC(rl_lock_acquire(dl), RL_OK);
+        l = inspect(c, "delayed");
+        IT_EQ(l->locks[0]->nholders, 1);
+        IT_EQ(l->locks[0]->delay_ms, 4000);
+        IT_EQ(l->locks[0]->delay_left_ms, 0);
+        IT_RANGE(l->locks[0]->lease_left_ms, 4001, 34000);
+        rl_lock_list_free(l);
+        IT_RC(rl_lock_release(dl), RL_OK);
+        rl_lock_free(dl);
+        rl_client_free(d);
+    }
 
     r = redisCommand(e->rc, "SET rl:{str} x");
     freeReplyObject(r);

@@ -754,7 +754,14 @@ typedef struct rl_lock_info {
     rl_holder_info *const *holders;
 } rl_lock_info;
 
-/** What rl_client_list_locks() or rl_client_inspect_lock() read. */
+/**
+ * What rl_client_list_locks() or rl_client_inspect_lock() read. Made by
+ * the library, read-only, freed whole by rl_lock_list_free(). The three
+ * structs share one layout version and their fields are only ever
+ * appended: entries are reached through arrays of pointers, never arrays
+ * of structs, so a library newer than your header can fill more than you
+ * read.
+ */
 typedef struct rl_lock_list {
     /* The layout the library filled: RL_INFO_VERSION of the library, at
      * least the one asked for (fields are only ever appended). */

@@ -21,7 +21,8 @@
 --
 -- Never: touches a key after a command that may have deleted it (every
 -- read first; the queue's writes in one go, its ZREMs last; the lock is
--- only ever added to); passes over a live first waiter.
+-- only ever added to); takes the name ahead of a waiter whose place is
+-- live.
 
 --@include "lib/lease.lua"
 

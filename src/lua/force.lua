@@ -13,8 +13,8 @@
 -- name is flagged); {1, 0} when there was no lock. An error, nothing
 -- written, for a key that is not a hash.
 --
--- Never: touches the key after the command that may delete it (the DEL,
--- or the last HDEL, comes after every read); shortens a lock-delay.
+-- Never: touches the key after its DEL (only the notice follows, on a
+-- channel); drops a held lock's lock-delay field, or shortens its expiry.
 --
 -- A holder with a lock-delay (lib/delay.lua) loses its hold now, but the
 -- key keeps its expiry (what is left of the lease, plus the delay) with the

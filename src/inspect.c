@@ -8,7 +8,7 @@
  * its release channel, its fair queue's length, TIME). A holder's field
  * "<uuid>:<tid>[:r]" is joined with its owner record
  * <prefix>owner:{<uuid>} (owner.c) for host, pid and name. Fields that
- * begin with '~' are not holders: "~delay" is a lock-delay (scripts.c),
+ * begin with '~' are not holders: "~delay" is a lock-delay (src/lua/),
  * the others a read-write lock's deadlines, count, writer and intents.
  */
 #include <stdlib.h>
@@ -289,7 +289,7 @@ static holder_mem *holder_new(const redisReply *f, const redisReply *v)
         snprintf(h->thread, sizeof h->thread, "?");
     }
     copy_str(val, sizeof val, v);
-    /* "<count> <since_ms>[ <token>]" or "<count>" (scripts.c). */
+    /* "<count> <since_ms>[ <token>]" or "<count>" (src/lua/acquire.lua). */
     h->pub.count = strtoll(val, NULL, 10);
     h->pub.since_ms = strchr(val, ' ') ? strtoll(strchr(val, ' ') + 1, NULL, 10) : -1;
     h->pub.pid = h->pub.started_ms = -1;

@@ -178,10 +178,12 @@ static void *keeper_main(void *arg)
         }
         if (c->kp_map) {
             /* Cluster: asks the nodes, one after another, those found
-             * down last; Sentinel: rings the subscriber. */
+             * down last, each within one interval (a stopped seed must
+             * not hold up the connection another server's renewals
+             * wait for); Sentinel: rings the subscriber. */
             c->kp_map = 0;
             pthread_mutex_unlock(&c->mu);
-            rl__router_refresh(c, 0);
+            rl__router_refresh_within(c, 0, open_within(c));
             pthread_mutex_lock(&c->mu);
             continue;
         }

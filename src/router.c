@@ -313,16 +313,25 @@ int rl__router_map_due(rl_client *c)
            (c->map_refresh_at <= rl__now_ms() || atomic_load(&c->map_suspect));
 }
 
-/* Ask one server for the map; RL_OK when the client's map was replaced. */
-static int refresh_from(rl_client *c, rl__server *s)
+/* Ask one server for the map, within_ms for a new connection and for the
+ * answer (<= 0: the client's timeouts, waiting for a pooled connection
+ * when the pool is full); RL_OK when the client's map was replaced. */
+static int refresh_from(rl_client *c, rl__server *s, long within_ms)
 {
     rl__conn *conn;
     uint16_t *map, *old;
+    long saved;
     int rc;
 
-    if ((rc = rl__pool_get(c, s, &conn)) != RL_OK)
+    rc = within_ms > 0 ? rl__pool_get_nowait(c, s, within_ms, &conn) : rl__pool_get(c, s, &conn);
+    if (rc != RL_OK)
         return rc;
+    saved = conn->timeout_ms;
+    if (within_ms > 0)
+        rl__conn_set_timeout(conn, within_ms);
     rc = ask_map(c, conn, &map);
+    if (within_ms > 0 && !rl__conn_broken(conn))
+        rl__conn_set_timeout(conn, saved);
     rl__pool_put(c, conn);
     if (rc != RL_OK)
         return rc == RL__RETRY ? rl__err(RL_EREDIS, "%s is not in cluster mode", s->name) : rc;
@@ -335,6 +344,11 @@ static int refresh_from(rl_client *c, rl__server *s)
 }
 
 void rl__router_refresh(rl_client *c, int force)
+{
+    rl__router_refresh_within(c, force, 0);
+}
+
+void rl__router_refresh_within(rl_client *c, int force, long within_ms)
 {
     rl__server *order[RL__SERVERS_MAX];
     int n = 0, i, rc = RL_ECONN;
@@ -390,7 +404,7 @@ void rl__router_refresh(rl_client *c, int force)
     pthread_mutex_unlock(&c->mu);
 
     for (i = 0; i < n && rc != RL_OK; i++)
-        rc = refresh_from(c, order[i]);
+        rc = refresh_from(c, order[i], within_ms);
 
     pthread_mutex_lock(&c->mu);
     c->map_refreshing = 0;

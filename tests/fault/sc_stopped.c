@@ -33,6 +33,16 @@
  * new connection is checked against the sentinels before it renews
  * anything. Proves: no hold on the primary is flagged.
  *
+ * cluster_node_stopped_cut: cluster_node_stopped, and from two leases
+ * into the stop master 1 drops every client connection each half lease
+ * (CLIENT KILL TYPE normal, 14 times): each cut makes the slot map due
+ * and the watchdog want a new connection there, both the keeper's work.
+ * Proves: no hold on master 1 or 2 is flagged. On the merged keeper
+ * (issue 21), its map refresh asked the stopped seed with the full
+ * timeouts (2 s) and master 1's new connection waited behind it: both
+ * holds of master 1 flagged 4.0, 5.7 and 6.4 s into the stop, 3 runs of
+ * 3; each node asked within one interval, 0 in 3 runs.
+ *
  * Each ends by releasing everything: the healthy holds with RL_OK.
  *
  * Found on the code before these scenarios: Cluster, the watchdog's round
@@ -268,6 +278,63 @@ int sc_cluster_node_stopped(void)
                    "stopped=seed stop_ms=%lld lease_ms=%d holds=%d healthy_flagged=%d "
                    "stopped_node_flagged_late=%d max_flag_after_stop_ms=%lld",
                    (long long)(r.t_resume - r.t_stop), ST_LEASE, r.n, healthy, late, max_flag);
+    fx_env_stop(&env);
+    return i;
+}
+
+/* ---- cluster_node_stopped_cut --------------------------------------------- */
+
+#define SC_CUTS 14              /* master 1 drops its clients this often in the stop */
+
+static rt_cluster *sc_cl;
+
+/* Two leases into the stop, and every half lease after, master 1 drops
+ * every client connection: the watchdog needs a new one there each time,
+ * while the seed is still stopped. */
+static void cut_master1(st_run *r)
+{
+    redisContext *pc;
+    int k;
+
+    for (k = 0; k < SC_CUTS && 2 * r->lease + k * r->lease / 2 < ST_STOP_MS; k++) {
+        watch(r, r->t_stop + 2 * r->lease + k * r->lease / 2);
+        if ((pc = rt_cluster_connect(sc_cl, 1))) {
+            long long n = fx_cmd(pc, "CLIENT KILL TYPE normal");
+            fx_note("(%lld) master 1 dropped %lld connections",
+                    (long long)rt_now_ms() % 100000, n);
+            redisFree(pc);
+        }
+    }
+}
+
+int sc_cluster_node_stopped_cut(void)
+{
+    st_run r;
+    fx_env env;
+    int healthy, late, pass, i;
+    long long max_flag;
+
+    memset(&r, 0, sizeof r);
+    if (fx_env_start_cluster(&env, 3, 0, ST_NODE_TIMEOUT, NULL) != 0)
+        return fx_verdict(fx_scenario, 0, "error=no_cluster");
+    sc_cl = env.cl;
+    r.stopped = 0;
+    r.lease = ST_LEASE;
+    if (cluster_names(env.cl, &r) != 0 || !(r.c = st_client(env.cl->seeds, ST_LEASE, 0)) ||
+        take_all(&r) != 0) {
+        release_all(&r);
+        rl_client_free(r.c);
+        fx_env_stop(&env);
+        return fx_verdict(fx_scenario, 0, "error=setup");
+    }
+    stop_and_watch(&r, node_fault, env.cl->node[r.stopped], cut_master1);
+    release_all(&r);
+    rl_client_free(r.c);
+    pass = judge(&r, &healthy, &late, &max_flag);
+    i = fx_verdict(fx_scenario, pass,
+                   "stopped=seed cuts_on_master1=%d stop_ms=%lld lease_ms=%d holds=%d "
+                   "healthy_flagged=%d stopped_node_flagged_late=%d",
+                   SC_CUTS, (long long)(r.t_resume - r.t_stop), ST_LEASE, r.n, healthy, late);
     fx_env_stop(&env);
     return i;
 }

@@ -8,11 +8,12 @@
  * never holds up the renewals on the others (DESIGN.md, "Isolation").
  *
  * The keeper's own tasks run one after another: a stopped node can delay
- * a leftover's drop or another server's new connection (each connection
- * by at most min(interval, command timeout)), never a renewal sent on a
- * connection that works. A connection the watchdog asked for goes to the
- * server's pool, where the watchdog's next round finds it (an application
- * thread may take it first: the watchdog then asks again).
+ * a leftover's drop or another server's new connection (by at most
+ * min(interval, command timeout) for each connection, slot-map question
+ * or drop it asks of that node), never a renewal sent on a connection
+ * that works. A connection the watchdog asked for goes to the server's
+ * pool, where the watchdog's next round finds it (an application thread
+ * may take it first: the watchdog then asks again).
  */
 #include "rlock_int.h"
 
@@ -148,7 +149,9 @@ static void drop_leftovers(rl_client *c)
         pick->claimed = 1;
         pthread_mutex_unlock(&c->mu);
         RL__HOOK("keeper.before_drop");
-        rc = rl__leftover_drop(c, pick, &late);
+        /* Within one interval, as a new connection: the watchdog may be
+         * waiting for one to another server meanwhile. */
+        rc = rl__leftover_drop(c, pick, open_within(c), &late);
         pthread_mutex_lock(&c->mu);
         rl__leftover_done(c, pick, rc, &late);
         if (rc != RL_OK) {

@@ -149,18 +149,20 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
     } else if (c->mode == RL__MODE_SINGLE && !rt->ask) {
         s = c->home;            /* the hot path: no lookup */
     } else {
-        rl__router_refresh(c, 0);
+        rl__router_refresh_within(c, 0, rt->within_ms);
         pthread_mutex_lock(&c->mu);
         s = rt->ask ? rt->ask : rl__route_server(c, rt->slot);
         pthread_mutex_unlock(&c->mu);
     }
     rt->last = s;
     /* Pinned (a Redlock node): one found down lately is not waited for. */
-    rc = rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
+    rc = rt->within_ms > 0 ? rl__pool_get_nowait(c, s, rt->within_ms, out)
+         : rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
     if (rc != RL_OK)
         return rc;
     if (c->mode == RL__MODE_SENTINEL && (*out)->fresh &&
-        (rc = rl__router_check_fresh(c, *out, c->command_ms)) != RL_OK) {
+        (rc = rl__router_check_fresh(c, *out, rt->within_ms > 0 ? rt->within_ms
+                                                                : c->command_ms)) != RL_OK) {
         rl__pool_put(c, *out);      /* still fresh: checked again at its next use */
         *out = NULL;
         return rc;

@@ -54,6 +54,7 @@ static const struct {
     { "redlock_node_stopped", sc_redlock_node_stopped },
     { "sentinel_node_stopped", sc_sentinel_node_stopped },
     { "cluster_node_stopped_cut", sc_cluster_node_stopped_cut },
+    { "cluster_node_stopped_left", sc_cluster_node_stopped_left },
 };
 
 static const struct {

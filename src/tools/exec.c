@@ -196,14 +196,26 @@ static void stop_group(job *j, int why, int sig, long grace_ms)
     j->kill_at = mono_ms() + grace_ms;
 }
 
-/* The command stopped (Ctrl-Z on the terminal it was given, or a read of
- * the terminal in the background): stop rlock too, with the terminal
- * back, so that the shell sees the job stopped. Once continued (fg or bg),
- * continue the command, with the terminal when rlock has it (fg). */
-static void job_stopped(job *j)
+/* The command stopped (by `sig`: Ctrl-Z on the terminal it was given, or
+ * a read of the terminal in the background): stop rlock too, with the
+ * terminal back, so that the shell sees the job stopped. Once continued
+ * (fg or bg), continue the command, with the terminal when rlock has it
+ * (fg). */
+static void job_stopped(job *j, int sig)
 {
-    if (j->tty < 0)
+    if (j->tty < 0) {
+        /* Started in the background: the command read (or wrote) the
+         * terminal, which stops its group, a group no shell knows of.
+         * rlock stops instead, as the job it is; continued in the
+         * foreground (fg), the command's group gets the terminal. */
+        if (sig != SIGTTIN && sig != SIGTTOU)
+            return;
+        kill(getpid(), SIGSTOP);
+        if ((j->tty = foreground_tty()) >= 0)
+            tcsetpgrp(j->tty, j->pid);
+        kill(-j->pid, SIGCONT);
         return;
+    }
     if (tcgetpgrp(j->tty) == j->pid)
         tcsetpgrp(j->tty, getpgrp());
     kill(getpid(), SIGSTOP);
@@ -221,7 +233,7 @@ static void reap(job *j)
 
     if (!j->exited && (r = waitpid(j->pid, &st, WNOHANG | WUNTRACED)) == j->pid) {
         if (WIFSTOPPED(st))
-            job_stopped(j);
+            job_stopped(j, WSTOPSIG(st));
         else {
             j->st = st;
             j->exited = 1;

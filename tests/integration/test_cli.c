@@ -1340,6 +1340,115 @@ static void test_exec_terminal_ctrl_z(void **state)
     close(master);
 }
 
+/* A job control shell, as far as the test needs one: a session of its own
+ * on a new pseudo-terminal (its master side in *master), rlock started as
+ * a background job (`rlock ... &`: a process group of its own, not the
+ * terminal's). The shell reports the job's stop, as `jobs` would, by
+ * creating `stopped`, then runs `fg` (the terminal to the job's group, a
+ * SIGCONT to it) and exits with rlock's status. The job's pid into
+ * `jobpid`. */
+static pid_t pty_background(const char *const *argv, int *master, const char *stopped,
+                            const char *jobpid)
+{
+    char slave_name[128];
+    pid_t pid;
+
+    *master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(*master >= 0);
+    assert_int_equal(grantpt(*master), 0);
+    assert_int_equal(unlockpt(*master), 0);
+    snprintf(slave_name, sizeof slave_name, "%s", ptsname(*master));
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char num[32];
+        int slave, st, fd, n;
+        pid_t job;
+        setsid();
+        if ((slave = open(slave_name, O_RDWR)) < 0)
+            _exit(126);
+        alarm(30);
+        if ((job = fork()) == 0) {
+            setpgid(0, 0);
+            dup2(slave, 0);
+            dup2(slave, 1);
+            dup2(slave, 2);
+            closefrom(3);
+            execve(RLOCK_CLI, (char *const *)argv, environ);
+            _exit(127);
+        }
+        setpgid(job, job);
+        n = snprintf(num, sizeof num, "%d\n", (int)job);
+        if ((fd = open(jobpid, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0) {
+            if (write(fd, num, (size_t)n) != n)
+                _exit(125);
+            close(fd);
+        }
+        if (waitpid(job, &st, WUNTRACED) != job || !WIFSTOPPED(st))
+            _exit(124);
+        if ((fd = open(stopped, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0)
+            close(fd);
+        tcsetpgrp(slave, job);
+        kill(-job, SIGCONT);
+        while (waitpid(job, &st, 0) != job || WIFSTOPPED(st))
+            ;
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+    }
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = pid;
+    return pid;
+}
+
+/* Review finding: rlock started in the background (`rlock exec ... &`)
+ * handed the terminal to nobody, and a command that reads it was stopped
+ * (SIGTTIN) in a group of its own that no shell sees: rlock went on
+ * running, holding the lock, and `fg` continued rlock's group only, never
+ * the command's; the lock was held until someone killed the command.
+ * Now rlock stops with it, as the job it is, and continued in the
+ * foreground, hands the command's group the terminal and continues it. */
+static void test_exec_background_read(void **state)
+{
+    it_env *e = *state;
+    char stopped[400], jobpid[400], out[400], script[1400], got[64] = "";
+    const char *argv[12] = { RLOCK_CLI, "exec", "ttybg", "--", "sh", "-c" };
+    int master, st = 0, ok;
+    pid_t shell, job = 0;
+    FILE *f;
+
+    snprintf(stopped, sizeof stopped, "%s/bg.stopped", tmpdir);
+    snprintf(jobpid, sizeof jobpid, "%s/bg.job", tmpdir);
+    snprintf(out, sizeof out, "%s/bg.out", tmpdir);
+    snprintf(script, sizeof script, "read x && echo \"$x\" > %s.tmp && mv %s.tmp %s", out, out,
+             out);
+    argv[6] = script;
+    shell = pty_background(argv, &master, stopped, jobpid);
+    IT_WAIT((job = read_pid(jobpid)) > 0, 10000);
+    IT_WAIT(key_exists(e, "ttybg"), 10000);
+    ok = RT_WAIT_UNTIL(access(stopped, F_OK) == 0, 5000);
+    if (!ok) {
+        int held = key_exists(e, "ttybg");
+        kill(job, SIGTERM);         /* rlock stops the command's group */
+        RT_WAIT_UNTIL(waitpid(shell, &st, WNOHANG) == shell, 10000);
+        close(master);
+        fail_msg("5 s after the command's read of the terminal rlock still runs, the lock %s",
+                 held ? "held" : "free");
+    }
+    /* fg: the command's group gets the terminal (neither the shell's nor
+     * rlock's), reads the line and exits 0. */
+    IT_WAIT(tcgetpgrp(master) > 0 && tcgetpgrp(master) != shell && tcgetpgrp(master) != job,
+            5000);
+    IT_EQ(write(master, "hello\n", 6), 6);
+    IT_WAIT(waitpid(shell, &st, WNOHANG) == shell, 10000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 0);
+    f = fopen(out, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "hello\n");
+    IT_EQ(key_exists(e, "ttybg"), 0);
+    close(master);
+}
+
 /* ---- URLs ------------------------------------------------------------- */
 
 /* Issue 21 item 11: whatever shape the URL has, its userinfo never reaches
@@ -1391,6 +1500,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_z, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_background_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_ignoring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_loss, setup, teardown),

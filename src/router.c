@@ -76,23 +76,24 @@ static void pause_ms(long ms)
 /*
  * Sentinel mode: after a connection was lost (or refused), the primary we
  * know may be stale: the old one may be back, empty, while the sentinels
- * name another. Wait for the subscriber's next answer (at most the command
- * timeout) before routing. Mutex NOT held.
+ * name another. Wait for the subscriber's next answer (at most within_ms:
+ * the command timeout, or the keeper's bound) before routing. Mutex NOT
+ * held.
  */
-static int fresh_primary(rl_client *c)
+static int fresh_primary(rl_client *c, long within_ms)
 {
     int64_t until;
 
     if (!atomic_load(&c->map_suspect))
         return RL_OK;
     pthread_mutex_lock(&c->mu);
-    until = rl__now_ms() + c->command_ms;
+    until = rl__now_ms() + within_ms;
     while (atomic_load(&c->map_suspect) && !atomic_load(&c->closing)) {
         rl__sub_poke(c);
         if (rl__now_ms() >= until) {
             pthread_mutex_unlock(&c->mu);
             return rl__err(RL_ECONN, "a connection was lost, and the sentinels did not say "
-                           "where the primary is now within %ld ms", c->command_ms);
+                           "where the primary is now within %ld ms", within_ms);
         }
         rl__cond_wait_until(&c->map_cond, &c->mu, until);
     }
@@ -142,7 +143,8 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
     redisReply *r = NULL;
     int rc;
 
-    if (c->mode == RL__MODE_SENTINEL && (rc = fresh_primary(c)) != RL_OK)
+    if (c->mode == RL__MODE_SENTINEL &&
+        (rc = fresh_primary(c, rt->within_ms > 0 ? rt->within_ms : c->command_ms)) != RL_OK)
         return rc;
     if (rt->pin) {
         s = rt->pin;

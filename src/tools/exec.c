@@ -70,6 +70,14 @@ static int stop_signal(int sig)
     return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* A job control stop of rlock's own group (`kill -TSTP %job`, or another
+ * process of its job, the far end of a pipeline, reading the terminal in
+ * the background: SIGTTIN goes to the whole group). */
+static int suspend_signal(int sig)
+{
+    return sig == SIGTSTP || sig == SIGTTIN;
+}
+
 /* While the main thread waits for the lock: a signal to stop shuts the
  * client down, which cancels the wait (RL_ECANCELED). */
 typedef struct watch {
@@ -99,6 +107,8 @@ static void *watch_main(void *arg)
                 rl_client_shutdown(w->client);
                 return NULL;
             }
+            if (suspend_signal((int)si.ssi_signo))
+                kill(getpid(), SIGSTOP);    /* no command yet: stop as the job */
         }
     }
 }
@@ -224,6 +234,17 @@ static void job_stopped(job *j, int sig)
     kill(-j->pid, SIGCONT);
 }
 
+/* rlock's group was stopped (suspend_signal): the command's group, which
+ * does not share it, stops first, then rlock; once continued, the command
+ * too. A command left running while rlock is stopped would outlive the
+ * lease nobody renews. The terminal stays where it is. */
+static void job_suspend(job *j)
+{
+    kill(-j->pid, SIGSTOP);
+    kill(getpid(), SIGSTOP);
+    kill(-j->pid, SIGCONT);
+}
+
 /* Reap every child that ended: the command (its status kept), and those
  * of its group orphaned to rlock (a subreaper). */
 static void reap(job *j)
@@ -274,6 +295,10 @@ static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
             int sig = (int)si.ssi_signo;
             if (sig == SIGCHLD)
                 continue;
+            if (suspend_signal(sig)) {
+                job_suspend(j);
+                continue;
+            }
             if (j->why) {
                 kill(-j->pid, sig);
             } else {
@@ -374,6 +399,8 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     sigaddset(&stops, SIGHUP);
     sigaddset(&stops, SIGQUIT);
     sigaddset(&stops, SIGCHLD);
+    sigaddset(&stops, SIGTSTP);
+    sigaddset(&stops, SIGTTIN);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);

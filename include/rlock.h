@@ -667,6 +667,169 @@ typedef struct rl_stats {
  */
 RL_EXTERN int rl_client_stats(rl_stats *out, rl_client *client);
 
+/* ---- Inspecting locks: who holds what, as `rlock list` / `show` print it */
+
+/** The layout version of rl_lock_list, rl_lock_info and rl_holder_info
+ * this header describes. */
+#define RL_INFO_VERSION 1
+
+/** rl_lock_info.kind of a read-write lock. Not a kind rl_lock_new_kind()
+ * takes: a handle is opened on one side (RL_KIND_READ or RL_KIND_WRITE). */
+#define RL_KIND_RW 4
+
+/* What a client talks to (rl_lock_list.mode), learned when it connected. */
+#define RL_MODE_SINGLE   0 /* one server (redis://, unix://) */
+#define RL_MODE_CLUSTER  1 /* a Redis Cluster: every master is read */
+#define RL_MODE_REDLOCK  2 /* redlock://: every master is read */
+#define RL_MODE_SENTINEL 3 /* sentinel://: the primary the sentinels name */
+
+/**
+ * One holder of a lock: a thread of some process, read from the lock's
+ * hash and joined with its client's owner record (rl_options.client_name).
+ * Strings are NUL-terminated and never NULL (unknown: "" or as said).
+ */
+typedef struct rl_holder_info {
+    /* The holding client's process UUID (36 characters); a field that is
+     * not "<uuid>:<thread>" (not written by rlock): its first 36 bytes. */
+    const char *owner;
+    /* rlock's thread number in that process, as text ("?" when the field
+     * is not rlock's). Not an OS thread id. */
+    const char *thread;
+    /* RL_KIND_READ or RL_KIND_WRITE: the side held, in a read-write lock;
+     * RL_KIND_PLAIN in any other lock (a fair one too). */
+    int side;
+    /* How many times the thread holds it (1 + its reentries). */
+    long long count;
+    /* When it was taken, unix ms by the holder's clock (reentry keeps
+     * it); -1: not stored. */
+    long long since_ms;
+    /* ms until this hold runs out in Redis unless renewed: a read-write
+     * lock's hold, its own deadline; any other, the key's PTTL
+     * (lock-delay included). -1: no expiry; -2: gone. */
+    long long lease_left_ms;
+    /* 1 when the holder's owner record was found and the fields below say
+     * what it wrote; 0 when it has none (an ACL user that may not write
+     * it, a client older than records, a field not rlock's): the fields
+     * below are then "" and -1. */
+    int known;
+    const char *host;          /* the holder's host name */
+    long long pid;             /* its process id; -1: unknown */
+    const char *client_name;   /* rl_options.client_name; "": none */
+    long long started_ms;      /* when its client was created, unix ms; -1 */
+    const char *version;       /* its rlock version */
+} rl_holder_info;
+
+/**
+ * One lock name as one master keeps it (a name held on several Redlock
+ * masters comes once per master). Strings NUL-terminated, never NULL.
+ */
+typedef struct rl_lock_info {
+    /* The lock name, name_len bytes (binary-safe; a NUL follows them). */
+    const char *name;
+    size_t name_len;
+    /* The server it was read on, "host:port" (a socket's path). */
+    const char *node;
+    /* RL_KIND_RW (a read-write lock's fields are there), RL_KIND_FAIR
+     * (threads are queued in its fair queue) or RL_KIND_PLAIN. A fair
+     * lock nobody queues for reads as RL_KIND_PLAIN: Redis keeps nothing
+     * else that tells them apart. */
+    int kind;
+    /* The key's PTTL, in ms: -1 no expiry, -2 gone since it was listed. */
+    long long lease_left_ms;
+    /* Processes subscribed to its release notices (PUBSUB NUMSUB; in a
+     * Cluster SHARDNUMSUB), waiting for it: not threads, and not the
+     * waiters that poll for want of channel rights. -1: unknown. */
+    long long waiters;
+    /* Threads in a fair lock's queue (its waiters: they listen on
+     * channels of their own); 0 otherwise. */
+    long long queued;
+    /* The holder's lock-delay in ms (rl_options.lock_delay_ms), 0: none.
+     * While a holder holds, it is counted in lease_left_ms. */
+    long long delay_ms;
+    /* A hold was lost and its lock-delay is all that is left (no holder):
+     * how long, in ms, nobody may take the name (lease_left_ms); else 0. */
+    long long delay_left_ms;
+    /* Its holders, in the hash's order: nholders pointers. */
+    size_t nholders;
+    rl_holder_info *const *holders;
+} rl_lock_info;
+
+/**
+ * What rl_client_list_locks() or rl_client_inspect_lock() read. Made by
+ * the library, read-only, freed whole by rl_lock_list_free(). The three
+ * structs share one layout version and their fields are only ever
+ * appended: entries are reached through arrays of pointers, never arrays
+ * of structs, so a library newer than your header can fill more than you
+ * read.
+ */
+typedef struct rl_lock_list {
+    /* The layout the library filled: RL_INFO_VERSION of the library, at
+     * least the one asked for (fields are only ever appended). */
+    unsigned int version;
+    int mode;                  /* RL_MODE_*: the client's */
+    /* The locks, sorted by name, then node: count pointers. */
+    size_t count;
+    rl_lock_info *const *locks;
+    /* The masters that could not be read, each "node: what went wrong"
+     * (nfailures strings; 0 when every master answered). */
+    size_t nfailures;
+    const char *const *failures;
+} rl_lock_list;
+
+/**
+ * Every lock whose name matches the glob `pattern` (Redis MATCH syntax;
+ * NULL: "*"; at most RL_NAME_MAX bytes), with its holders, its waiters
+ * and its lock-delay, into *out: read on every master that may keep a
+ * lock (the server; a Cluster's masters, from the client's slot map; each
+ * Redlock master; Sentinel's primary) with SCAN, HGETALL, PTTL, PUBSUB
+ * NUMSUB, ZCARD and TIME, each key read at once but the keys one after
+ * another (not a snapshot of the whole). Reads only; takes nothing, and
+ * holds of the client itself are listed like any other. A key under the
+ * prefix that is not a lock hash is skipped.
+ *
+ * `version`: RL_INFO_VERSION, the layout you compiled against.
+ *
+ * Returns RL_OK; RL_EINVAL (out or client NULL, a client shut down or
+ * freed, a pattern too long, a version 0 or newer than this library
+ * knows: *out untouched, nothing sent); RL_ENOMEM (*out untouched).
+ * When a master cannot be read, the call returns the first failure
+ * (RL_ECONN, RL_EAUTH, RL_EREDIS, RL_EPROTO; rl_last_error() names the
+ * master) and *out is still set, to what the others gave, with
+ * (*out)->failures naming each master that failed: free it too. Free *out with
+ * rl_lock_list_free(). Thread-safe.
+ */
+RL_EXTERN int rl_client_list_locks(rl_lock_list **out, rl_client *client,
+                                   const char *pattern, unsigned int version);
+
+/**
+ * The lock `name` (1..RL_NAME_MAX bytes, binary-safe) as
+ * rl_client_list_locks() reads it, into *out: read where the name lives
+ * (its master in a Cluster; every Redlock master, one entry each). A name
+ * nobody holds gives a list of count 0 (a lost hold's lock-delay alone
+ * still gives an entry, with no holder). Needs no handle, and opens no
+ * family of the name in the client. Returns as rl_client_list_locks()
+ * does (a name of a bad length: RL_EINVAL). Free with rl_lock_list_free().
+ * Thread-safe.
+ */
+RL_EXTERN int rl_client_inspect_lock(rl_lock_list **out, rl_client *client,
+                                     const void *name, size_t len, unsigned int version);
+
+/** Free what rl_client_list_locks() or rl_client_inspect_lock() made.
+ * Accepts NULL. */
+RL_EXTERN void rl_lock_list_free(rl_lock_list *list);
+
+/**
+ * A Redis URL as it may be shown (a message, a log line), into out (cap
+ * bytes, NUL-terminated, cut to fit): a URL that rl_client_new() would
+ * parse keeps its scheme and what follows its userinfo (hosts, path,
+ * database), the userinfo shown as "***"; one that does not parse is
+ * shown as its scheme and "***" when rlock knows the scheme, else "***".
+ * No byte of a password reaches out, whatever the URL's shape. NULL: the
+ * default URL. Returns RL_OK, leaving rl_last_error() as it was, or
+ * RL_EINVAL (out NULL, cap 0). No I/O; thread-safe.
+ */
+RL_EXTERN int rl_url_redact(char *out, size_t cap, const char *url);
+
 /** A static, human-readable name for a status. Never NULL. */
 RL_EXTERN const char *rl_strerror(int status);
 

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # The files of src/ must not call each other in a circle: every rl__
 # function a file calls from another file points one way, down the layers
-# (lock.c -> outcome.c -> router.c -> server.c -> conn.c -> ...).
+# (lock.c -> outcome.c -> router.c -> server.c -> conn.c -> ...). The same
+# for the rlock command's files: scripts/layers.sh src/tools rt_
 #
 # Prints, for each file, the files it calls into; then either "no circle"
 # (exit 0) or every circle found, with the calls that close it (exit 1).
 #
-#   scripts/layers.sh [SRC_DIR]      (default: src/ of this repository)
+#   scripts/layers.sh [SRC_DIR [PREFIX]]
+#       SRC_DIR: default src/ of this repository; PREFIX: of the functions
+#       that cross files, default rl__
 set -euo pipefail
 
 src=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/src}
+prefix=${2:-rl__}
 [[ -d $src ]] || { echo "layers.sh: no directory $src" >&2; exit 2; }
+[[ $prefix =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || { echo "layers.sh: bad prefix $prefix" >&2; exit 2; }
 
-# A definition: a line that starts with a type, names an rl__ function and
-# does not end with ";". Calls: every "rl__name(" in the file.
-awk '
+# A definition: a line that starts with a type, names a PREFIX function and
+# does not end with ";". Calls: every "PREFIXname(" in the file.
+awk -v prefix="$prefix" '
+    BEGIN {
+        def = "^[A-Za-z][A-Za-z0-9_ *]*[ *]" prefix "[A-Za-z0-9_]+\\("
+        use = prefix "[A-Za-z0-9_]+[ \t]*\\("
+    }
     FNR == 1 { file = FILENAME; sub(".*/", "", file); files[file] = 1 }
-    /^[A-Za-z][A-Za-z0-9_ *]*[ *]rl__[A-Za-z0-9_]+\(/ && !/;[ \t]*$/ {
+    $0 ~ def && !/;[ \t]*$/ {
         name = $0
         sub(/\(.*/, "", name)
         sub(/.*[ *]/, "", name)
@@ -24,7 +33,7 @@ awk '
     }
     {
         line = $0
-        while (match(line, /rl__[A-Za-z0-9_]+[ \t]*\(/)) {
+        while (match(line, use)) {
             name = substr(line, RSTART, RLENGTH)
             sub(/[ \t]*\($/, "", name)
             calls[file SUBSEP name] = 1

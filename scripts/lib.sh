@@ -74,9 +74,10 @@ trap 'exit 143' TERM
 # Dependencies.
 
 # dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps, tests/packaging/deb.sh).
+# lua-check: luacheck, over the Lua scripts (scripts/test.sh, src/lua/).
 RL_DEPS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
          redis-server redis-tools redis-sentinel clang libclang-rt-14-dev valgrind gnuplot-nox
-         dpkg-dev file)
+         dpkg-dev file lua-check)
 
 rl__pkg_installed() {
     dpkg -s "$1" 2>/dev/null | grep '^Status: install ok installed$' >/dev/null

@@ -4,7 +4,8 @@
 # examples under valgrind and the workers example on a throwaway Redis
 # Cluster, checks the installed package, rlock as a subproject and the Debian
 # packages (installed with apt-get and purged again), the exported symbols,
-# and fuzzes the parsers for a bounded time. Runs from any directory.
+# the Lua scripts (luacheck), and fuzzes the parsers for a bounded time.
+# Runs from any directory.
 #
 #   RL_TEST_QUICK=1   skip the sanitizer builds and fuzzing (ignored when CI=true)
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
@@ -184,7 +185,7 @@ bash tests/packaging/check.sh build
 bash tests/packaging/deb.sh build-deb
 step_end
 
-step_begin "9 exported symbols of librlock.so; no circle of files in src/"
+step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/; luacheck"
 [[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
 symbols=$(nm -D --defined-only build/librlock.so | awk '{ print $NF }' | sort -u)
 printf '%s\n' "$symbols" | sed 's/^/  /'
@@ -197,6 +198,13 @@ bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
 grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
 # Dependencies between the files of src/ point one way (STYLE.md).
 bash scripts/layers.sh src || rl_die "files of src/ call each other in a circle (see above)"
+bash scripts/layers.sh src/tools rt_ ||
+    rl_die "files of src/tools/ call each other in a circle (see above)"
+# The Lua scripts as Redis receives them, their includes expanded by the
+# build (src/lua/README.md).
+[[ -f build/lua/acquire.lua ]] || rl_die "build/lua/acquire.lua not found"
+luacheck --no-color --codes --config src/lua/.luacheckrc build/lua ||
+    rl_die "luacheck finds fault with the Lua scripts of src/lua/ (see above)"
 step_end
 
 if ((quick)); then

@@ -8,11 +8,12 @@
  * never holds up the renewals on the others (DESIGN.md, "Isolation").
  *
  * The keeper's own tasks run one after another: a stopped node can delay
- * a leftover's drop or another server's new connection (each connection
- * by at most min(interval, command timeout)), never a renewal sent on a
- * connection that works. A connection the watchdog asked for goes to the
- * server's pool, where the watchdog's next round finds it (an application
- * thread may take it first: the watchdog then asks again).
+ * a leftover's drop or another server's new connection (by at most
+ * min(interval, command timeout) for each connection, slot-map question
+ * or drop it asks of that node), never a renewal sent on a connection
+ * that works. A connection the watchdog asked for goes to the server's
+ * pool, where the watchdog's next round finds it (an application thread
+ * may take it first: the watchdog then asks again).
  */
 #include "conn.h"
 #include "error.h"
@@ -157,7 +158,9 @@ static void drop_leftovers(rl_client *c)
         pick->claimed = 1;
         pthread_mutex_unlock(&c->mu);
         RL__HOOK("keeper.before_drop");
-        rc = rl__leftover_drop(c, pick, &late);
+        /* Within one interval, as a new connection: the watchdog may be
+         * waiting for one to another server meanwhile. */
+        rc = rl__leftover_drop(c, pick, open_within(c), &late);
         pthread_mutex_lock(&c->mu);
         rl__leftover_done(c, pick, rc, &late);
         if (rc != RL_OK) {
@@ -187,10 +190,12 @@ static void *keeper_main(void *arg)
         }
         if (c->kp_map) {
             /* Cluster: asks the nodes, one after another, those found
-             * down last; Sentinel: rings the subscriber. */
+             * down last, each within one interval (a stopped seed must
+             * not hold up the connection another server's renewals
+             * wait for); Sentinel: rings the subscriber. */
             c->kp_map = 0;
             pthread_mutex_unlock(&c->mu);
-            rl__router_refresh(c, 0);
+            rl__router_refresh_within(c, 0, open_within(c));
             pthread_mutex_lock(&c->mu);
             continue;
         }

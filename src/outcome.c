@@ -486,7 +486,7 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
 
 /* Fence off the connection that carried the unknown change, then remove
  * our field whatever its count. Never touches another owner's field. */
-int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo, long within_ms, rl__fence *late)
 {
     rl__route rt;
     rl__conn *conn;
@@ -499,9 +499,14 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
     late->server = NULL;
     rl__route_init(&rt, c, lo->entry->slot);
     rt.pin = lo->server;
+    rt.within_ms = within_ms;
     for (;;) {
+        long saved;
         if ((rc = rl__route_get(c, &rt, &conn)) != RL_OK)
             return rc;
+        saved = conn->timeout_ms;
+        if (within_ms > 0)
+            rl__conn_set_timeout(conn, within_ms);
         n = fenced ? 0 : fence(c, conn, &lo->fence);
         fenced = 1;
         rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
@@ -527,6 +532,8 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late)
             }
             freeReplyObject(r);
         }
+        if (within_ms > 0 && !rl__conn_broken(conn))
+            rl__conn_set_timeout(conn, saved);
         rl__pool_put(c, conn);
         if (rc != RL__RETRY)
             return rc;
@@ -627,7 +634,7 @@ int rl__leftover_try(rl_client *c, rl__leftover *lo)
 
     lo->claimed = 1;
     pthread_mutex_unlock(&c->mu);
-    rc = rl__leftover_drop(c, lo, &late);
+    rc = rl__leftover_drop(c, lo, 0, &late);
     pthread_mutex_lock(&c->mu);
     rl__leftover_done(c, lo, rc, &late);
     return rc;

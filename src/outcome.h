@@ -71,8 +71,11 @@ int rl__release_args(rl_client *c, const rl__entry *e, const char *owner, size_t
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
                      size_t owner_len);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late
- * names the connection that carried it (late->id < 0: nothing sent). */
-int rl__leftover_drop(rl_client *c, const rl__leftover *lo, rl__fence *late); /* mutex NOT held */
+ * names the connection that carried it (late->id < 0: nothing sent).
+ * within_ms > 0: a new connection and each reply within that long (the
+ * keeper: a stopped node must not hold up its other work); 0: the
+ * client's timeouts. Mutex NOT held. */
+int rl__leftover_drop(rl_client *c, const rl__leftover *lo, long within_ms, rl__fence *late);
 void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *late); /* mutex held */
 
 #endif

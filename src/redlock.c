@@ -112,7 +112,8 @@ static void acquire_args(vote *v, const rl__op *o, long long held, long lease_ms
     v->args[3] = v->held;
     v->nargs = 4;
     if (held == 0) {
-        /* A new hold here: "held since", for operators (scripts.c). */
+        /* A new hold here: "held since", for operators
+         * (lua/lib/hold_value.lua). */
         v->lens[4] = rl__fmt_ll(v->since, rl__wall_ms());
         v->args[4] = v->since;
         v->nargs = 5;

@@ -142,7 +142,7 @@ int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long
         return RL_OK;
     }
     /* "<count>", "<count> <since_ms>" or "<count> <since_ms> <token>"
-     * (scripts.c): the count leads. */
+     * (src/lua/lib/hold_value.lua): the count leads. */
     if (reply->type != REDIS_REPLY_STRING ||
         digits(reply->str, reply->len, &i, 18, &v) != 0)
         return rl__err(RL_EPROTO, "hold count is not a number");

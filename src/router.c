@@ -86,23 +86,24 @@ static void pause_ms(long ms)
 /*
  * Sentinel mode: after a connection was lost (or refused), the primary we
  * know may be stale: the old one may be back, empty, while the sentinels
- * name another. Wait for the subscriber's next answer (at most the command
- * timeout) before routing. Mutex NOT held.
+ * name another. Wait for the subscriber's next answer (at most within_ms:
+ * the command timeout, or the keeper's bound) before routing. Mutex NOT
+ * held.
  */
-static int fresh_primary(rl_client *c)
+static int fresh_primary(rl_client *c, long within_ms)
 {
     int64_t until;
 
     if (!atomic_load(&c->map_suspect))
         return RL_OK;
     pthread_mutex_lock(&c->mu);
-    until = rl__now_ms() + c->command_ms;
+    until = rl__now_ms() + within_ms;
     while (atomic_load(&c->map_suspect) && !atomic_load(&c->closing)) {
         rl__sub_poke(c);
         if (rl__now_ms() >= until) {
             pthread_mutex_unlock(&c->mu);
             return rl__err(RL_ECONN, "a connection was lost, and the sentinels did not say "
-                           "where the primary is now within %ld ms", c->command_ms);
+                           "where the primary is now within %ld ms", within_ms);
         }
         rl__cond_wait_until(&c->map_cond, &c->mu, until);
     }
@@ -152,25 +153,28 @@ int rl__route_get(rl_client *c, rl__route *rt, rl__conn **out)
     redisReply *r = NULL;
     int rc;
 
-    if (c->mode == RL__MODE_SENTINEL && (rc = fresh_primary(c)) != RL_OK)
+    if (c->mode == RL__MODE_SENTINEL &&
+        (rc = fresh_primary(c, rt->within_ms > 0 ? rt->within_ms : c->command_ms)) != RL_OK)
         return rc;
     if (rt->pin) {
         s = rt->pin;
     } else if (c->mode == RL__MODE_SINGLE && !rt->ask) {
         s = c->home;            /* the hot path: no lookup */
     } else {
-        rl__router_refresh(c, 0);
+        rl__router_refresh_within(c, 0, rt->within_ms);
         pthread_mutex_lock(&c->mu);
         s = rt->ask ? rt->ask : rl__route_server(c, rt->slot);
         pthread_mutex_unlock(&c->mu);
     }
     rt->last = s;
     /* Pinned (a Redlock node): one found down lately is not waited for. */
-    rc = rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
+    rc = rt->within_ms > 0 ? rl__pool_get_nowait(c, s, rt->within_ms, out)
+         : rt->pin ? rl__pool_get_quick(c, s, out) : rl__pool_get(c, s, out);
     if (rc != RL_OK)
         return rc;
     if (c->mode == RL__MODE_SENTINEL && (*out)->fresh &&
-        (rc = rl__router_check_fresh(c, *out, c->command_ms)) != RL_OK) {
+        (rc = rl__router_check_fresh(c, *out, rt->within_ms > 0 ? rt->within_ms
+                                                                : c->command_ms)) != RL_OK) {
         rl__pool_put(c, *out);      /* still fresh: checked again at its next use */
         *out = NULL;
         return rc;
@@ -323,16 +327,25 @@ int rl__router_map_due(rl_client *c)
            (c->map_refresh_at <= rl__now_ms() || atomic_load(&c->map_suspect));
 }
 
-/* Ask one server for the map; RL_OK when the client's map was replaced. */
-static int refresh_from(rl_client *c, rl__server *s)
+/* Ask one server for the map, within_ms for a new connection and for the
+ * answer (<= 0: the client's timeouts, waiting for a pooled connection
+ * when the pool is full); RL_OK when the client's map was replaced. */
+static int refresh_from(rl_client *c, rl__server *s, long within_ms)
 {
     rl__conn *conn;
     uint16_t *map, *old;
+    long saved;
     int rc;
 
-    if ((rc = rl__pool_get(c, s, &conn)) != RL_OK)
+    rc = within_ms > 0 ? rl__pool_get_nowait(c, s, within_ms, &conn) : rl__pool_get(c, s, &conn);
+    if (rc != RL_OK)
         return rc;
+    saved = conn->timeout_ms;
+    if (within_ms > 0)
+        rl__conn_set_timeout(conn, within_ms);
     rc = ask_map(c, conn, &map);
+    if (within_ms > 0 && !rl__conn_broken(conn))
+        rl__conn_set_timeout(conn, saved);
     rl__pool_put(c, conn);
     if (rc != RL_OK)
         return rc == RL__RETRY ? rl__err(RL_EREDIS, "%s is not in cluster mode", s->name) : rc;
@@ -345,6 +358,11 @@ static int refresh_from(rl_client *c, rl__server *s)
 }
 
 void rl__router_refresh(rl_client *c, int force)
+{
+    rl__router_refresh_within(c, force, 0);
+}
+
+void rl__router_refresh_within(rl_client *c, int force, long within_ms)
 {
     rl__server *order[RL__SERVERS_MAX];
     int n = 0, i, rc = RL_ECONN;
@@ -400,7 +418,7 @@ void rl__router_refresh(rl_client *c, int force)
     pthread_mutex_unlock(&c->mu);
 
     for (i = 0; i < n && rc != RL_OK; i++)
-        rc = refresh_from(c, order[i]);
+        rc = refresh_from(c, order[i], within_ms);
 
     pthread_mutex_lock(&c->mu);
     c->map_refreshing = 0;

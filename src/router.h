@@ -21,6 +21,10 @@ typedef struct rl__route {
     int redirects;
     int64_t deadline;           /* TRYAGAIN / CLUSTERDOWN retried until then */
     long backoff;
+    /* > 0: a new connection (and the slot map's refresh) within that long,
+     * none waited for at the pool's limit or to a server found down lately
+     * (the keeper's drops); 0: the client's timeouts */
+    long within_ms;
 } rl__route;
 
 /* Learn the mode (and, in Cluster mode, the slot map) on the client's first
@@ -47,6 +51,11 @@ void rl__router_after_fork(rl_client *c);           /* fork child */
 rl__server *rl__router_redirect(rl_client *c, const rl__redirect *red, const rl__server *from);
 /* Ask the cluster for its slot map again, if it is due. Mutex NOT held. */
 void rl__router_refresh(rl_client *c, int force);
+/* The same, each server asked within within_ms (connect, handshake and
+ * answer; > 0), one without an idle connection and at the pool's limit or
+ * found down lately skipped: for the keeper, whose other work (the
+ * watchdog's connections) must not wait a node's full timeouts. */
+void rl__router_refresh_within(rl_client *c, int force, long within_ms);
 /* The release notice the scripts send: "1" PUBLISH, "s" SPUBLISH (Cluster),
  * "0" none (the user may not publish). */
 const char *rl__notice_arg(rl_client *c);

@@ -28,9 +28,10 @@
  *                         the cursor) and drops the holds past their
  *                         deadline among them, until the cursor comes
  *                         back to 0 and t is the earliest live deadline
- *                         again (scripts.c). A dead hold goes within two
- *                         sweeps of the hash after its deadline, whoever
- *                         calls, though no writer ever comes.
+ *                         again (lua/lib/rw_sweep.lua). A dead hold goes
+ *                         within two sweeps of the hash after its
+ *                         deadline, whoever calls, though no writer ever
+ *                         comes.
  *   "~w"                  the write hold's field, while there is one
  *   "~wi"                 the waiting writers' intents: "<field>
  *                         <deadline>" pairs joined by spaces. A writer
@@ -46,10 +47,10 @@
  *
  * Fields beginning with '~' are not owners: the tools skip them, and to a
  * plain script the hash is simply held (a plain lock's "~delay",
- * scripts.c, keeps read-write acquirers out as it keeps plain ones). A
- * plain owner's field, in the hash of a plain lock on the same name, reads
- * as an undated writer's: it keeps out readers and writers alike, and a
- * plain acquire finds the hash held.
+ * lua/lib/delay.lua, keeps read-write acquirers out as it keeps plain
+ * ones). A plain owner's field, in the hash of a plain lock on the same
+ * name, reads as an undated writer's: it keeps out readers and writers
+ * alike, and a plain acquire finds the hash held.
  *
  * Cost: a reader's new hold reads "~n", "~w", "~wi", "~s" and its own
  * fields, and checks HLEN against them; a release, a reentry and a renewal

@@ -372,3 +372,13 @@ void rl__url_clear(rl__url *u)
     }
     memset(u, 0, sizeof *u);
 }
+
+int rl_url_redact(char *out, size_t cap, const char *url)
+{
+    if (!out || cap == 0) {
+        rl__err_clear();
+        return rl__err(RL_EINVAL, "out must not be NULL, nor cap 0");
+    }
+    rl__url_redact(url, out, cap);
+    return RL_OK;
+}

@@ -70,6 +70,14 @@ static int stop_signal(int sig)
     return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* A job control stop of rlock's own group (`kill -TSTP %job`, or another
+ * process of its job, the far end of a pipeline, reading the terminal in
+ * the background: SIGTTIN goes to the whole group). */
+static int suspend_signal(int sig)
+{
+    return sig == SIGTSTP || sig == SIGTTIN;
+}
+
 /* While the main thread waits for the lock: a signal to stop shuts the
  * client down, which cancels the wait (RL_ECANCELED). */
 typedef struct watch {
@@ -99,6 +107,8 @@ static void *watch_main(void *arg)
                 rl_client_shutdown(w->client);
                 return NULL;
             }
+            if (suspend_signal((int)si.ssi_signo))
+                kill(getpid(), SIGSTOP);    /* no command yet: stop as the job */
         }
     }
 }
@@ -196,19 +206,42 @@ static void stop_group(job *j, int why, int sig, long grace_ms)
     j->kill_at = mono_ms() + grace_ms;
 }
 
-/* The command stopped (Ctrl-Z on the terminal it was given, or a read of
- * the terminal in the background): stop rlock too, with the terminal
- * back, so that the shell sees the job stopped. Once continued (fg or bg),
- * continue the command, with the terminal when rlock has it (fg). */
-static void job_stopped(job *j)
+/* The command stopped (by `sig`: Ctrl-Z on the terminal it was given, or
+ * a read of the terminal in the background): stop rlock too, with the
+ * terminal back, so that the shell sees the job stopped. Once continued
+ * (fg or bg), continue the command, with the terminal when rlock has it
+ * (fg). */
+static void job_stopped(job *j, int sig)
 {
-    if (j->tty < 0)
+    if (j->tty < 0) {
+        /* Started in the background: the command read (or wrote) the
+         * terminal, which stops its group, a group no shell knows of.
+         * rlock stops instead, as the job it is; continued in the
+         * foreground (fg), the command's group gets the terminal. */
+        if (sig != SIGTTIN && sig != SIGTTOU)
+            return;
+        kill(getpid(), SIGSTOP);
+        if ((j->tty = foreground_tty()) >= 0)
+            tcsetpgrp(j->tty, j->pid);
+        kill(-j->pid, SIGCONT);
         return;
+    }
     if (tcgetpgrp(j->tty) == j->pid)
         tcsetpgrp(j->tty, getpgrp());
     kill(getpid(), SIGSTOP);
     if (tcgetpgrp(j->tty) == getpgrp())
         tcsetpgrp(j->tty, j->pid);
+    kill(-j->pid, SIGCONT);
+}
+
+/* rlock's group was stopped (suspend_signal): the command's group, which
+ * does not share it, stops first, then rlock; once continued, the command
+ * too. A command left running while rlock is stopped would outlive the
+ * lease nobody renews. The terminal stays where it is. */
+static void job_suspend(job *j)
+{
+    kill(-j->pid, SIGSTOP);
+    kill(getpid(), SIGSTOP);
     kill(-j->pid, SIGCONT);
 }
 
@@ -221,7 +254,7 @@ static void reap(job *j)
 
     if (!j->exited && (r = waitpid(j->pid, &st, WNOHANG | WUNTRACED)) == j->pid) {
         if (WIFSTOPPED(st))
-            job_stopped(j);
+            job_stopped(j, WSTOPSIG(st));
         else {
             j->st = st;
             j->exited = 1;
@@ -262,6 +295,10 @@ static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
             int sig = (int)si.ssi_signo;
             if (sig == SIGCHLD)
                 continue;
+            if (suspend_signal(sig)) {
+                job_suspend(j);
+                continue;
+            }
             if (j->why) {
                 kill(-j->pid, sig);
             } else {
@@ -362,6 +399,8 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     sigaddset(&stops, SIGHUP);
     sigaddset(&stops, SIGQUIT);
     sigaddset(&stops, SIGCHLD);
+    sigaddset(&stops, SIGTSTP);
+    sigaddset(&stops, SIGTTIN);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);

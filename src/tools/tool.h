@@ -1,12 +1,11 @@
 /*
  * The rlock command: shared declarations of its files.
  *
- * rlock links the library's objects (rlock_objects), not the shared
- * library: `exec` and `release` use the public API only, while `list` and
- * `show` reach every master of a Cluster or Redlock set through the
- * client's own servers and connections (rl__* internals), so that the
- * URL, credentials, mode detection and slot map are the library's, never
- * a second implementation of them.
+ * rlock is a program like any other: it links the shared library and uses
+ * include/rlock.h only (list and show: rl_client_list_locks() and
+ * rl_client_inspect_lock()). The helpers below live in common.c, which
+ * calls none of the command files; rlock.c (main) calls exec.c and
+ * inspect.c, and neither calls the other or rlock.c.
  */
 #ifndef RLOCK_TOOL_H
 #define RLOCK_TOOL_H
@@ -33,6 +32,8 @@ typedef struct rt_common {
     long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
 } rt_common;
 
+/* ---- common.c ---- */
+
 extern const char *rt_prog;
 
 void rt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -56,6 +57,8 @@ int rt_exit_of(int status);
  * -1 not a common option (a usage error). */
 int rt_common_opt(int opt, const char *arg, rt_common *co);
 void rt_usage(FILE *f);
+
+/* ---- the subcommands: exec.c (exec), inspect.c (list, show, release) ---- */
 
 int rt_cmd_exec(int argc, char **argv, rt_common *co);
 int rt_cmd_list(int argc, char **argv, rt_common *co);

@@ -53,6 +53,8 @@ static const struct {
     { "cluster_node_stopped", sc_cluster_node_stopped },
     { "redlock_node_stopped", sc_redlock_node_stopped },
     { "sentinel_node_stopped", sc_sentinel_node_stopped },
+    { "cluster_node_stopped_cut", sc_cluster_node_stopped_cut },
+    { "cluster_node_stopped_left", sc_cluster_node_stopped_left },
 };
 
 static const struct {

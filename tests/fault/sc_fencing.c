@@ -283,7 +283,7 @@ int sc_lock_delay(void)
                        env.lock->port, env.ref->port, name, FS_LEASE, nq);
         /* Its watchdog stopped with it: its lease runs out by stop + lease
          * at the latest (a lease/3 earlier at the soonest). In Redis the
-         * key stays for the delay beyond (scripts.c). */
+         * key stays for the delay beyond (src/lua/lib/delay.lua). */
         t_gone = t_stop + FS_LEASE;
         while (rt_now_ms() < t_gone && t_new < 0) {
             if (fx_event_poll(env.rc, nq, msg, sizeof msg) == 0)

@@ -43,6 +43,8 @@ int sc_rw_cluster_kill(void);
 int sc_cluster_node_stopped(void);
 int sc_redlock_node_stopped(void);
 int sc_sentinel_node_stopped(void);
+int sc_cluster_node_stopped_cut(void);
+int sc_cluster_node_stopped_left(void);
 
 /* worker roles */
 int role_loop(void);

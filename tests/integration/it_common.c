@@ -175,7 +175,7 @@ int it_hgetall(redisContext *c, const void *key, size_t key_len, it_hash *out)
         n = v->len < sizeof out->raw - 1 ? v->len : sizeof out->raw - 1;
         memcpy(out->raw, v->str, n);
         out->raw[n] = '\0';
-        /* "<count> <since_ms>" (src/scripts.c): value is the count. */
+        /* "<count> <since_ms>" (src/lua/lib/hold_value.lua): value is the count. */
         sp = strchr(out->raw, ' ');
         out->since_ms = sp ? strtoll(sp + 1, NULL, 10) : -1;
         n = sp ? (size_t)(sp - out->raw) : n;

@@ -1340,6 +1340,234 @@ static void test_exec_terminal_ctrl_z(void **state)
     close(master);
 }
 
+/* A job control shell, as far as the test needs one: a session of its own
+ * on a new pseudo-terminal (its master side in *master), rlock started as
+ * a background job (`rlock ... &`: a process group of its own, not the
+ * terminal's). The shell reports the job's stop, as `jobs` would, by
+ * creating `stopped`, then runs `fg` (the terminal to the job's group, a
+ * SIGCONT to it) and exits with rlock's status. The job's pid into
+ * `jobpid`. */
+static pid_t pty_background(const char *const *argv, int *master, const char *stopped,
+                            const char *jobpid)
+{
+    char slave_name[128];
+    pid_t pid;
+
+    *master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(*master >= 0);
+    assert_int_equal(grantpt(*master), 0);
+    assert_int_equal(unlockpt(*master), 0);
+    snprintf(slave_name, sizeof slave_name, "%s", ptsname(*master));
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char num[32];
+        int slave, st, fd, n;
+        pid_t job;
+        setsid();
+        if ((slave = open(slave_name, O_RDWR)) < 0)
+            _exit(126);
+        alarm(30);
+        if ((job = fork()) == 0) {
+            setpgid(0, 0);
+            dup2(slave, 0);
+            dup2(slave, 1);
+            dup2(slave, 2);
+            closefrom(3);
+            execve(RLOCK_CLI, (char *const *)argv, environ);
+            _exit(127);
+        }
+        setpgid(job, job);
+        n = snprintf(num, sizeof num, "%d\n", (int)job);
+        if ((fd = open(jobpid, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0) {
+            if (write(fd, num, (size_t)n) != n)
+                _exit(125);
+            close(fd);
+        }
+        if (waitpid(job, &st, WUNTRACED) != job || !WIFSTOPPED(st))
+            _exit(124);
+        if ((fd = open(stopped, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0)
+            close(fd);
+        tcsetpgrp(slave, job);
+        kill(-job, SIGCONT);
+        while (waitpid(job, &st, 0) != job || WIFSTOPPED(st))
+            ;
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+    }
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = pid;
+    return pid;
+}
+
+/* Review finding: rlock started in the background (`rlock exec ... &`)
+ * handed the terminal to nobody, and a command that reads it was stopped
+ * (SIGTTIN) in a group of its own that no shell sees: rlock went on
+ * running, holding the lock, and `fg` continued rlock's group only, never
+ * the command's; the lock was held until someone killed the command.
+ * Now rlock stops with it, as the job it is, and continued in the
+ * foreground, hands the command's group the terminal and continues it. */
+static void test_exec_background_read(void **state)
+{
+    it_env *e = *state;
+    char stopped[400], jobpid[400], out[400], script[1400], got[64] = "";
+    const char *argv[12] = { RLOCK_CLI, "exec", "ttybg", "--", "sh", "-c" };
+    int master, st = 0, ok;
+    pid_t shell, job = 0;
+    FILE *f;
+
+    snprintf(stopped, sizeof stopped, "%s/bg.stopped", tmpdir);
+    snprintf(jobpid, sizeof jobpid, "%s/bg.job", tmpdir);
+    snprintf(out, sizeof out, "%s/bg.out", tmpdir);
+    snprintf(script, sizeof script, "read x && echo \"$x\" > %s.tmp && mv %s.tmp %s", out, out,
+             out);
+    argv[6] = script;
+    shell = pty_background(argv, &master, stopped, jobpid);
+    IT_WAIT((job = read_pid(jobpid)) > 0, 10000);
+    IT_WAIT(key_exists(e, "ttybg"), 10000);
+    ok = RT_WAIT_UNTIL(access(stopped, F_OK) == 0, 5000);
+    if (!ok) {
+        int held = key_exists(e, "ttybg");
+        kill(job, SIGTERM);         /* rlock stops the command's group */
+        RT_WAIT_UNTIL(waitpid(shell, &st, WNOHANG) == shell, 10000);
+        close(master);
+        fail_msg("5 s after the command's read of the terminal rlock still runs, the lock %s",
+                 held ? "held" : "free");
+    }
+    /* fg: the command's group gets the terminal (neither the shell's nor
+     * rlock's), reads the line and exits 0. */
+    IT_WAIT(tcgetpgrp(master) > 0 && tcgetpgrp(master) != shell && tcgetpgrp(master) != job,
+            5000);
+    IT_EQ(write(master, "hello\n", 6), 6);
+    IT_WAIT(waitpid(shell, &st, WNOHANG) == shell, 10000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 0);
+    f = fopen(out, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "hello\n");
+    IT_EQ(key_exists(e, "ttybg"), 0);
+    close(master);
+}
+
+/* The state letter of pid in /proc (R, S, T, Z, ...), 0: gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Review finding: rlock in a pipeline whose other end reads the terminal
+ * (`rlock exec NAME -- cmd | less`). rlock's job is the terminal's
+ * foreground group, and rlock hands the terminal to the command's group:
+ * the reader's read then raises SIGTTIN, which the kernel sends to the
+ * reader's whole group, rlock's. rlock stopped (the default action) while
+ * the command, in a group of its own, ran on: nobody renewed the lease,
+ * and the name came free while the command still ran. The same for a
+ * `kill -TSTP %job` from the shell. A stop of rlock must stop the command
+ * first. Here a job control shell on a pseudo-terminal runs rlock (lease
+ * 1000 ms) and the reader as one foreground job. */
+static void test_exec_pipeline_reader_stop(void **state)
+{
+    it_env *e = *state;
+    char cmdpid[400], rdpid[400], script[1400], reader[2400], slave_name[128];
+    const char *argv[12] = { RLOCK_CLI, "exec", "--watchdog-lease", "1000", "ttypipe", "--",
+                             "sh", "-c" };
+    int master, st = 0, ok;
+    pid_t shell, job, cmd = 0, rd = 0;
+    char cs = 0;
+
+    snprintf(cmdpid, sizeof cmdpid, "%s/pipe.cmd", tmpdir);
+    snprintf(rdpid, sizeof rdpid, "%s/pipe.rd", tmpdir);
+    snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 60", cmdpid,
+             cmdpid, cmdpid);
+    snprintf(reader, sizeof reader,
+             "echo $$ > %s.tmp && mv %s.tmp %s; while [ ! -s %s ]; do sleep 0.05; done; "
+             "read x < /dev/tty", rdpid, rdpid, rdpid, cmdpid);
+    argv[8] = script;
+    master = posix_openpt(O_RDWR | O_NOCTTY);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    snprintf(slave_name, sizeof slave_name, "%s", ptsname(master));
+    /* The shell: rlock leads the job's group, the reader joins it, and the
+     * job gets the terminal; then waits for rlock. */
+    job = 0;
+    shell = fork();
+    assert_true(shell >= 0);
+    if (shell == 0) {
+        int slave, i;
+        pid_t kid[2];
+        setsid();
+        if ((slave = open(slave_name, O_RDWR)) < 0)
+            _exit(126);
+        alarm(30);
+        for (i = 0; i < 2; i++) {
+            if ((kid[i] = fork()) == 0) {
+                setpgid(0, i ? kid[0] : 0);
+                dup2(slave, 0);
+                dup2(slave, 1);
+                dup2(slave, 2);
+                closefrom(3);
+                if (i)
+                    execl("/bin/sh", "sh", "-c", reader, (char *)NULL);
+                else
+                    execve(RLOCK_CLI, (char *const *)argv, environ);
+                _exit(127);
+            }
+            setpgid(kid[i], kid[0]);
+        }
+        tcsetpgrp(slave, kid[0]);
+        while (waitpid(kid[0], &st, 0) != kid[0])
+            ;
+        _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st));
+    }
+    if (nstarted < (int)(sizeof started / sizeof started[0]))
+        started[nstarted++] = shell;
+    IT_WAIT((cmd = read_pid(cmdpid)) > 0, 10000);
+    IT_WAIT((rd = read_pid(rdpid)) > 0, 10000);
+    job = getpgid(rd);
+    IT_WAIT(key_exists(e, "ttypipe"), 10000);
+    /* The reader's read stops rlock's group (rlock among it). */
+    ok = RT_WAIT_UNTIL(proc_state(job) == 'T', 5000);
+    if (ok)
+        ok = RT_WAIT_UNTIL((cs = proc_state(cmd)) == 'T', 2000);
+    if (!ok) {
+        char js = proc_state(job);
+        int held = key_exists(e, "ttypipe");
+        /* What a lease of 1000 ms does meanwhile, the command running. */
+        RT_WAIT_UNTIL(!key_exists(e, "ttypipe"), 3000);
+        held = held * 2 + key_exists(e, "ttypipe");
+        cs = proc_state(cmd);
+        kill(-cmd, SIGKILL);
+        kill(-job, SIGKILL);
+        RT_WAIT_UNTIL(waitpid(shell, &st, WNOHANG) == shell, 10000);
+        close(master);
+        fail_msg("rlock '%c', the command '%c' 3 s later; the lock %s", js ? js : '-',
+                 cs ? cs : '-', held == 2 ? "came free while the command ran"
+                                          : held ? "held" : "free, the command running");
+    }
+    /* Both stopped while the lease runs out; the job continued without its
+     * reader, rlock finds the lease lost, stops the command and exits 4. */
+    IT_WAIT(!key_exists(e, "ttypipe"), 5000);
+    IT_EQ(proc_state(cmd), 'T');
+    kill(rd, SIGKILL);
+    kill(-job, SIGCONT);
+    IT_WAIT(waitpid(shell, &st, WNOHANG) == shell, 15000);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 4);
+    IT_WAIT(gone(cmd), 5000);
+    close(master);
+}
+
 /* ---- URLs ------------------------------------------------------------- */
 
 /* Issue 21 item 11: whatever shape the URL has, its userinfo never reaches
@@ -1391,6 +1619,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_z, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_background_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_pipeline_reader_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_sigterm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_ignoring, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_group_on_loss, setup, teardown),

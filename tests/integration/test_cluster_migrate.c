@@ -540,7 +540,8 @@ static void test_rw_holds_across_a_migration(void **state)
 /* A waiter whose process died: its place (in "rl:{N}:queue:t") has run
  * out, while the queue's keys still live. That is what a dead waiter
  * leaves when a later waiter's asks kept the keys alive (their expiry is
- * the latest place, src/scripts.c) and that waiter then took the name:
+ * the latest place, src/lua/lib/fair_settle.lua) and that waiter then took
+ * the name:
  * the next fair script drops the dead one and so empties the queue. */
 #define DEAD_WAITER "00000000-0000-4000-8000-00000000dead:1"
 

@@ -41,6 +41,17 @@ libdir=$(dirname "$so")
 version=$(sed -n 's/^#define RL_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/rlock/version.h")
 [[ -n $version ]] || fail "no RL_VERSION_STRING in the installed version.h"
 
+# The rlock command links the shared library like any program, and finds the
+# installed one by itself ($ORIGIN/../lib), with no LD_LIBRARY_PATH.
+if [[ -x $prefix/bin/rlock ]]; then
+    say "running the installed rlock command"
+    [[ $(env -u LD_LIBRARY_PATH "$prefix/bin/rlock" --version) == "rlock $version" ]] ||
+        fail "the installed rlock does not run, or is not version $version"
+    used=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/rlock" | awk '/librlock\.so/ { print $3 }')
+    [[ -n $used && $(realpath "$(dirname "$used")") == $(realpath "$libdir") ]] ||
+        fail "the installed rlock uses '${used}', not the librlock.so of $libdir"
+fi
+
 # --- find_package(rlock) ---------------------------------------------------
 say "building the CMake consumer"
 cmake -S "$here" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \

@@ -9,7 +9,7 @@
  * that writes first and checks later can leave a lock without expiry — one
  * that nobody can ever take again.
  *
- * Layouts (src/scripts.c):
+ * Layouts (src/lua/<name>.lua):
  *   acquire  KEYS lock[, fence]; ARGV lease_ms, owner, held[, since, fence, delay_ms]
  *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
  *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N

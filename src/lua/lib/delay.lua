@@ -1,0 +1,15 @@
+-- Lock-delay lives in the lock's own key, so that every client honours it
+-- without a second key: a holder with a delay passes lease + delay as its
+-- lease (its own flag still rises at the lease) and marks the hash with a
+-- field DELAY = <delay_ms>, which is not an owner. Redis itself tells when
+-- the lease part has run out: PTTL <= delay (lease_over.lua). From then on
+-- the hold counts as gone for every script (reentry, renewal and release
+-- answer "not owner", as they would for an expired key), while the key
+-- stays for the rest of the delay. A clean last release (counted, the lease
+-- still running) deletes the key; a hold given up as lost (release held 0,
+-- or a force-release) leaves the key with only that field for the delay (a
+-- tombstone), or for what is left of it when the lease ran out first. To
+-- every acquirer the name is simply held until then. Tombstones are
+-- announced like releases: a waiter woken asks again and sleeps for the
+-- delay left, not for the lease it saw before.
+local DELAY = '~delay'

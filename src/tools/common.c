@@ -1,0 +1,142 @@
+/*
+ * What the subcommands of rlock(1) share: the usage text, messages, the
+ * common options, the client they make, exit statuses. Called by rlock.c,
+ * exec.c and inspect.c; calls none of them.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+const char *rt_prog = "rlock";
+
+static const char usage_text[] =
+    "Usage: rlock [OPTIONS] COMMAND ...\n"
+    "\n"
+    "Distributed reentrant locks on Redis, for operators and shell scripts.\n"
+    "\n"
+    "Commands:\n"
+    "  exec [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS] NAME [--] CMD [ARGS...]\n"
+    "        run CMD while holding the lock NAME (a distributed flock(1)); the\n"
+    "        lease is kept by the watchdog (--watchdog-lease, default 30000,\n"
+    "        renewed every third) unless --lease gives a fixed one. --wait: how\n"
+    "        long to wait for the lock (default: forever; 0: try once). CMD\n"
+    "        runs in a process group of its own, which gets the terminal when\n"
+    "        rlock runs in its foreground (Ctrl-C, Ctrl-Z reach CMD). When the\n"
+    "        lease is lost the group gets SIGTERM, then SIGKILL after --grace\n"
+    "        (default 5000 ms); SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to\n"
+    "        rlock are passed to the group, and what CMD leaves behind when it\n"
+    "        exits is stopped the same way. The lock is released once no\n"
+    "        process of the group is left.\n"
+    "  list [PATTERN]\n"
+    "        every held lock whose name matches the glob PATTERN (default *),\n"
+    "        with its holders: host, pid, thread, client name, hold count,\n"
+    "        held since, lease left, waiting processes\n"
+    "  show NAME\n"
+    "        the same for one lock, in detail\n"
+    "  release --force NAME\n"
+    "        delete the lock whoever holds it and wake its waiters at once\n"
+    "        (never use a plain DEL: waiters would sleep a whole lease)\n"
+    "\n"
+    "Options (before or after COMMAND):\n"
+    "  -u, --url URL      Redis: redis://[[user]:pass@]host[:port][/db],\n"
+    "                     unix:///path, a Cluster node, sentinel://...,\n"
+    "                     redlock://... (default: $RLOCK_URL, else\n"
+    "                     redis://127.0.0.1:6379)\n"
+    "  -p, --prefix P     key prefix of the locks (default rl:)\n"
+    "  -n, --name NAME    this client's name, shown to others (default\n"
+    "                     rlock-exec for exec, rlock-cli otherwise)\n"
+    "  -j, --json         list, show: JSON instead of a table\n"
+    "  -h, --help         this help\n"
+    "  -V, --version      the version\n"
+    "\n"
+    "Exit status:\n"
+    "  0    success (exec: the command exited 0)\n"
+    "  1    usage error\n"
+    "  2    cannot connect, Redis refused, or another failure of rlock\n"
+    "  3    exec: the lock was not acquired within --wait\n"
+    "  4    exec: the lease was lost while the command ran; it was stopped\n"
+    "  126  exec: the command could not be run; 127: it was not found\n"
+    "  128+N  exec: the command was killed by signal N, or rlock itself got\n"
+    "       signal N (the command was stopped and the lock released)\n"
+    "  exec otherwise exits with the command's own status.\n";
+
+void rt_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "%s: ", rt_prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int rt_parse_ms(const char *s, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > RL_TIME_MAX_MS)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int rt_exit_of(int status)
+{
+    switch (status) {
+    case RL_OK:
+        return RT_EXIT_OK;
+    case RL_EBUSY:
+    case RL_ETIMEDOUT:
+        return RT_EXIT_NOTTAKEN;
+    case RL_ELOST:
+        return RT_EXIT_LOST;
+    default:
+        return RT_EXIT_REDIS;
+    }
+}
+
+int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
+              void *payload)
+{
+    rl_options o;
+    char safe[512] = "";
+    int rc;
+
+    rl_options_init(&o, RL_OPTIONS_VERSION);
+    o.url = co->url;
+    o.key_prefix = co->prefix;
+    o.client_name = co->name;
+    o.lease_ms = co->lease_ms;
+    o.on_lost = on_lost;
+    o.payload = payload;
+    if ((rc = rl_client_new(out, &o)) != RL_OK) {
+        rl_url_redact(safe, sizeof safe, co->url);  /* keeps rl_last_error() */
+        rt_err("cannot use %s: %s (%s)", safe, rl_strerror(rc), rl_last_error());
+    }
+    return rc;
+}
+
+void rt_usage(FILE *f)
+{
+    fputs(usage_text, f);
+}
+
+int rt_common_opt(int opt, const char *arg, rt_common *co)
+{
+    switch (opt) {
+    case 'u': co->url = arg; return 0;
+    case 'p': co->prefix = arg; return 0;
+    case 'n': co->name = arg; return 0;
+    case 'j': co->json = 1; return 0;
+    case 'h': rt_usage(stdout); return 1;
+    default: return -1;
+    }
+}
+

@@ -18,6 +18,7 @@
 #include "rlock_int.h"
 #include "router.h"
 #include "rwlock.h"
+#include "scripts.h"
 #include "sentinel.h"
 #include "server.h"
 #include "stats.h"

@@ -1,14 +1,14 @@
 /*
  * client.c: the client (struct rl_client: every module's state of one
  * client, under its mutex), the calls in flight, and the bells of its
- * threads. Needs RL__S_COUNT (rlock_int.h, until scripts.c has a header
- * of its own): included after rlock_int.h.
+ * threads.
  */
 #ifndef RL_CLIENT_H
 #define RL_CLIENT_H
 
 #include "common.h"
 #include "holds.h"
+#include "scripts.h"
 #include "server.h"
 #include "stats.h"
 #include "url.h"

@@ -17,6 +17,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "rlock_int.h"
+#include "scripts.h"
 #include "util.h"
 
 static int load_one(rl_client *c, rl__conn *conn, int script)

@@ -49,6 +49,7 @@
 #include "holds.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "scripts.h"
 #include "util.h"
 
 #define QUEUE_SUFFIX ":queue"

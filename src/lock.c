@@ -23,6 +23,7 @@
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"
+#include "scripts.h"
 #include "server.h"
 #include "stats.h"
 #include "thread.h"

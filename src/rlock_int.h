@@ -3,8 +3,7 @@
  * holds.h, ...) declares what other modules may use of it, and each .c
  * includes the headers of the modules it uses; common.h is what they all
  * share. Nothing here is exported: every symbol is hidden and uses the
- * rl__ prefix. What scripts.c declares stays here until it has a header
- * of its own (client.h and sentinel.h need it: they come after it).
+ * rl__ prefix.
  */
 #ifndef RLOCK_INT_H
 #define RLOCK_INT_H
@@ -17,14 +16,7 @@
 #include "reply.h"
 #include "slot.h"
 #include "topology.h"
-
-/* ---- scripts.c ------------------------------------------------------- */
-
-enum { RL__S_ACQUIRE, RL__S_RELEASE, RL__S_RENEW, RL__S_FORCE,
-       RL__S_FAIR_ACQUIRE, RL__S_FAIR_RELEASE, RL__S_FAIR_LEAVE,
-       RL__S_RW_ACQUIRE, RL__S_RW_RELEASE, RL__S_RW_RENEW, RL__S_COUNT };
-extern const char *const rl__script_src[RL__S_COUNT];
-
+#include "scripts.h"
 #include "rwlock.h"
 #include "thread.h"
 #include "conn.h"

@@ -79,6 +79,7 @@
 #include "holds.h"
 #include "rlock_int.h"
 #include "rwlock.h"
+#include "scripts.h"
 
 int rl__rw_script(const rl__entry *e, int script)
 {

@@ -10,6 +10,7 @@
  */
 #include "rlock_int.h"
 #include "rl_scripts_lua.h"
+#include "scripts.h"
 
 const char *const rl__script_src[RL__S_COUNT] = {
     [RL__S_ACQUIRE] = acquire_src,

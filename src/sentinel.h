@@ -1,6 +1,6 @@
 /*
- * sentinel.c: the primary that the sentinels name. Its rl__sub_poke
- * reads the client (client.h): included after rlock_int.h.
+ * sentinel.c: the primary that the sentinels name (and rl__sub_poke, the
+ * subscriber's bell, which reads the client).
  */
 #ifndef RL_SENTINEL_H
 #define RL_SENTINEL_H

@@ -15,7 +15,6 @@
 #include "outcome.h"
 #include "redlock.h"
 #include "reply.h"
-#include "rlock_int.h"
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"

@@ -17,7 +17,6 @@
 #include "outcome.h"
 #include "owner.h"
 #include "redlock.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"

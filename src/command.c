@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "reply.h"
 #include "resp.h"
-#include "rlock_int.h"
 #include "scripts.h"
 #include "util.h"
 

@@ -22,7 +22,6 @@
 #include "error.h"
 #include "nopipe.h"
 #include "reply.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "stats.h"

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client.h"
 #include "error.h"
-#include "rlock_int.h"
 
 static _Thread_local char rl__detail[512];
 

@@ -45,9 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "fair.h"
 #include "holds.h"
-#include "rlock_int.h"
 #include "rwlock.h"
 #include "scripts.h"
 #include "util.h"

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
 #include "fanout.h"
 #include "reply.h"
 #include "resp.h"
-#include "rlock_int.h"
 #include "server.h"
 #include "util.h"
 

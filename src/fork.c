@@ -18,7 +18,6 @@
 #include "holds.h"
 #include "outcome.h"
 #include "owner.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "server.h"

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "holds.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "rwlock.h"
 #include "slot.h"

@@ -14,8 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
+#include "common.h"
+#include "error.h"
+#include "fork.h"
 #include "nopipe.h"
-#include "rlock_int.h"
+#include "router.h"
+#include "slot.h"
+#include "util.h"
 
 /* The public structs and the memory their strings point into. */
 typedef struct holder_mem {

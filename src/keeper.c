@@ -20,7 +20,6 @@
 #include "holds.h"
 #include "keeper.h"
 #include "outcome.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "server.h"

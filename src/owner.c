@@ -21,11 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "owner.h"
-#include "rlock_int.h"
 #include "router.h"
 #include "server.h"
 #include "slot.h"

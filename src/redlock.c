@@ -31,7 +31,6 @@
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"

@@ -29,7 +29,6 @@
 #include "redlock.h"
 #include "renew.h"
 #include "reply.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"

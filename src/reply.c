@@ -5,10 +5,10 @@
 #include <limits.h>
 #include <string.h>
 
+#include "conn.h"
 #include "error.h"
 #include "reply.h"
 #include "resp.h"
-#include "rlock_int.h"
 
 static int is_int(const redisReply *r)
 {

@@ -17,8 +17,8 @@
 
 #include "conn.h"
 #include "error.h"
+#include "outcome.h"
 #include "reply.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "sentinel.h"

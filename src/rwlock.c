@@ -77,7 +77,6 @@
 #include <string.h>
 
 #include "holds.h"
-#include "rlock_int.h"
 #include "rwlock.h"
 #include "scripts.h"
 

@@ -29,7 +29,6 @@
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"
-#include "rlock_int.h"
 #include "router.h"
 #include "sentinel.h"
 #include "server.h"

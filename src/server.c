@@ -14,7 +14,6 @@
 
 #include "conn.h"
 #include "error.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "server.h"
 #include "util.h"

@@ -9,7 +9,6 @@
 
 #include "error.h"
 #include "fork.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "stats.h"
 

@@ -24,7 +24,6 @@
 #include "fair.h"
 #include "holds.h"
 #include "nopipe.h"
-#include "rlock_int.h"
 #include "client.h"
 #include "router.h"
 #include "rwlock.h"

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "holds.h"
-#include "rlock_int.h"
 #include "thread.h"
 #include "util.h"
 

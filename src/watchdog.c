@@ -15,13 +15,13 @@
  */
 #include <unistd.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
 #include "keeper.h"
 #include "owner.h"
 #include "renew.h"
-#include "rlock_int.h"
 #include "server.h"
 #include "stats.h"
 #include "thread.h"

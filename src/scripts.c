@@ -8,7 +8,6 @@
  * into rl_scripts_lua.h (cmake/rlockLuaGen.cmake): one `<name>_src[]` per
  * src/lua/<name>.lua, its includes expanded, the text Redis receives.
  */
-#include "rlock_int.h"
 #include "rl_scripts_lua.h"
 #include "scripts.h"
 

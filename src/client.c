@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
@@ -17,7 +18,6 @@
 #include "outcome.h"
 #include "owner.h"
 #include "redlock.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "sentinel.h"

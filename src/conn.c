@@ -18,11 +18,11 @@
 #include <sys/time.h>
 #include <stdio.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "nopipe.h"
 #include "reply.h"
-#include "client.h"
 #include "router.h"
 #include "stats.h"
 #include "util.h"

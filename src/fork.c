@@ -13,12 +13,12 @@
 
 #include <uuid/uuid.h>
 
+#include "client.h"
 #include "error.h"
 #include "fork.h"
 #include "holds.h"
 #include "outcome.h"
 #include "owner.h"
-#include "client.h"
 #include "router.h"
 #include "server.h"
 #include "stats.h"

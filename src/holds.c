@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "holds.h"
 #include "client.h"
+#include "holds.h"
 #include "rwlock.h"
 #include "slot.h"
 #include "stats.h"

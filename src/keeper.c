@@ -15,12 +15,12 @@
  * pool, where the watchdog's next round finds it (an application thread
  * may take it first: the watchdog then asks again).
  */
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "holds.h"
 #include "keeper.h"
 #include "outcome.h"
-#include "client.h"
 #include "router.h"
 #include "server.h"
 #include "util.h"

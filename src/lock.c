@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "acquire.h"
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
@@ -19,7 +20,6 @@
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
@@ -18,7 +19,6 @@
 #include "outcome.h"
 #include "reply.h"
 #include "resp.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
@@ -31,7 +32,6 @@
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "command.h"
 #include "conn.h"
 #include "error.h"
@@ -29,7 +30,6 @@
 #include "redlock.h"
 #include "renew.h"
 #include "reply.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"

@@ -15,11 +15,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "outcome.h"
 #include "reply.h"
-#include "client.h"
 #include "router.h"
 #include "sentinel.h"
 #include "server.h"

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
-#include "client.h"
 #include "server.h"
 #include "util.h"
 

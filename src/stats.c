@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "client.h"
 #include "error.h"
 #include "fork.h"
-#include "client.h"
 #include "stats.h"
 
 /* Upper bounds of the wait buckets, in ms; the last bucket has none. */

@@ -19,12 +19,12 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "conn.h"
 #include "error.h"
 #include "fair.h"
 #include "holds.h"
 #include "nopipe.h"
-#include "client.h"
 #include "router.h"
 #include "rwlock.h"
 #include "sentinel.h"

@@ -1,9 +1,10 @@
 /*
- * Every internal header at once. Each module's header (util.h, conn.h,
- * holds.h, ...) declares what other modules may use of it, and each .c
- * includes the headers of the modules it uses; common.h is what they all
- * share. Nothing here is exported: every symbol is hidden and uses the
- * rl__ prefix.
+ * Every internal header at once, in the order of the layers, for the unit
+ * tests and fuzzers that reach into the library. The library's own files
+ * do not use it: each module's header (util.h, conn.h, holds.h, ...)
+ * declares what other modules may use of it, each .c includes the headers
+ * of the modules it uses, and common.h is what they all share. Nothing
+ * here is exported: every symbol is hidden and uses the rl__ prefix.
  */
 #ifndef RLOCK_INT_H
 #define RLOCK_INT_H

@@ -334,7 +334,15 @@ static const char exec_usage[] =
     "usage: rlock exec [--url URL] [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS]\n"
     "                  NAME [--] CMD [ARGS...]\n";
 
-int rt_cmd_exec(int argc, char **argv, rt_common *co)
+/* What `rlock exec` was asked to do. */
+typedef struct exec_args {
+    long wait_ms, lease_ms, grace_ms;
+    const char *name;
+    char **cmd;
+} exec_args;
+
+/* The command line into *a: 0, or the status to exit with. */
+static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
 {
     static const struct option longs[] = {
         RT_COMMON_LONGS,
@@ -344,20 +352,14 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         { "watchdog-lease", required_argument, NULL, 'W' },
         { NULL, 0, NULL, 0 },
     };
-    long wait_ms = RL_WAIT_FOREVER, lease_ms = RL_LEASE_WATCHDOG, grace_ms = RT_GRACE_MS;
-    sigset_t stops, ttou, old;
-    rl_client *client = NULL;
-    rl_lock *lock = NULL;
-    const char *name;
-    char **cmd;
-    watch w;
-    pthread_t wt;
-    job j;
-    int opt, rc, ex, sfd;
+    int opt, rc;
 
+    a->wait_ms = RL_WAIT_FOREVER;
+    a->lease_ms = RL_LEASE_WATCHDOG;
+    a->grace_ms = RT_GRACE_MS;
     while ((opt = getopt_long(argc, argv, "+" RT_COMMON_SHORT "w:l:g:W:", longs, NULL)) != -1) {
-        long *to = opt == 'w' ? &wait_ms : opt == 'l' ? &lease_ms : opt == 'g' ? &grace_ms
-                 : opt == 'W' ? &co->lease_ms : NULL;
+        long *to = opt == 'w' ? &a->wait_ms : opt == 'l' ? &a->lease_ms
+                 : opt == 'g' ? &a->grace_ms : opt == 'W' ? &co->lease_ms : NULL;
         if (to) {
             if (rt_parse_ms(optarg, to) != 0 ||
                 ((opt == 'l' || opt == 'W') && *to < RL_LEASE_MIN_MS)) {
@@ -380,19 +382,27 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         fputs(exec_usage, stderr);
         return RT_EXIT_USAGE;
     }
-    name = argv[optind++];
+    a->name = argv[optind++];
     if (strcmp(argv[optind], "--") == 0)
         optind++;
     if (optind >= argc) {
         fputs(exec_usage, stderr);
         return RT_EXIT_USAGE;
     }
-    cmd = argv + optind;
+    a->cmd = argv + optind;
     if (!co->name)
         co->name = "rlock-exec";
+    return -1;
+}
 
-    /* Every signal we act on is read from sfd; blocked before any thread
-     * of the library exists, so that they all inherit the mask. */
+/* Every signal we act on is read from the returned descriptor (-1 on
+ * failure), *old the mask to give the command; blocked before any thread
+ * of the library exists, so that they all inherit the mask. */
+static int block_signals(sigset_t *old)
+{
+    sigset_t stops, ttou;
+    int sfd;
+
     sigemptyset(&stops);
     sigaddset(&stops, SIGTERM);
     sigaddset(&stops, SIGINT);
@@ -404,31 +414,32 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);
-    if (sigprocmask(SIG_BLOCK, &stops, &old) != 0 || sigprocmask(SIG_BLOCK, &ttou, NULL) != 0 ||
+    if (sigprocmask(SIG_BLOCK, &stops, old) != 0 || sigprocmask(SIG_BLOCK, &ttou, NULL) != 0 ||
         (sfd = signalfd(-1, &stops, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
         pipe2(lost_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         rt_err("signals: %s", strerror(errno));
-        return RT_EXIT_REDIS;
+        return -1;
     }
-    if (rt_client(&client, co, on_lost, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
-    if ((rc = rl_lock_new(&lock, client, name)) != RL_OK) {
-        rt_err("lock name: %s", rl_last_error());
-        rl_client_free(client);
-        return RT_EXIT_USAGE;
-    }
+    return sfd;
+}
 
-    /* Take the lock; a stop signal meanwhile cancels the wait. */
+/* Take the lock; a stop signal meanwhile cancels the wait. 0 once taken,
+ * else the status to exit with (the lock and the client freed). */
+static int take(rl_client *client, rl_lock *lock, int sfd, const exec_args *a)
+{
+    watch w;
+    pthread_t wt;
+    int rc;
+
     memset(&w, 0, sizeof w);
     w.client = client;
     w.sfd = sfd;
     if (pipe2(w.quit, O_CLOEXEC) != 0 || pthread_create(&wt, NULL, watch_main, &w) != 0) {
         rt_err("cannot start the signal watcher");
-        rl_lock_free(lock);
-        rl_client_free(client);
-        return RT_EXIT_REDIS;
+        rc = RT_EXIT_REDIS;
+        goto out;
     }
-    rc = rl_lock_try_acquire(lock, wait_ms, lease_ms);
+    rc = rl_lock_try_acquire(lock, a->wait_ms, a->lease_ms);
     if (write(w.quit[1], "q", 1) < 0) {
         /* the thread is gone already */
     }
@@ -437,53 +448,82 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
     close(w.quit[1]);
     if (w.sig) {
         /* The shutdown released whatever the acquisition got. */
-        rt_err("got signal %d while waiting for '%s'", w.sig, name);
-        rl_lock_free(lock);
-        rl_client_free(client);
-        return 128 + w.sig;
+        rt_err("got signal %d while waiting for '%s'", w.sig, a->name);
+        rc = 128 + w.sig;
+    } else if (rc == RL_EBUSY || rc == RL_ETIMEDOUT) {
+        rt_err("'%s' is held by another owner (not acquired within %ld ms)", a->name,
+               a->wait_ms);
+        rc = rt_exit_of(rc);
+    } else if (rc != RL_OK) {
+        rt_err("cannot acquire '%s': %s (%s)", a->name, rl_strerror(rc), rl_last_error());
+        rc = rt_exit_of(rc);
+    } else {
+        return 0;
     }
-    if (rc != RL_OK) {
-        if (rc == RL_EBUSY || rc == RL_ETIMEDOUT)
-            rt_err("'%s' is held by another owner (not acquired within %ld ms)", name,
-                   wait_ms);
-        else
-            rt_err("cannot acquire '%s': %s (%s)", name, rl_strerror(rc), rl_last_error());
-        rl_lock_free(lock);
+out:
+    rl_lock_free(lock);
+    rl_client_free(client);
+    return rc;
+}
+
+/* rlock's exit status once the command's group is gone and the lock was
+ * released with status rc. */
+static int exit_status(job *j, const char *name, int rc)
+{
+    if (rc == RL_ELOST && j->why != 's')
+        j->why = 'l';
+    else if (rc != RL_OK && rc != RL_ELOST)
+        rt_err("release of '%s': %s (%s); it runs out with its lease", name, rl_strerror(rc),
+               rl_last_error());
+    if (j->why == 's')
+        return 128 + j->stop_sig;
+    if (j->why == 'l')
+        return RT_EXIT_LOST;
+    if (WIFEXITED(j->st))
+        return WEXITSTATUS(j->st);
+    if (WIFSIGNALED(j->st))
+        return 128 + WTERMSIG(j->st);
+    return RT_EXIT_REDIS;
+}
+
+int rt_cmd_exec(int argc, char **argv, rt_common *co)
+{
+    rl_client *client = NULL;
+    rl_lock *lock = NULL;
+    exec_args a;
+    sigset_t old;
+    job j;
+    int rc, ex, sfd;
+
+    if ((rc = parse_args(argc, argv, co, &a)) >= 0)
+        return rc;
+    if ((sfd = block_signals(&old)) < 0)
+        return RT_EXIT_REDIS;
+    if (rt_client(&client, co, on_lost, NULL) != RL_OK)
+        return RT_EXIT_REDIS;
+    if ((rc = rl_lock_new(&lock, client, a.name)) != RL_OK) {
+        rt_err("lock name: %s", rl_last_error());
         rl_client_free(client);
-        return rt_exit_of(rc);
+        return RT_EXIT_USAGE;
     }
+    if ((rc = take(client, lock, sfd, &a)) != 0)
+        return rc;
 
     /* Orphans of the command's group become rlock's children (to reap). */
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     memset(&j, 0, sizeof j);
     j.kill_at = -1;
     j.tty = foreground_tty();
-    if ((rc = spawn(&j.pid, cmd, &old, j.tty)) != 0) {
-        rt_err("%s: %s", cmd[0], strerror(rc));
+    if ((rc = spawn(&j.pid, a.cmd, &old, j.tty)) != 0) {
+        rt_err("%s: %s", a.cmd[0], strerror(rc));
         tty_back(&j);
         rl_lock_release(lock);
         rl_lock_free(lock);
         rl_client_free(client);
         return rc == ENOENT ? RT_EXIT_NOTFOUND : RT_EXIT_NOEXEC;
     }
-    run(&j, lock, sfd, name, grace_ms);
-
-    rc = rl_lock_release(lock);
-    if (rc == RL_ELOST && j.why != 's')
-        j.why = 'l';
-    else if (rc != RL_OK && rc != RL_ELOST)
-        rt_err("release of '%s': %s (%s); it runs out with its lease", name, rl_strerror(rc),
-               rl_last_error());
-    if (j.why == 's')
-        ex = 128 + j.stop_sig;
-    else if (j.why == 'l')
-        ex = RT_EXIT_LOST;
-    else if (WIFEXITED(j.st))
-        ex = WEXITSTATUS(j.st);
-    else if (WIFSIGNALED(j.st))
-        ex = 128 + WTERMSIG(j.st);
-    else
-        ex = RT_EXIT_REDIS;
+    run(&j, lock, sfd, a.name, a.grace_ms);
+    ex = exit_status(&j, a.name, rl_lock_release(lock));
     rl_lock_free(lock);
     rl_client_free(client);
     close(sfd);

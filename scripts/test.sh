@@ -185,7 +185,7 @@ bash tests/packaging/check.sh build
 bash tests/packaging/deb.sh build-deb
 step_end
 
-step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/; luacheck"
+step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/; sizes; luacheck"
 [[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
 symbols=$(nm -D --defined-only build/librlock.so | awk '{ print $NF }' | sort -u)
 printf '%s\n' "$symbols" | sed 's/^/  /'
@@ -200,6 +200,8 @@ grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exporte
 bash scripts/layers.sh src || rl_die "files of src/ call each other in a circle (see above)"
 bash scripts/layers.sh src/tools rt_ ||
     rl_die "files of src/tools/ call each other in a circle (see above)"
+# Files and functions a reader can hold in mind (issue 22).
+bash scripts/sizes.sh || rl_die "a file or function of src/ is over its size limit (see above)"
 # The Lua scripts as Redis receives them, their includes expanded by the
 # build (src/lua/README.md).
 [[ -f build/lua/acquire.lua ]] || rl_die "build/lua/acquire.lua not found"

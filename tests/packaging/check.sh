@@ -47,7 +47,9 @@ if [[ -x $prefix/bin/rlock ]]; then
     say "running the installed rlock command"
     [[ $(env -u LD_LIBRARY_PATH "$prefix/bin/rlock" --version) == "rlock $version" ]] ||
         fail "the installed rlock does not run, or is not version $version"
-    used=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/rlock" | awk '/librlock\.so/ { print $3 }')
+    # The path after "=>", whole: the prefix may hold spaces.
+    used=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/rlock" |
+        sed -n 's/^[[:space:]]*librlock\.so[^ ]* => \(.*\) (0x[0-9a-f]*)$/\1/p')
     [[ -n $used && $(realpath "$(dirname "$used")") == $(realpath "$libdir") ]] ||
         fail "the installed rlock uses '${used}', not the librlock.so of $libdir"
 fi

@@ -62,6 +62,7 @@ typedef struct scan {
     rl_client *c;
     rl__conn *conn[RL__SERVERS_MAX];
     unsigned char dead[RL__SERVERS_MAX];    /* could not connect: not tried again */
+    unsigned char refused[RL__SERVERS_MAX]; /* a read refused there: recorded once */
     list_mem *out;
     owner_rec *owners;
     size_t nowners, ocap;
@@ -416,6 +417,14 @@ static int make_info(scan *sc, const rl__server *s, const char *name, size_t nle
     info_mem *w;
     int rc;
 
+    /* Not a hash: not a lock. Any other error (ACL, LOADING, BUSY, MOVED,
+     * ASK) says nothing of who holds it: the master was not read. */
+    if (r[0]->type == REDIS_REPLY_ERROR && strncmp(r[0]->str, "WRONGTYPE", 9) != 0) {
+        if (!sc->refused[s->index])
+            failed(sc, s, RL_EREDIS, "HGETALL", r[0]->str);
+        sc->refused[s->index] = 1;
+        return RL_OK;
+    }
     if (r[0]->type != REDIS_REPLY_ARRAY || r[0]->elements < 2)
         return RL_OK;
     if (!(w = calloc(1, sizeof *w)) || !(w->name = rl__memdup(name, nlen + 1)) ||

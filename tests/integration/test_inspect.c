@@ -435,6 +435,47 @@ static void test_bad_input(void **state)
     IT_RC(rl_url_redact(buf, 0, "redis://h"), RL_EINVAL);
 }
 
+/* A master that answers HGETALL with an error (here an ACL that denies it;
+ * as well -LOADING, -BUSY, a Cluster's MOVED or ASK) has not said that
+ * nobody holds the name: the read is a failure, named, not a list of 0. */
+static void test_read_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 0), *peek;
+    rl_lock *held = it_lock(c, "held");
+    rl_lock_list *l = NULL;
+    rl_options o;
+    redisReply *r;
+    char url[256];
+
+    IT_RC(rl_lock_acquire(held), RL_OK);
+    r = redisCommand(e->rc, "ACL SETUSER peek on >pw ~* &* +@all -hgetall");
+    assert_non_null(r);
+    IT_EQ(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    snprintf(url, sizeof url, "redis://peek:pw@127.0.0.1:%d", e->redis->port);
+    it_options(&o, url, 0, 0);
+    peek = it_client_opts(&o);
+
+    IT_RC(rl_client_inspect_lock(&l, peek, "held", 4, RL_INFO_VERSION), RL_EREDIS);
+    assert_non_null(l);
+    IT_EQ(l->count, 0);
+    IT_EQ(l->nfailures, 1);
+    assert_non_null(strstr(l->failures[0], "HGETALL"));
+    rl_lock_list_free(l);
+    l = NULL;
+    IT_RC(rl_client_list_locks(&l, peek, "held", RL_INFO_VERSION), RL_EREDIS);
+    assert_non_null(l);
+    IT_EQ(l->count, 0);
+    IT_EQ(l->nfailures, 1);
+    rl_lock_list_free(l);
+
+    rl_client_free(peek);
+    IT_RC(rl_lock_release(held), RL_OK);
+    rl_lock_free(held);
+    rl_client_free(c);
+}
+
 /* ---- Cluster and Redlock ------------------------------------------------- */
 
 /* A 3-master Cluster: every master listed, each name on its own master,
@@ -589,6 +630,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fair_rw, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_odd_keys, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_read_refused, it_setup, it_teardown),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_redlock),
     };

@@ -791,7 +791,9 @@ typedef struct rl_lock_list {
  *
  * Returns RL_OK; RL_EINVAL (out or client NULL, a client shut down or
  * freed, a pattern too long, a version 0 or newer than this library
- * knows: *out untouched, nothing sent); RL_ENOMEM (*out untouched).
+ * knows: *out untouched, nothing sent); RL_ENOMEM (*out untouched);
+ * RL_ECANCELED (the client is being shut down: a list stops between two
+ * round trips, so that the shutdown need not wait for it; *out untouched).
  * When a master cannot be read, the call returns the first failure
  * (RL_ECONN, RL_EAUTH, RL_EREDIS, RL_EPROTO; rl_last_error() names the
  * master) and *out is still set, to what the others gave, with

@@ -507,6 +507,15 @@ static int read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
 
 /* ---- every lock ---------------------------------------------------------- */
 
+/* The client is being shut down: a list stops between two round trips,
+ * as a shutdown waits for the calls in flight. */
+static int closing(const scan *sc)
+{
+    if (!atomic_load(&sc->c->closing))
+        return RL_OK;
+    return rl__err(RL_ECANCELED, "the client is shutting down");
+}
+
 /* The keys of one SCAN reply, copied: read_lock() uses the connection. */
 static int scan_keys(scan *sc, rl__server *s, const redisReply *keys)
 {
@@ -523,7 +532,7 @@ static int scan_keys(scan *sc, rl__server *s, const redisReply *keys)
             rc = RL_ENOMEM;
     }
     for (k = 0; copy && k < n; k++) {
-        if (rc == RL_OK && copy[k])
+        if (rc == RL_OK && copy[k] && (rc = closing(sc)) == RL_OK)
             rc = read_lock(sc, s, copy[k], lens[k]);
         free(copy[k]);
     }
@@ -569,6 +578,8 @@ static int scan_server(scan *sc, rl__server *s, const char *pattern)
     snprintf(match, sizeof match, "%s{%s}", sc->c->prefix, pattern);
     do {
         redisReply *r = NULL;
+        if ((rc = closing(sc)) != RL_OK)
+            return rc;
         rc = scan_step(sc, s, match, cursor, with_type, &r);
         if (rc == 1) {
             with_type = 0;
@@ -649,7 +660,7 @@ static int finish(scan *sc, rl_lock_list **out, int rc)
     rl__call_end(sc->c);
     if (rc != RL_OK) {
         rl_lock_list_free(&l->pub);
-        return rl__err(rc, "out of memory");
+        return rc == RL_ENOMEM ? rl__err(rc, "out of memory") : rc;
     }
     if (l->pub.count)
         qsort(l->locks, l->pub.count, sizeof *l->locks, by_name);

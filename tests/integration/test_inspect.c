@@ -476,6 +476,54 @@ static void test_read_refused(void **state)
     rl_client_free(c);
 }
 
+/* A list over many keys, in another thread. */
+typedef struct {
+    rl_client *c;
+    rl_lock_list *l;
+    atomic_int rc;
+} long_list;
+
+static void *list_main(void *arg)
+{
+    long_list *ll = arg;
+
+    atomic_store(&ll->rc, rl_client_list_locks(&ll->l, ll->c, "many*", RL_INFO_VERSION));
+    return NULL;
+}
+
+/* A shutdown waits for the calls in flight, each "bounded by the command
+ * timeout": a list is one round trip per key, so it stops between keys
+ * when the client shuts down (RL_ECANCELED), rather than holding the
+ * shutdown for the whole keyspace. */
+static void test_list_shutdown(void **state)
+{
+    enum { KEYS = 30000 };
+    it_env *e = *state;
+    long_list ll = { 0 };
+    redisReply *r;
+    pthread_t th;
+    long long before;
+    int i;
+
+    for (i = 0; i < KEYS; i++)
+        redisAppendCommand(e->rc, "HSET rl:{many%d} 00000000-0000-4000-8000-000000000001:1 1",
+                           i);
+    for (i = 0; i < KEYS; i++) {
+        IT_EQ(redisGetReply(e->rc, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    ll.c = it_client(e, 0);
+    before = rt_redis_cmdstat_calls(e->rc, "hgetall");
+    IT_EQ(pthread_create(&th, NULL, list_main, &ll), 0);
+    assert_true(RT_WAIT_UNTIL(rt_redis_cmdstat_calls(e->rc, "hgetall") > before + 10, 10000));
+    IT_RC(rl_client_shutdown(ll.c), RL_OK);
+    IT_EQ(pthread_join(th, NULL), 0);
+    IT_RC(atomic_load(&ll.rc), RL_ECANCELED);
+    assert_null(ll.l);
+    assert_true(rt_redis_cmdstat_calls(e->rc, "hgetall") < before + KEYS);
+    rl_client_free(ll.c);
+}
+
 /* ---- Cluster and Redlock ------------------------------------------------- */
 
 /* A 3-master Cluster: every master listed, each name on its own master,
@@ -631,6 +679,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_odd_keys, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_read_refused, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_list_shutdown, it_setup, it_teardown),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_redlock),
     };

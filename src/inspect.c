@@ -576,12 +576,14 @@ static int scan_server(scan *sc, rl__server *s, const char *pattern)
     int with_type = 1, rc;
 
     snprintf(match, sizeof match, "%s{%s}", sc->c->prefix, pattern);
-    do {
+    for (;;) {
         redisReply *r = NULL;
         if ((rc = closing(sc)) != RL_OK)
             return rc;
         rc = scan_step(sc, s, match, cursor, with_type, &r);
         if (rc == 1) {
+            /* From the start again, without TYPE (a loop's `continue`
+             * must not meet a test of the cursor, "0" again here). */
             with_type = 0;
             strcpy(cursor, "0");
             continue;
@@ -590,10 +592,9 @@ static int scan_server(scan *sc, rl__server *s, const char *pattern)
             return RL_OK;       /* recorded; the other masters are still read */
         rc = scan_keys(sc, s, r->element[1]);
         freeReplyObject(r);
-        if (rc != RL_OK)
+        if (rc != RL_OK || strcmp(cursor, "0") == 0)
             return rc;
-    } while (strcmp(cursor, "0") != 0);
-    return RL_OK;
+    }
 }
 
 /* ---- the calls ------------------------------------------------------------ */

@@ -476,6 +476,48 @@ static void test_read_refused(void **state)
     rl_client_free(c);
 }
 
+/* A SCAN refused with TYPE is asked again without it (Redis before 6 has
+ * no TYPE); refused again, the master was not read: a failure, not an
+ * empty list. */
+static void test_scan_refused(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 0), *peek;
+    rl_lock *held = it_lock(c, "held");
+    rl_lock_list *l = NULL;
+    rl_options o;
+    redisReply *r;
+    char url[256];
+
+    IT_RC(rl_lock_acquire(held), RL_OK);
+    r = redisCommand(e->rc, "ACL SETUSER noscan on >pw ~* &* +@all -scan");
+    assert_non_null(r);
+    IT_EQ(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    snprintf(url, sizeof url, "redis://noscan:pw@127.0.0.1:%d", e->redis->port);
+    it_options(&o, url, 0, 0);
+    peek = it_client_opts(&o);
+    r = redisCommand(e->rc, "CONFIG RESETSTAT");
+    freeReplyObject(r);
+
+    IT_RC(rl_client_list_locks(&l, peek, NULL, RL_INFO_VERSION), RL_EREDIS);
+    assert_non_null(l);
+    IT_EQ(l->count, 0);
+    IT_EQ(l->nfailures, 1);
+    assert_non_null(strstr(l->failures[0], "SCAN"));
+    rl_lock_list_free(l);
+    /* Both tries reached Redis, and were refused (not counted as calls). */
+    r = redisCommand(e->rc, "INFO commandstats");
+    assert_non_null(strstr(r->str, "cmdstat_scan:calls=0,"));
+    assert_non_null(strstr(r->str, "rejected_calls=2,"));
+    freeReplyObject(r);
+
+    rl_client_free(peek);
+    IT_RC(rl_lock_release(held), RL_OK);
+    rl_lock_free(held);
+    rl_client_free(c);
+}
+
 /* A list over many keys, in another thread. */
 typedef struct {
     rl_client *c;
@@ -680,6 +722,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_read_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_list_shutdown, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_refused, it_setup, it_teardown),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_redlock),
     };

@@ -478,10 +478,14 @@ static void append_reads(rl_client *c, rl__conn *conn, const char *key, size_t k
     redisAppendCommandArgv(conn->ctx, 1, a5, l5);
 }
 
+/* Room for the longest lock key a client makes (a prefix of at most 256
+ * bytes, client.c; '{', an escape, the name, '}') and a suffix. */
+#define KEY_ROOM (256 + 3 + RL_NAME_MAX + 16)
+
 /* One lock key on server s, as an entry of the list (when it is a lock). */
 static int read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
 {
-    char chan[RL__OWNER_MAX + 1200], queue[RL__OWNER_MAX + 1200];
+    char chan[KEY_ROOM], queue[KEY_ROOM];
     redisReply *r[5] = { NULL, NULL, NULL, NULL, NULL };
     rl__conn *conn = conn_to(sc, s);
     const char *name;

@@ -518,6 +518,37 @@ static void test_scan_refused(void **state)
     rl_client_free(c);
 }
 
+/* The longest key a client makes (a prefix of 256 bytes, a name of
+ * RL_NAME_MAX) is read like any other. */
+static void test_long_key(void **state)
+{
+    it_env *e = *state;
+    static char prefix[257], name[RL_NAME_MAX];
+    rl_lock_list *l = NULL;
+    rl_options o;
+    rl_client *c;
+    rl_lock *lk;
+
+    memset(prefix, 'p', sizeof prefix - 1);
+    memset(name, 'n', sizeof name);
+    it_options(&o, e->redis->url, 0, 0);
+    o.key_prefix = prefix;
+    c = it_client_opts(&o);
+    IT_RC(rl_lock_new_bin(&lk, c, name, sizeof name), RL_OK);
+    IT_RC(rl_lock_acquire(lk), RL_OK);
+    IT_RC(rl_client_inspect_lock(&l, c, name, sizeof name, RL_INFO_VERSION), RL_OK);
+    IT_EQ(l->count, 1);
+    IT_EQ(l->locks[0]->name_len, sizeof name);
+    IT_EQ(l->locks[0]->nholders, 1);
+    rl_lock_list_free(l);
+    IT_RC(rl_client_list_locks(&l, c, NULL, RL_INFO_VERSION), RL_OK);
+    IT_EQ(l->count, 1);
+    rl_lock_list_free(l);
+    IT_RC(rl_lock_release(lk), RL_OK);
+    rl_lock_free(lk);
+    rl_client_free(c);
+}
+
 /* A list over many keys, in another thread. */
 typedef struct {
     rl_client *c;
@@ -723,6 +754,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_read_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_list_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_scan_refused, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_long_key, it_setup, it_teardown),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_redlock),
     };

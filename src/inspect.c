@@ -114,6 +114,21 @@ static rl__conn *conn_to(scan *sc, rl__server *s)
     return sc->conn[s->index];
 }
 
+/* s's connection back to the pool after each round trip: a list is many,
+ * and the client's other threads must not wait for all of them (a pool
+ * of one). */
+static void conn_done(scan *sc, const rl__server *s)
+{
+    rl__conn *conn = sc->conn[s->index];
+
+    if (!conn)
+        return;
+    if (rl__conn_broken(conn))
+        sc->dead[s->index] = 1;     /* recorded when it broke */
+    sc->conn[s->index] = NULL;
+    rl__pool_put(sc->c, conn);
+}
+
 /* One command on s: RL_OK and *out, or a failure (recorded). */
 static int call(scan *sc, rl__server *s, redisReply **out, int argc, const char **argv,
                 const size_t *lens)
@@ -125,6 +140,7 @@ static int call(scan *sc, rl__server *s, redisReply **out, int argc, const char 
         return RL_ECONN;
     if ((rc = rl__conn_call(conn, out, argc, argv, lens)) != RL_OK)
         failed(sc, s, rc, argv[0], rl_last_error());
+    conn_done(sc, s);
     return rc;
 }
 
@@ -501,6 +517,7 @@ static int read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
             rc = RL_ECONN;
         }
     }
+    conn_done(sc, s);
     if (rc == RL_OK)
         rc = make_info(sc, s, name, nlen, r);
     for (i = 0; i < 5; i++)

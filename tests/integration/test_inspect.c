@@ -597,6 +597,52 @@ static void test_list_shutdown(void **state)
     rl_client_free(ll.c);
 }
 
+/* A list holds no connection of the pool for longer than a page of its
+ * SCAN: with a pool of one, another thread's try (no wait) during a long
+ * list is answered in one round trip or so, not when the list ends. */
+static void test_list_pool(void **state)
+{
+    enum { KEYS = 30000 };
+    it_env *e = *state;
+    long_list ll = { 0 };
+    redisReply *r;
+    pthread_t th;
+    long long before;
+    int64_t t0, took;
+    rl_options o;
+    rl_lock *lk;
+    int i;
+
+    for (i = 0; i < KEYS; i++)
+        redisAppendCommand(e->rc, "HSET rl:{many%d} 00000000-0000-4000-8000-000000000001:1 1",
+                           i);
+    for (i = 0; i < KEYS; i++) {
+        IT_EQ(redisGetReply(e->rc, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    it_options(&o, e->redis->url, 0, 0);
+    o.pool_size = 1;
+    ll.c = it_client_opts(&o);
+    lk = it_lock(ll.c, "other");
+    before = rt_redis_cmdstat_calls(e->rc, "hgetall");
+    IT_EQ(pthread_create(&th, NULL, list_main, &ll), 0);
+    assert_true(RT_WAIT_UNTIL(rt_redis_cmdstat_calls(e->rc, "hgetall") > before + 10, 10000));
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_try_acquire(lk, 0, RL_LEASE_WATCHDOG), RL_OK);
+    took = rt_now_ms() - t0;
+    /* Not after the list: it is still on its way. */
+    assert_true(rt_redis_cmdstat_calls(e->rc, "hgetall") < before + KEYS);
+    IT_EQ(pthread_join(th, NULL), 0);
+    if (took > 500)
+        fail_msg("a try with no wait took %lld ms behind a list", (long long)took);
+    IT_RC(atomic_load(&ll.rc), RL_OK);
+    IT_EQ(ll.l->count, KEYS);
+    rl_lock_list_free(ll.l);
+    IT_RC(rl_lock_release(lk), RL_OK);
+    rl_lock_free(lk);
+    rl_client_free(ll.c);
+}
+
 /* ---- Cluster and Redlock ------------------------------------------------- */
 
 /* A 3-master Cluster: every master listed, each name on its own master,
@@ -755,6 +801,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_scan_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_long_key, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_list_pool, it_setup, it_teardown),
         cmocka_unit_test(test_cluster),
         cmocka_unit_test(test_redlock),
     };

@@ -608,7 +608,6 @@ static void test_list_pool(void **state)
     redisReply *r;
     pthread_t th;
     long long before;
-    int64_t t0, took;
     rl_options o;
     rl_lock *lk;
     int i;
@@ -627,14 +626,10 @@ static void test_list_pool(void **state)
     before = rt_redis_cmdstat_calls(e->rc, "hgetall");
     IT_EQ(pthread_create(&th, NULL, list_main, &ll), 0);
     assert_true(RT_WAIT_UNTIL(rt_redis_cmdstat_calls(e->rc, "hgetall") > before + 10, 10000));
-    t0 = rt_now_ms();
     IT_RC(rl_lock_try_acquire(lk, 0, RL_LEASE_WATCHDOG), RL_OK);
-    took = rt_now_ms() - t0;
     /* Not after the list: it is still on its way. */
     assert_true(rt_redis_cmdstat_calls(e->rc, "hgetall") < before + KEYS);
     IT_EQ(pthread_join(th, NULL), 0);
-    if (took > 500)
-        fail_msg("a try with no wait took %lld ms behind a list", (long long)took);
     IT_RC(atomic_load(&ll.rc), RL_OK);
     IT_EQ(ll.l->count, KEYS);
     rl_lock_list_free(ll.l);

@@ -11,7 +11,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: rlnemesis run --seed S [--keep]\n"
                     "       rlnemesis run --seeds N --from S [--keep]\n"
-                    "       rlnemesis check DIR\n");
+                    "       rlnemesis check DIR\n"
+                    "       rlnemesis plan S\n");
     return 2;
 }
 
@@ -69,6 +70,18 @@ int main(int argc, char **argv)
         return nm_worker_main(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (argc == 3 && strcmp(argv[1], "plan") == 0) {
+        nm_plan p;
+        char desc[300];
+        int i;
+        nm_plan_draw(&p, strtoull(argv[2], NULL, 0));
+        nm_plan_describe(&p, desc, sizeof desc);
+        printf("seed=0x%llx %s faults=", (unsigned long long)p.seed, desc);
+        for (i = 0; i < p.nfaults; i++)
+            printf("%s%s@%ld", i ? "," : "", nm_fault_name(p.faults[i].kind), p.faults[i].at_ms);
+        printf("\n");
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "check") == 0)
         return cmd_check(argv[2]);
     return usage();

@@ -119,6 +119,9 @@ static int open_force_client(nm_ctl *c)
     rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = c->srv->url;
     o.key_prefix = prefix;
+    /* Its owner record lives three leases: freeing the client deletes it,
+     * but only on a pooled connection still alive (not after a restart). */
+    o.lease_ms = 600;
     st = rl_client_new(&c->client, &o);
     for (i = 0; st == RL_OK && i < c->plan.nnames; i++) {
         nm_name_of(name, sizeof name, i);
@@ -128,6 +131,18 @@ static int open_force_client(nm_ctl *c)
     if (st != RL_OK)
         fprintf(stderr, "rlnemesis: controller client: %s\n", rl_strerror(st));
     return st == RL_OK ? 0 : -1;
+}
+
+static void close_force_client(nm_ctl *c)
+{
+    int i;
+
+    for (i = 0; i < c->plan.nnames; i++) {
+        rl_lock_free(c->handle[i]);
+        c->handle[i] = NULL;
+    }
+    rl_client_free(c->client);
+    c->client = NULL;
 }
 
 /* One command on a fresh connection (CLIENT KILL would cut a kept one). */
@@ -332,9 +347,7 @@ static void teardown(nm_ctl *c)
             kill(c->pid[i], SIGKILL);
             rt_child_wait(c->pid[i], 5000);
         }
-    for (i = 0; i < c->plan.nnames; i++)
-        rl_lock_free(c->handle[i]);
-    rl_client_free(c->client);
+    close_force_client(c);
     rt_proxy_stop(c->px);
     rt_redis_stop(c->srv);
     memset((void *)g_pids, 0, sizeof g_pids);
@@ -360,6 +373,7 @@ static int play(nm_ctl *c)
     }
     wait_workers(c);
     ctl_hist(c, "T end");
+    close_force_client(c);     /* its owner record is a key of the run too */
     /* One lease (and delay) after the end, plus a fair place's 2 s; a
      * killed worker's owner record lives three of its leases. */
     RT_WAIT_UNTIL(keys_left(c, 0) == 0, 3 * nm_plan_lease_delay_max(&c->plan) + 3000);

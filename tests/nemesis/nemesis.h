@@ -42,6 +42,11 @@ int nm_rng_pct(nm_rng *r, int pct);
 #define NM_NAMES_MAX 3
 #define NM_PROCS_MAX 4
 #define NM_FAULTS_MAX 8
+#define NM_NODES_MAX 5
+
+/* Deployments. */
+#define NM_SINGLE  0   /* one redis-server */
+#define NM_REDLOCK 1   /* Redlock over 5 independent masters: plain names only */
 
 /* Families of a name (each has its own client options in every worker). */
 #define NM_PLAIN 0
@@ -82,10 +87,14 @@ typedef struct nm_fault {
     long at_ms;       /* from the start of the run */
     long dur_ms;      /* 0 for instant faults */
     int arg;          /* worker index or name index, as the kind says */
+    int node;         /* server faults: which node */
 } nm_fault;
 
 typedef struct nm_plan {
     uint64_t seed;
+    int deploy;           /* NM_SINGLE, NM_REDLOCK */
+    int nnodes;           /* servers: 1, or 5 for Redlock */
+    int px_node;          /* the node the proxy stands in front of */
     int nnames;
     nm_name names[NM_NAMES_MAX];
     int nprocs;           /* worker processes */

@@ -35,6 +35,7 @@
 #define NM_LIVE_BOUND_MS  1000               /* a free name is granted to a waiter within it */
 #define NM_FAIR_GAP_MS    100                /* arrival order the history can tell */
 #define NM_MS             1000000LL
+#define NM_PRINT_MAX      5                  /* violations printed per invariant */
 #define NM_FOREVER        INT64_MAX
 
 typedef struct nm_hold {
@@ -122,7 +123,11 @@ static void violation(nm_hist *h, int inv, int name, const nm_hold *a, const nm_
 {
     char da[700], db[700];
 
-    h->v->violations[inv]++;
+    if (++h->v->violations[inv] > NM_PRINT_MAX) {
+        if (h->v->violations[inv] == NM_PRINT_MAX + 1)
+            printf("VIOLATION %s: more, counted only\n", nm_inv_name(inv));
+        return;
+    }
     printf("VIOLATION %s name n%d: %s\n", nm_inv_name(inv), name, what);
     if (a != NULL) {
         describe_hold(h, a, da, sizeof da);

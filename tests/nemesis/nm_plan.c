@@ -164,6 +164,30 @@ static void draw_faults(nm_rng *r, nm_plan *p)
     }
 }
 
+/* The deployment comes from a stream of its own, after the rest: the plans
+ * of single-server seeds stayed what they were before Redlock was added. */
+static void draw_deployment(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x6e656d6573697321ULL);
+    p->deploy = nm_rng_pct(&r, 30) ? NM_REDLOCK : NM_SINGLE;
+    p->nnodes = p->deploy == NM_REDLOCK ? 5 : 1;
+    p->px_node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+    for (i = 0; i < p->nfaults; i++)
+        p->faults[i].node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+    if (p->deploy != NM_REDLOCK)
+        return;
+    /* Redlock offers plain locks only, without fencing or lock-delay
+     * (RL_ENOTSUP): every name becomes a plain one. */
+    for (i = 0; i < p->nnames; i++) {
+        p->names[i].family = NM_PLAIN;
+        p->names[i].fencing = 0;
+        p->names[i].delay_ms = 0;
+    }
+}
+
 void nm_plan_draw(nm_plan *p, uint64_t seed)
 {
     nm_rng r;
@@ -183,6 +207,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     p->run_ms = nm_rng_range(&r, 8000, 12000);
     p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
     draw_faults(&r, p);
+    draw_deployment(p, seed);
 }
 
 const char *nm_fault_name(int kind)
@@ -211,7 +236,7 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
     size_t n;
     int i;
 
-    n = (size_t)snprintf(buf, cap, "single names=");
+    n = (size_t)snprintf(buf, cap, "%s names=", p->deploy == NM_REDLOCK ? "redlock5" : "single");
     for (i = 0; i < p->nnames && n < cap; i++) {
         const nm_name *m = &p->names[i];
         n += (size_t)snprintf(buf + n, cap - n, "%s%s(%s%s%ld", i ? "," : "",

@@ -30,9 +30,10 @@
 typedef struct nm_ctl {
     nm_plan plan;
     char dir[400];
-    char datadir[450];
     FILE *hist;
-    rt_redis *srv;
+    rt_redis *node[NM_NODES_MAX];
+    char url[400];                     /* the deployment's URL */
+    char pxurl[400];                   /* the same, the proxied node through the proxy */
     rt_proxy *px;
     rl_client *client;                 /* the controller's own, for force-release */
     rl_lock *handle[NM_NAMES_MAX];
@@ -42,13 +43,13 @@ typedef struct nm_ctl {
 } nm_ctl;
 
 /* For the signal handler: what to kill when rlnemesis is interrupted. */
-static volatile pid_t g_pids[NM_PROCS_MAX + 1];
+static volatile pid_t g_pids[NM_PROCS_MAX + NM_NODES_MAX];
 
 static void on_signal(int sig)
 {
     int i;
 
-    for (i = 0; i <= NM_PROCS_MAX; i++)
+    for (i = 0; i < NM_PROCS_MAX + NM_NODES_MAX; i++)
         if (g_pids[i] > 0)
             kill(g_pids[i], SIGKILL);
     signal(sig, SIG_DFL);
@@ -61,7 +62,8 @@ static void track_pids(const nm_ctl *c)
 
     for (i = 0; i < NM_PROCS_MAX; i++)
         g_pids[i] = i < c->plan.nprocs ? c->pid[i] : 0;
-    g_pids[NM_PROCS_MAX] = c->srv != NULL ? c->srv->pid : 0;
+    for (i = 0; i < NM_NODES_MAX; i++)
+        g_pids[NM_PROCS_MAX + i] = c->node[i] != NULL ? c->node[i]->pid : 0;
 }
 
 static void ctl_hist(nm_ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -80,7 +82,7 @@ static void ctl_hist(nm_ctl *c, const char *fmt, ...)
 
 static const char *worker_url(const nm_ctl *c, int index)
 {
-    return index == c->plan.proxied && c->px != NULL ? rt_proxy_url(c->px) : c->srv->url;
+    return index == c->plan.proxied && c->px != NULL ? c->pxurl : c->url;
 }
 
 static pid_t spawn_worker(nm_ctl *c, int index)
@@ -117,7 +119,7 @@ static int open_force_client(nm_ctl *c)
 
     nm_prefix_of(prefix, sizeof prefix, c->plan.seed);
     rl_options_init(&o, RL_OPTIONS_VERSION);
-    o.url = c->srv->url;
+    o.url = c->url;
     o.key_prefix = prefix;
     /* Its owner record lives three leases: freeing the client deletes it,
      * but only on a pooled connection still alive (not after a restart). */
@@ -146,9 +148,9 @@ static void close_force_client(nm_ctl *c)
 }
 
 /* One command on a fresh connection (CLIENT KILL would cut a kept one). */
-static int server_cmd(nm_ctl *c, const char *cmd)
+static int server_cmd(rt_redis *srv, const char *cmd)
 {
-    redisContext *rc = rt_redis_connect(c->srv);
+    redisContext *rc = rt_redis_connect(srv);
     redisReply *rep;
     int ok;
 
@@ -163,49 +165,51 @@ static int server_cmd(nm_ctl *c, const char *cmd)
 }
 
 /* Wait, without reaping it, until the server process has exited. */
-static int server_exited(const nm_ctl *c)
+static int server_exited(const rt_redis *srv)
 {
     siginfo_t si;
 
     memset(&si, 0, sizeof si);
-    return waitid(P_PID, (id_t)c->srv->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-           si.si_pid == c->srv->pid;
+    return waitid(P_PID, (id_t)srv->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == srv->pid;
 }
 
-static int restart_after(nm_ctl *c, long down_ms, int keep)
+static int restart_after(nm_ctl *c, rt_redis *srv, int node, long down_ms, int keep)
 {
     char rdb[600];
 
     if (!keep) {
-        snprintf(rdb, sizeof rdb, "%s/dump.rdb", c->datadir);
+        snprintf(rdb, sizeof rdb, "%s/redis%d/dump.rdb", c->dir, node);
         unlink(rdb);
     }
     rt_sleep_ms(down_ms);
-    return rt_redis_restart(c->srv);
+    return rt_redis_restart(srv);
 }
 
 static int fault_server(nm_ctl *c, const nm_fault *f)
 {
+    rt_redis *srv = c->node[f->node];
+
     switch (f->kind) {
     case NM_F_SRV_STOP:
-        if (rt_redis_pause(c->srv) != 0)
+        if (rt_redis_pause(srv) != 0)
             return -1;
         rt_sleep_ms(f->dur_ms);
-        return rt_redis_resume(c->srv);
+        return rt_redis_resume(srv);
     case NM_F_SRV_KILL_KEEP:
         /* SHUTDOWN SAVE: the server goes down with every write kept. */
-        server_cmd(c, "SHUTDOWN SAVE");
-        if (!RT_WAIT_UNTIL(server_exited(c), 10000))
+        server_cmd(srv, "SHUTDOWN SAVE");
+        if (!RT_WAIT_UNTIL(server_exited(srv), 10000))
             return -1;
-        return restart_after(c, f->dur_ms, 1);
+        return restart_after(c, srv, f->node, f->dur_ms, 1);
     case NM_F_SRV_KILL_EMPTY:
-        if (rt_redis_kill(c->srv) != 0)
+        if (rt_redis_kill(srv) != 0)
             return -1;
-        return restart_after(c, f->dur_ms, 0);
+        return restart_after(c, srv, f->node, f->dur_ms, 0);
     case NM_F_FLUSH:
-        return server_cmd(c, "SCRIPT FLUSH");
+        return server_cmd(srv, "SCRIPT FLUSH");
     case NM_F_CKILL:
-        return server_cmd(c, "CLIENT KILL TYPE normal");
+        return server_cmd(srv, "CLIENT KILL TYPE normal");
     default:
         return -1;
     }
@@ -251,7 +255,7 @@ static int play_fault(nm_ctl *c, const nm_fault *f)
 {
     int rc;
 
-    ctl_hist(c, "F %d %d start", f->kind, f->arg);
+    ctl_hist(c, "F %d %d start %d", f->kind, f->arg, f->node);
     if (f->kind == NM_F_WRK_STOP || f->kind == NM_F_WRK_KILL)
         rc = fault_worker(c, f);
     else if (f->kind == NM_F_FORCE)
@@ -273,10 +277,11 @@ static void sleep_until_ns(int64_t t)
         rt_sleep_ms((long)((t - now) / 1000000));
 }
 
-/* Keys of the run, the fencing counters aside (they never expire). */
-static long keys_left(nm_ctl *c, int print)
+/* Keys of the run on one node, the fencing counters aside (they never
+ * expire). */
+static long node_keys_left(nm_ctl *c, rt_redis *srv, int print)
 {
-    redisContext *rc = rt_redis_connect(c->srv);
+    redisContext *rc = rt_redis_connect(srv);
     char prefix[64];
     long n = 0;
     redisReply *rep;
@@ -306,6 +311,19 @@ static long keys_left(nm_ctl *c, int print)
     return n;
 }
 
+static long keys_left(nm_ctl *c, int print)
+{
+    long n = 0, k;
+    int i;
+
+    for (i = 0; i < c->plan.nnodes; i++) {
+        if ((k = node_keys_left(c, c->node[i], print)) < 0)
+            return -1;
+        n += k;
+    }
+    return n;
+}
+
 static void wait_workers(nm_ctl *c)
 {
     int i;
@@ -319,22 +337,46 @@ static void wait_workers(nm_ctl *c)
     track_pids(c);
 }
 
+/* The deployment's URL, with node `px` (-1: none) reached through the proxy. */
+static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
+{
+    size_t n;
+    int i;
+
+    if (c->plan.deploy == NM_SINGLE) {
+        snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
+        return;
+    }
+    n = (size_t)snprintf(buf, cap, "redlock://");
+    for (i = 0; i < c->plan.nnodes && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s127.0.0.1:%d", i ? "," : "",
+                              i == px ? rt_proxy_port(c->px) : c->node[i]->port);
+}
+
 static int setup(nm_ctl *c)
 {
-    char args[600], path[600];
+    char args[700], path[600];
+    int i;
 
-    snprintf(c->datadir, sizeof c->datadir, "%s/redis", c->dir);
     snprintf(path, sizeof path, "%s/ctl.hist", c->dir);
-    if (mkdir(c->datadir, 0700) != 0 || (c->hist = fopen(path, "w")) == NULL)
+    if ((c->hist = fopen(path, "w")) == NULL)
         return -1;
-    snprintf(args, sizeof args, "--dir %s", c->datadir);
-    c->srv = rt_redis_start(args);
-    if (c->srv == NULL) {
-        fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without Redis\n");
-        return -1;
+    for (i = 0; i < c->plan.nnodes; i++) {
+        snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
+        snprintf(args, sizeof args, "--dir %s", path);
+        if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
+            fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without "
+                            "Redis\n");
+            return -1;
+        }
+        track_pids(c);
     }
-    if (c->plan.proxied >= 0 && (c->px = rt_proxy_start(c->srv->port)) == NULL)
+    if (c->plan.proxied >= 0 &&
+        (c->px = rt_proxy_start(c->node[c->plan.px_node]->port)) == NULL)
         return -1;
+    make_url(c, c->url, sizeof c->url, -1);
+    if (c->px != NULL)
+        make_url(c, c->pxurl, sizeof c->pxurl, c->plan.px_node);
     return open_force_client(c);
 }
 
@@ -349,7 +391,8 @@ static void teardown(nm_ctl *c)
         }
     close_force_client(c);
     rt_proxy_stop(c->px);
-    rt_redis_stop(c->srv);
+    for (i = 0; i < NM_NODES_MAX; i++)
+        rt_redis_stop(c->node[i]);
     memset((void *)g_pids, 0, sizeof g_pids);
     if (c->hist != NULL)
         fclose(c->hist);

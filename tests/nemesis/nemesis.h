@@ -47,6 +47,7 @@ int nm_rng_pct(nm_rng *r, int pct);
 /* Deployments. */
 #define NM_SINGLE  0   /* one redis-server */
 #define NM_REDLOCK 1   /* Redlock over 5 independent masters: plain names only */
+#define NM_CLUSTER 2   /* Redis Cluster, 3 masters */
 
 /* Families of a name (each has its own client options in every worker). */
 #define NM_PLAIN 0
@@ -79,7 +80,9 @@ enum {
     NM_F_PX_STALL,      /* the proxy forwards nothing for dur_ms (delay / blackhole) */
     NM_F_PX_DROP,       /* the proxy drops the reply to the next command */
     NM_F_PX_CUT,        /* the proxy cuts every connection */
-    NM_F_COUNT
+    NM_F_COUNT,         /* the kinds above are drawn; those below replace some in a mode */
+    NM_F_MIGRATE = NM_F_COUNT, /* Cluster: move name `arg`'s slot to another master */
+    NM_F_KINDS
 };
 
 typedef struct nm_fault {
@@ -93,7 +96,7 @@ typedef struct nm_fault {
 typedef struct nm_plan {
     uint64_t seed;
     int deploy;           /* NM_SINGLE, NM_REDLOCK */
-    int nnodes;           /* servers: 1, or 5 for Redlock */
+    int nnodes;           /* servers: 1, 5 for Redlock, 3 masters for Cluster */
     int px_node;          /* the node the proxy stands in front of */
     int nnames;
     nm_name names[NM_NAMES_MAX];

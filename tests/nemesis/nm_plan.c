@@ -164,6 +164,28 @@ static void draw_faults(nm_rng *r, nm_plan *p)
     }
 }
 
+/* A Cluster's clients follow the slot map to the nodes' own ports, so no
+ * proxy stands in one client's path: its faults become a CLIENT KILL. A
+ * node's data cannot be kept across its restart (rt_cluster empties it): a
+ * restart with data becomes a slot migration of a name. */
+static void cluster_faults(nm_plan *p, nm_rng *r)
+{
+    int i;
+
+    p->proxied = -1;
+    for (i = 0; i < p->nfaults; i++) {
+        nm_fault *f = &p->faults[i];
+        if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT) {
+            f->kind = NM_F_CKILL;
+            f->dur_ms = 0;
+        } else if (f->kind == NM_F_SRV_KILL_KEEP) {
+            f->kind = NM_F_MIGRATE;
+            f->arg = (int)nm_rng_range(r, 0, p->nnames - 1);
+            f->dur_ms = 0;
+        }
+    }
+}
+
 /* The deployment comes from a stream of its own, after the rest: the plans
  * of single-server seeds stayed what they were before Redlock was added. */
 static void draw_deployment(nm_plan *p, uint64_t seed)
@@ -172,11 +194,14 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     int i;
 
     nm_rng_seed(&r, seed ^ 0x6e656d6573697321ULL);
-    p->deploy = nm_rng_pct(&r, 30) ? NM_REDLOCK : NM_SINGLE;
-    p->nnodes = p->deploy == NM_REDLOCK ? 5 : 1;
+    i = (int)nm_rng_range(&r, 0, 99);
+    p->deploy = i < 25 ? NM_REDLOCK : i < 50 ? NM_CLUSTER : NM_SINGLE;
+    p->nnodes = p->deploy == NM_REDLOCK ? 5 : p->deploy == NM_CLUSTER ? 3 : 1;
     p->px_node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
     for (i = 0; i < p->nfaults; i++)
         p->faults[i].node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+    if (p->deploy == NM_CLUSTER)
+        cluster_faults(p, &r);
     if (p->deploy != NM_REDLOCK)
         return;
     /* Redlock offers plain locks only, without fencing or lock-delay
@@ -212,12 +237,13 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
 
 const char *nm_fault_name(int kind)
 {
-    static const char *const names[NM_F_COUNT] = {
+    static const char *const names[NM_F_KINDS] = {
         "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
         "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
+        "migrate",
     };
 
-    return kind >= 0 && kind < NM_F_COUNT ? names[kind] : "?";
+    return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";
 }
 
 void nm_name_of(char *buf, size_t cap, int i)
@@ -236,7 +262,9 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
     size_t n;
     int i;
 
-    n = (size_t)snprintf(buf, cap, "%s names=", p->deploy == NM_REDLOCK ? "redlock5" : "single");
+    static const char *const deploy[] = { "single", "redlock5", "cluster3" };
+
+    n = (size_t)snprintf(buf, cap, "%s names=", deploy[p->deploy]);
     for (i = 0; i < p->nnames && n < cap; i++) {
         const nm_name *m = &p->names[i];
         n += (size_t)snprintf(buf + n, cap - n, "%s%s(%s%s%ld", i ? "," : "",

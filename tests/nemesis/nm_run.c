@@ -25,15 +25,19 @@
 #include "proxy.h"
 #include "redis_server.h"
 #include "rlock.h"
+#include "rt_cluster.h"
 #include "rt_util.h"
+
+#define NM_SETTLE_MS 20000   /* a Cluster back to cluster_state:ok after a fault */
 
 typedef struct nm_ctl {
     nm_plan plan;
     char dir[400];
     FILE *hist;
-    rt_redis *node[NM_NODES_MAX];
+    rt_redis *node[NM_NODES_MAX];      /* a Cluster's are its own (c->cl) */
+    rt_cluster *cl;
     char url[400];                     /* the deployment's URL */
-    char pxurl[400];                   /* the same, the proxied node through the proxy */
+    char pxurl[600];                   /* the same, the proxied node through the proxy */
     rt_proxy *px;
     rl_client *client;                 /* the controller's own, for force-release */
     rl_lock *handle[NM_NAMES_MAX];
@@ -186,6 +190,28 @@ static int restart_after(nm_ctl *c, rt_redis *srv, int node, long down_ms, int k
     return rt_redis_restart(srv);
 }
 
+/* A Cluster's fault ends when every node says cluster_state:ok again. */
+static int settled(nm_ctl *c, int rc)
+{
+    if (rc != 0 || c->cl == NULL)
+        return rc;
+    return rt_cluster_wait_ok(c->cl, NM_SETTLE_MS);
+}
+
+/* Move the slot of name `arg` to the next master. */
+static int migrate(nm_ctl *c, int arg)
+{
+    char name[16];
+    int slot, from;
+
+    nm_name_of(name, sizeof name, arg);
+    slot = rt_cluster_keyslot(c->cl, name, strlen(name));
+    from = slot < 0 ? -1 : rt_cluster_master_of(c->cl, slot);
+    if (from < 0)
+        return -1;
+    return rt_cluster_migrate_slot(c->cl, slot, (from + 1) % c->plan.nnodes);
+}
+
 static int fault_server(nm_ctl *c, const nm_fault *f)
 {
     rt_redis *srv = c->node[f->node];
@@ -195,7 +221,9 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
         if (rt_redis_pause(srv) != 0)
             return -1;
         rt_sleep_ms(f->dur_ms);
-        return rt_redis_resume(srv);
+        return settled(c, rt_redis_resume(srv));
+    case NM_F_MIGRATE:
+        return settled(c, migrate(c, f->arg));
     case NM_F_SRV_KILL_KEEP:
         /* SHUTDOWN SAVE: the server goes down with every write kept. */
         server_cmd(srv, "SHUTDOWN SAVE");
@@ -205,7 +233,7 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
     case NM_F_SRV_KILL_EMPTY:
         if (rt_redis_kill(srv) != 0)
             return -1;
-        return restart_after(c, srv, f->node, f->dur_ms, 0);
+        return settled(c, restart_after(c, srv, f->node, f->dur_ms, 0));
     case NM_F_FLUSH:
         return server_cmd(srv, "SCRIPT FLUSH");
     case NM_F_CKILL:
@@ -260,7 +288,7 @@ static int play_fault(nm_ctl *c, const nm_fault *f)
         rc = fault_worker(c, f);
     else if (f->kind == NM_F_FORCE)
         rc = rl_lock_force_release(c->handle[f->arg]) == RL_OK ? 0 : -1;
-    else if (f->kind >= NM_F_PX_STALL)
+    else if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT)
         rc = fault_proxy(c, f);
     else
         rc = fault_server(c, f);
@@ -343,6 +371,10 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
     size_t n;
     int i;
 
+    if (c->plan.deploy == NM_CLUSTER) {
+        snprintf(buf, cap, "%s", c->cl->seeds);
+        return;
+    }
     if (c->plan.deploy == NM_SINGLE) {
         snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
         return;
@@ -361,7 +393,16 @@ static int setup(nm_ctl *c)
     snprintf(path, sizeof path, "%s/ctl.hist", c->dir);
     if ((c->hist = fopen(path, "w")) == NULL)
         return -1;
-    for (i = 0; i < c->plan.nnodes; i++) {
+    if (c->plan.deploy == NM_CLUSTER) {
+        if ((c->cl = rt_cluster_start(c->plan.nnodes, 0, 1000, NULL)) == NULL) {
+            fprintf(stderr, "rlnemesis: no Redis Cluster: this test FAILS without Redis\n");
+            return -1;
+        }
+        for (i = 0; i < c->plan.nnodes; i++)
+            c->node[i] = c->cl->node[i];
+        track_pids(c);
+    }
+    for (i = 0; c->cl == NULL && i < c->plan.nnodes; i++) {
         snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
         snprintf(args, sizeof args, "--dir %s", path);
         if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
@@ -391,6 +432,10 @@ static void teardown(nm_ctl *c)
         }
     close_force_client(c);
     rt_proxy_stop(c->px);
+    if (c->cl != NULL) {
+        rt_cluster_stop(c->cl);
+        memset(c->node, 0, sizeof c->node);
+    }
     for (i = 0; i < NM_NODES_MAX; i++)
         rt_redis_stop(c->node[i]);
     memset((void *)g_pids, 0, sizeof g_pids);

@@ -48,6 +48,7 @@ int nm_rng_pct(nm_rng *r, int pct);
 #define NM_SINGLE  0   /* one redis-server */
 #define NM_REDLOCK 1   /* Redlock over 5 independent masters: plain names only */
 #define NM_CLUSTER 2   /* Redis Cluster, 3 masters */
+#define NM_SENTINEL 3  /* a primary, 2 replicas, 3 sentinels; wait_replicas 2 */
 
 /* Families of a name (each has its own client options in every worker). */
 #define NM_PLAIN 0
@@ -82,6 +83,7 @@ enum {
     NM_F_PX_CUT,        /* the proxy cuts every connection */
     NM_F_COUNT,         /* the kinds above are drawn; those below replace some in a mode */
     NM_F_MIGRATE = NM_F_COUNT, /* Cluster: move name `arg`'s slot to another master */
+    NM_F_FAILOVER,      /* Sentinel: SENTINEL FAILOVER (a replica promoted, no data lost) */
     NM_F_KINDS
 };
 

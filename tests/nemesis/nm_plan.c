@@ -164,10 +164,12 @@ static void draw_faults(nm_rng *r, nm_plan *p)
     }
 }
 
-/* A Cluster's clients follow the slot map to the nodes' own ports, so no
- * proxy stands in one client's path: its faults become a CLIENT KILL. A
- * node's data cannot be kept across its restart (rt_cluster empties it): a
- * restart with data becomes a slot migration of a name. */
+/* Cluster and Sentinel clients follow the slot map or the sentinels to the
+ * nodes' own ports, so no proxy stands in one client's path: its faults
+ * become a CLIENT KILL. A node's data cannot be kept across its restart
+ * (rt_cluster and rt_sentinel empty it): a restart with data becomes a slot
+ * migration of a name (Cluster) or a SENTINEL FAILOVER (Sentinel). Server
+ * faults of a Sentinel deployment hit whichever node is the primary then. */
 static void cluster_faults(nm_plan *p, nm_rng *r)
 {
     int i;
@@ -177,6 +179,9 @@ static void cluster_faults(nm_plan *p, nm_rng *r)
         nm_fault *f = &p->faults[i];
         if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT) {
             f->kind = NM_F_CKILL;
+            f->dur_ms = 0;
+        } else if (f->kind == NM_F_SRV_KILL_KEEP && p->deploy == NM_SENTINEL) {
+            f->kind = NM_F_FAILOVER;
             f->dur_ms = 0;
         } else if (f->kind == NM_F_SRV_KILL_KEEP) {
             f->kind = NM_F_MIGRATE;
@@ -195,12 +200,12 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
 
     nm_rng_seed(&r, seed ^ 0x6e656d6573697321ULL);
     i = (int)nm_rng_range(&r, 0, 99);
-    p->deploy = i < 25 ? NM_REDLOCK : i < 50 ? NM_CLUSTER : NM_SINGLE;
-    p->nnodes = p->deploy == NM_REDLOCK ? 5 : p->deploy == NM_CLUSTER ? 3 : 1;
+    p->deploy = i < 25 ? NM_REDLOCK : i < 50 ? NM_CLUSTER : i < 70 ? NM_SENTINEL : NM_SINGLE;
+    p->nnodes = p->deploy == NM_REDLOCK ? 5 : p->deploy == NM_SINGLE ? 1 : 3;
     p->px_node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
     for (i = 0; i < p->nfaults; i++)
         p->faults[i].node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
-    if (p->deploy == NM_CLUSTER)
+    if (p->deploy == NM_CLUSTER || p->deploy == NM_SENTINEL)
         cluster_faults(p, &r);
     if (p->deploy != NM_REDLOCK)
         return;
@@ -240,7 +245,7 @@ const char *nm_fault_name(int kind)
     static const char *const names[NM_F_KINDS] = {
         "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
         "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
-        "migrate",
+        "migrate", "failover",
     };
 
     return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";
@@ -262,7 +267,7 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
     size_t n;
     int i;
 
-    static const char *const deploy[] = { "single", "redlock5", "cluster3" };
+    static const char *const deploy[] = { "single", "redlock5", "cluster3", "sentinel3" };
 
     n = (size_t)snprintf(buf, cap, "%s names=", deploy[p->deploy]);
     for (i = 0; i < p->nnames && n < cap; i++) {

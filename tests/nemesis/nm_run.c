@@ -26,6 +26,7 @@
 #include "redis_server.h"
 #include "rlock.h"
 #include "rt_cluster.h"
+#include "rt_sentinel.h"
 #include "rt_util.h"
 
 #define NM_SETTLE_MS 20000   /* a Cluster back to cluster_state:ok after a fault */
@@ -36,6 +37,7 @@ typedef struct nm_ctl {
     FILE *hist;
     rt_redis *node[NM_NODES_MAX];      /* a Cluster's are its own (c->cl) */
     rt_cluster *cl;
+    rt_sentinel *sn;
     char url[400];                     /* the deployment's URL */
     char pxurl[600];                   /* the same, the proxied node through the proxy */
     rt_proxy *px;
@@ -193,9 +195,45 @@ static int restart_after(nm_ctl *c, rt_redis *srv, int node, long down_ms, int k
 /* A Cluster's fault ends when every node says cluster_state:ok again. */
 static int settled(nm_ctl *c, int rc)
 {
-    if (rc != 0 || c->cl == NULL)
+    if (rc != 0)
         return rc;
-    return rt_cluster_wait_ok(c->cl, NM_SETTLE_MS);
+    if (c->sn != NULL)
+        return rt_sentinel_wait_ok(c->sn, NM_SETTLE_MS);
+    return c->cl != NULL ? rt_cluster_wait_ok(c->cl, NM_SETTLE_MS) : 0;
+}
+
+/* Sentinel: the primary killed, a replica promoted; the old one restarted
+ * (empty, demoted by the sentinels) after down_ms. */
+static int sentinel_kill(nm_ctl *c, long down_ms)
+{
+    int old = rt_sentinel_kill_primary(c->sn);
+
+    if (old < 0 || rt_sentinel_wait_failover(c->sn, old, NM_SETTLE_MS) < 0)
+        return -1;
+    rt_sleep_ms(down_ms);
+    return rt_sentinel_restart_node(c->sn, old, NM_SETTLE_MS);
+}
+
+/* Sentinel: SENTINEL FAILOVER, asked of sentinel 0. */
+static int sentinel_failover(nm_ctl *c)
+{
+    redisContext *rc = rt_sentinel_connect_sentinel(c->sn, 0);
+    int old = rt_sentinel_primary(c->sn), ok;
+    redisReply *rep;
+
+    if (rc == NULL || old < 0) {
+        if (rc != NULL)
+            redisFree(rc);
+        return -1;
+    }
+    rep = redisCommand(rc, "SENTINEL FAILOVER %s", c->sn->master_name);
+    ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    if (!ok || rt_sentinel_wait_failover(c->sn, old, NM_SETTLE_MS) < 0)
+        return -1;
+    return settled(c, 0);
 }
 
 /* Move the slot of name `arg` to the next master. */
@@ -216,6 +254,16 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
 {
     rt_redis *srv = c->node[f->node];
 
+    if (c->sn != NULL) {
+        int primary = rt_sentinel_primary(c->sn);
+        if (primary < 0)
+            return -1;
+        srv = c->node[primary];
+        if (f->kind == NM_F_SRV_KILL_EMPTY)
+            return sentinel_kill(c, f->dur_ms);
+        if (f->kind == NM_F_FAILOVER)
+            return sentinel_failover(c);
+    }
     switch (f->kind) {
     case NM_F_SRV_STOP:
         if (rt_redis_pause(srv) != 0)
@@ -344,6 +392,10 @@ static long keys_left(nm_ctl *c, int print)
     long n = 0, k;
     int i;
 
+    if (c->sn != NULL) {       /* replicas list what the primary has */
+        i = rt_sentinel_primary(c->sn);
+        return i < 0 ? -1 : node_keys_left(c, c->node[i], print);
+    }
     for (i = 0; i < c->plan.nnodes; i++) {
         if ((k = node_keys_left(c, c->node[i], print)) < 0)
             return -1;
@@ -375,6 +427,10 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
         snprintf(buf, cap, "%s", c->cl->seeds);
         return;
     }
+    if (c->plan.deploy == NM_SENTINEL) {
+        snprintf(buf, cap, "%s", rt_sentinel_url(c->sn));
+        return;
+    }
     if (c->plan.deploy == NM_SINGLE) {
         snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
         return;
@@ -402,7 +458,17 @@ static int setup(nm_ctl *c)
             c->node[i] = c->cl->node[i];
         track_pids(c);
     }
-    for (i = 0; c->cl == NULL && i < c->plan.nnodes; i++) {
+    if (c->plan.deploy == NM_SENTINEL) {
+        if ((c->sn = rt_sentinel_start(2, 3, "nm", NULL)) == NULL) {
+            fprintf(stderr, "rlnemesis: no Sentinel deployment: this test FAILS without "
+                            "Redis\n");
+            return -1;
+        }
+        for (i = 0; i < c->plan.nnodes; i++)
+            c->node[i] = c->sn->node[i];
+        track_pids(c);
+    }
+    for (i = 0; c->cl == NULL && c->sn == NULL && i < c->plan.nnodes; i++) {
         snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
         snprintf(args, sizeof args, "--dir %s", path);
         if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
@@ -432,8 +498,9 @@ static void teardown(nm_ctl *c)
         }
     close_force_client(c);
     rt_proxy_stop(c->px);
-    if (c->cl != NULL) {
+    if (c->cl != NULL || c->sn != NULL) {
         rt_cluster_stop(c->cl);
+        rt_sentinel_stop(c->sn);
         memset(c->node, 0, sizeof c->node);
     }
     for (i = 0; i < NM_NODES_MAX; i++)

@@ -12,8 +12,8 @@
  *   fencing    when hold A returned before hold B was invoked, A's token is
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out.
- *   delay      after a lost hold A (released with a status other than
- *              RL_OK, or its process killed), no hold B with a valid write
+ *   delay      after a lost hold A (a release returned a status other than
+ *              RL_OK or RL_ECONN (nothing sent), or its process was killed), no hold B with a valid write
  *              returns before A's last valid moment + delay - NM_DELAY_TOL.
  *   liveness   outside faults (and a lease, a delay and a fair place after
  *              them): an acquisition that timed out saw no stretch longer
@@ -44,7 +44,7 @@ typedef struct nm_hold {
     long long token;           /* -1: none */
     int64_t good_end;          /* t2 of its last write with both checks down; 0: none */
     int flagged;               /* a write saw the flag */
-    int bad_release;           /* a release returned something else than RL_OK */
+    int bad_release;           /* a release returned neither RL_OK nor RL_ECONN */
     int closed;                /* its last release returned */
     int64_t rel_ret;           /* when it did */
 } nm_hold;
@@ -226,7 +226,8 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         h->procs[pi].rel[f[0]]++;
     if (x == NULL)
         return;
-    if (f[2] != RL_OK)
+    /* RL_ECONN: nothing was sent, the hold stands (the worker calls again). */
+    if (f[2] != RL_OK && f[2] != RL_ECONN)
         x->bad_release = 1;
     x->rel_ret = ns;
     if (f[3] <= 0) {
@@ -556,6 +557,25 @@ static int not_alone(const nm_hist *h, const nm_hold *x)
     return 0;
 }
 
+/* Whether a fault that can cost a waiter its place in the queue (its
+ * process stopped or killed, the queue's data lost or moved, its connection
+ * cut by a proxy) touches [from, to]. SCRIPT FLUSH, CLIENT KILL (a waiter
+ * asks again within 500 ms, and a free name stays promised to the head) and
+ * a force-release (the queue is left as it is) cannot. */
+static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++) {
+        int k = h->faults[i].kind;
+        if (k == NM_F_FLUSH || k == NM_F_CKILL || k == NM_F_FORCE)
+            continue;
+        if (h->faults[i].start <= to && h->faults[i].end >= from)
+            return 0;
+    }
+    return 1;
+}
+
 static void check_fair_order(nm_hist *h, size_t xi)
 {
     const nm_hold *x = &h->holds[xi];
@@ -569,7 +589,7 @@ static void check_fair_order(nm_hist *h, size_t xi)
         if (y->name != x->name || y->proc == x->proc || y->good_end == 0)
             continue;
         if (y->inv > x->inv + NM_FAIR_GAP_MS * NM_MS && x->ret > y->good_end &&
-            quiet(h, x->inv, x->ret))
+            fair_quiet(h, x->inv - NM_FAIR_GAP_MS * NM_MS, x->ret))
             violation(h, NM_INV_LIVE, x->name, x, y,
                       "a fair waiter was served after one that arrived later");
     }

@@ -11,6 +11,7 @@
 #   noincr    the fencing counter is read, not incremented (acquire.lua)
 #   nodelay   a hold is written without its lock-delay field (acquire.lua)
 #   nofair    a free fair name goes to whoever asks, queue or not (fair_acquire.lua)
+#   nofifo    the fair queue serves its newest waiter first (lib/fair_look.lua)
 set -eu
 defect=$1; from=$2; max=$3
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +23,7 @@ noflag)  sed -i 's|now >= atomic_load_explicit(&h->expiry_ms, memory_order_relax
 noincr)  sed -i "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.call('get', KEYS[2]) or '1')|" "$scratch/src/lua/acquire.lua";;
 nodelay) sed -i "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|" "$scratch/src/lua/acquire.lua";;
 nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|" "$scratch/src/lua/fair_acquire.lua";;
+nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
 if (cd "$top" && git ls-files -z | xargs -0 -I{} cmp -s "{}" "$scratch/{}"); then

@@ -1,0 +1,675 @@
+/*
+ * The checker: reads every history of a run and verifies the whole of it.
+ *
+ *   exclusion  a hold is valid from its acquisition's return to the t2 of
+ *              its last write whose before- and after-checks both saw the
+ *              flag down; no two valid intervals of exclusive holds (plain,
+ *              fair, write) of a name overlap, and no write hold's overlaps
+ *              a read hold's, across threads. A force-release by the
+ *              controller is documented to reach holders in other processes
+ *              only at their next renewal: without lock-delay, a hold the
+ *              force fell inside is left out.
+ *   fencing    when hold A returned before hold B was invoked, A's token is
+ *              below B's; no token twice. Pairs across an empty restart
+ *              (the counter is gone: outside the guarantee) are left out.
+ *   delay      after a lost hold A (a release returned a status other than
+ *              RL_OK or RL_ECONN (nothing sent), or its process was killed), no hold B with a valid write
+ *              returns before A's last valid moment + delay - NM_DELAY_TOL.
+ *   liveness   outside faults (and a lease, a delay and a fair place after
+ *              them): an acquisition that timed out saw no stretch longer
+ *              than NM_LIVE_BOUND_MS in which the name was provably free;
+ *              a fair waiter that arrived NM_FAIR_GAP_MS before another is
+ *              not granted only after that other's hold was valid.
+ *   bookkeeping  each cleanly ended process's rl_client_stats equal its
+ *              history's counts; no key of the run left; no worker crashed.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nemesis.h"
+#include "rlock.h"
+
+#define NM_DELAY_TOL_NS   (30LL * 1000000)   /* timestamps are read around the events */
+#define NM_LIVE_BOUND_MS  1000               /* a free name is granted to a waiter within it */
+#define NM_FAIR_GAP_MS    100                /* arrival order the history can tell */
+#define NM_MS             1000000LL
+#define NM_PRINT_MAX      5                  /* violations printed per invariant */
+#define NM_FOREVER        INT64_MAX
+
+typedef struct nm_hold {
+    int proc, tid, name, side;
+    int64_t inv, ret;          /* the acquisition that began it */
+    long long token;           /* -1: none */
+    int64_t good_end;          /* t2 of its last write with both checks down; 0: none */
+    int flagged;               /* a write saw the flag */
+    int bad_release;           /* a release returned neither RL_OK nor RL_ECONN */
+    int closed;                /* its last release returned */
+    int64_t rel_ret;           /* when it did */
+} nm_hold;
+
+typedef struct nm_call {       /* an acquisition, for liveness */
+    int proc, tid, name, status, newhold;
+    long wait;
+    int64_t inv, ret;
+} nm_call;
+
+typedef struct nm_proc {
+    char file[300];
+    int index, gen, ended, killed, has_stats[NM_NAMES_MAX];
+    long acq[NM_NAMES_MAX], reent[NM_NAMES_MAX], rel[NM_NAMES_MAX];
+    unsigned long long s_acq[NM_NAMES_MAX], s_reent[NM_NAMES_MAX], s_rel[NM_NAMES_MAX];
+} nm_proc;
+
+typedef struct nm_fwin {
+    int kind, arg;
+    int64_t start, end;
+} nm_fwin;
+
+typedef struct nm_hist {
+    nm_plan plan;
+    const char *dir;
+    int64_t t0;
+    nm_hold *holds;
+    size_t nholds, capholds;
+    nm_call *calls;
+    size_t ncalls, capcalls;
+    nm_proc procs[64];
+    int nprocs;
+    nm_fwin faults[NM_FAULTS_MAX * 2];
+    int nfaults;
+    long keys_left;
+    int bad_exits;
+    nm_verdict *v;
+} nm_hist;
+
+const char *nm_inv_name(int inv)
+{
+    static const char *const names[NM_INV_COUNT] = { "exclusion", "fencing", "delay",
+                                                     "liveness", "bookkeeping" };
+    return inv >= 0 && inv < NM_INV_COUNT ? names[inv] : "?";
+}
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return p;
+    *cap = *cap ? *cap * 2 : 256;
+    p = realloc(p, *cap * size);
+    if (p == NULL) {
+        fprintf(stderr, "rlnemesis: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static double rel_ms(const nm_hist *h, int64_t t)
+{
+    return (double)(t - h->t0) / 1e6;
+}
+
+static void describe_hold(const nm_hist *h, const nm_hold *x, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s thread %d side %d: acquire invoked %.1f returned %.1f ms, token %lld, "
+             "valid until %.1f, flagged %d, %s %.1f",
+             h->procs[x->proc].file, x->tid, x->side, rel_ms(h, x->inv), rel_ms(h, x->ret),
+             x->token, x->good_end ? rel_ms(h, x->good_end) : -1.0, x->flagged,
+             x->closed ? "released" : "never released, last seen", rel_ms(h, x->rel_ret));
+}
+
+static void violation(nm_hist *h, int inv, int name, const nm_hold *a, const nm_hold *b,
+                      const char *what)
+{
+    char da[700], db[700];
+
+    if (++h->v->violations[inv] > NM_PRINT_MAX) {
+        if (h->v->violations[inv] == NM_PRINT_MAX + 1)
+            printf("VIOLATION %s: more, counted only\n", nm_inv_name(inv));
+        return;
+    }
+    printf("VIOLATION %s name n%d: %s\n", nm_inv_name(inv), name, what);
+    if (a != NULL) {
+        describe_hold(h, a, da, sizeof da);
+        printf("  event 1: %s\n", da);
+    }
+    if (b != NULL) {
+        describe_hold(h, b, db, sizeof db);
+        printf("  event 2: %s\n", db);
+    }
+    printf("  replay: rlnemesis run --seed 0x%llx   (histories: %s)\n",
+           (unsigned long long)h->plan.seed, h->dir);
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+typedef struct nm_tstate {
+    int tid;
+    long hold;               /* index in holds, -1: none */
+    int64_t inv;
+    long wait;
+} nm_tstate;
+
+static nm_tstate *tstate(nm_tstate *ts, int *n, int tid)
+{
+    int i;
+
+    for (i = 0; i < *n; i++)
+        if (ts[i].tid == tid)
+            return &ts[i];
+    if (*n >= 16)
+        return &ts[0];
+    ts[*n].tid = tid;
+    ts[*n].hold = -1;
+    return &ts[(*n)++];
+}
+
+static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
+{
+    nm_call *c;
+
+    h->calls = grow(h->calls, &h->capcalls, h->ncalls, sizeof *h->calls);
+    c = &h->calls[h->ncalls++];
+    c->proc = pi;
+    c->tid = t->tid;
+    c->name = f[0];
+    c->status = f[2];
+    c->wait = t->wait;
+    c->inv = t->inv;
+    c->ret = ns;
+    c->newhold = f[2] == RL_OK && f[3] == 1;
+    h->v->ops++;
+    if (f[2] != RL_OK)
+        return;
+    if (f[3] > 1) {
+        h->procs[pi].reent[f[0]]++;
+        return;
+    }
+    h->procs[pi].acq[f[0]]++;
+    if (t->hold >= 0)
+        h->holds[t->hold].rel_ret = ns;   /* dropped without a release we saw */
+    h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
+    memset(&h->holds[h->nholds], 0, sizeof *h->holds);
+    h->holds[h->nholds].proc = pi;
+    h->holds[h->nholds].tid = t->tid;
+    h->holds[h->nholds].name = f[0];
+    h->holds[h->nholds].side = f[1];
+    h->holds[h->nholds].inv = t->inv;
+    h->holds[h->nholds].ret = ns;
+    h->holds[h->nholds].token = tok;
+    h->holds[h->nholds].rel_ret = ns;
+    t->hold = (long)h->nholds++;
+    h->v->holds++;
+}
+
+static void on_write(nm_hist *h, nm_tstate *t, int before, long long t2, int after)
+{
+    nm_hold *x;
+
+    h->v->writes++;
+    if (t->hold < 0)
+        return;
+    x = &h->holds[t->hold];
+    if (before == 0 && after == 0)
+        x->good_end = t2;
+    else
+        x->flagged = 1;
+    x->rel_ret = t2;
+}
+
+static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f)
+{
+    nm_hold *x = t->hold >= 0 ? &h->holds[t->hold] : NULL;
+
+    h->v->ops++;
+    if (f[2] == RL_OK)
+        h->procs[pi].rel[f[0]]++;
+    if (x == NULL)
+        return;
+    /* RL_ECONN: nothing was sent, the hold stands (the worker calls again). */
+    if (f[2] != RL_OK && f[2] != RL_ECONN)
+        x->bad_release = 1;
+    x->rel_ret = ns;
+    if (f[3] <= 0) {
+        x->closed = 1;
+        t->hold = -1;
+    }
+}
+
+static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
+{
+    long long ns, a1, a2, a3, a4, a5, a6;
+    int tid, f[4];
+    char ev;
+    nm_tstate *t;
+
+    if (sscanf(line, "%lld %d %c", &ns, &tid, &ev) != 3)
+        return;
+    t = tstate(ts, nts, tid);
+    line = strchr(strchr(line, ' ') + 1, ' ') + 3;
+    if (ev == 'A' && sscanf(line, "%lld %lld %lld", &a1, &a2, &a3) == 3) {
+        t->inv = ns;
+        t->wait = (long)a3;
+    } else if (ev == 'a' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
+        f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
+        if (f[0] >= 0 && f[0] < h->plan.nnames)
+            on_acquired(h, pi, t, ns, f, a5);
+    } else if (ev == 'W' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
+        on_write(h, t, (int)a3, a4, (int)a5);
+    } else if (ev == 'l' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
+        f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
+        if (f[0] >= 0 && f[0] < h->plan.nnames)
+            on_released(h, pi, t, ns, f);
+    } else if (ev == 'S' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a6) == 5
+               && a1 >= 0 && a1 < h->plan.nnames) {
+        h->procs[pi].has_stats[a1] = 1;
+        h->procs[pi].s_acq[a1] = (unsigned long long)a2;
+        h->procs[pi].s_reent[a1] = (unsigned long long)a3;
+        h->procs[pi].s_rel[a1] = (unsigned long long)a4;
+    } else if (ev == 'P' && strncmp(line, "end", 3) == 0) {
+        h->procs[pi].ended = 1;
+    }
+}
+
+static int read_worker(nm_hist *h, const char *file)
+{
+    char path[1100], line[512];
+    nm_tstate ts[16];
+    int nts = 0, pi;
+    FILE *fp;
+
+    if (h->nprocs >= 64)
+        return -1;
+    pi = h->nprocs++;
+    memset(&h->procs[pi], 0, sizeof h->procs[pi]);
+    snprintf(h->procs[pi].file, sizeof h->procs[pi].file, "%s", file);
+    sscanf(file, "w%d.%d", &h->procs[pi].index, &h->procs[pi].gen);
+    snprintf(path, sizeof path, "%s/%s", h->dir, file);
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof line, fp) != NULL)
+        if (strchr(line, '\n') != NULL)     /* a SIGKILL may cut the last line */
+            parse_worker_line(h, pi, ts, &nts, line);
+    fclose(fp);
+    return 0;
+}
+
+static void parse_ctl_line(nm_hist *h, const char *line)
+{
+    long long ns, seed;
+    int a, b, c, d, e;
+    char word[16];
+
+    if (sscanf(line, "%lld 0 C %llx", &ns, &seed) == 2) {
+        nm_plan_draw(&h->plan, (uint64_t)seed);
+    } else if (sscanf(line, "%lld 0 T %15s", &ns, word) == 2 && strcmp(word, "start") == 0) {
+        h->t0 = ns;
+    } else if (sscanf(line, "%lld 0 F %d %d %15s", &ns, &a, &b, word) == 4) {
+        if (strcmp(word, "start") == 0 && h->nfaults < NM_FAULTS_MAX * 2) {
+            h->faults[h->nfaults].kind = a;
+            h->faults[h->nfaults].arg = b;
+            h->faults[h->nfaults].start = ns;
+            h->faults[h->nfaults++].end = NM_FOREVER;
+            h->v->faults++;
+        } else if (h->nfaults > 0) {
+            h->faults[h->nfaults - 1].end = ns;
+        }
+    } else if (sscanf(line, "%lld 0 X %d %d %d %d %d", &ns, &a, &b, &c, &d, &e) == 6) {
+        int i;
+        for (i = 0; i < h->nprocs; i++)
+            if (h->procs[i].index == a && h->procs[i].gen == b)
+                h->procs[i].killed = e;
+        if (e == 0 && d != 0) {
+            h->bad_exits++;
+            printf("VIOLATION bookkeeping: worker %d generation %d (pid %d) exited with %d\n",
+                   a, b, c, d);
+        }
+    } else if (sscanf(line, "%lld 0 K %d", &ns, &a) == 2) {
+        h->keys_left = a;
+    }
+}
+
+static int read_ctl(nm_hist *h)
+{
+    char path[700], line[256];
+    FILE *fp;
+
+    snprintf(path, sizeof path, "%s/ctl.hist", h->dir);
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof line, fp) != NULL)
+        parse_ctl_line(h, line);
+    fclose(fp);
+    return h->plan.nnames > 0 ? 0 : -1;
+}
+
+static int read_all(nm_hist *h)
+{
+    DIR *d;
+    struct dirent *e;
+    char path[700], line[256];
+    FILE *fp;
+
+    /* The seed first (the plan says how many names there are), then the
+     * workers, then the controller's exits and keys. */
+    snprintf(path, sizeof path, "%s/ctl.hist", h->dir);
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof line, fp) != NULL && h->plan.nnames == 0)
+        parse_ctl_line(h, line);
+    fclose(fp);
+    if ((d = opendir(h->dir)) == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] == 'w' && strstr(e->d_name, ".hist") != NULL)
+            read_worker(h, e->d_name);
+    closedir(d);
+    memset(&h->plan, 0, sizeof h->plan);
+    h->v->faults = 0;
+    return read_ctl(h);
+}
+
+/* ---- the invariants ------------------------------------------------------ */
+
+static int fault_in(const nm_hist *h, int kind, int arg, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++)
+        if (h->faults[i].kind == kind && (arg < 0 || h->faults[i].arg == arg) &&
+            h->faults[i].start <= to && h->faults[i].end >= from)
+            return 1;
+    return 0;
+}
+
+static int exclusive_pair(const nm_hold *a, const nm_hold *b)
+{
+    return a->side != NM_SIDE_READ || b->side != NM_SIDE_READ;
+}
+
+/* Whether a force-release of the name fell inside the hold: without
+ * lock-delay, a holder in another process learns it at its next renewal. */
+static int forced_inside(const nm_hist *h, const nm_hold *x)
+{
+    return h->plan.names[x->name].delay_ms == 0 &&
+           fault_in(h, NM_F_FORCE, x->name, x->ret - 5 * NM_MS, x->good_end);
+}
+
+static void check_exclusion(nm_hist *h)
+{
+    size_t i, j;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *a = &h->holds[i];
+        if (a->good_end <= a->ret || forced_inside(h, a))
+            continue;
+        for (j = i + 1; j < h->nholds; j++) {
+            const nm_hold *b = &h->holds[j];
+            if (b->name != a->name || b->good_end <= b->ret || !exclusive_pair(a, b))
+                continue;
+            if (a->proc == b->proc && a->tid == b->tid)
+                continue;
+            if (a->ret < b->good_end && b->ret < a->good_end && !forced_inside(h, b))
+                violation(h, NM_INV_EXCL, a->name, a, b, "two valid holds overlap");
+        }
+    }
+}
+
+static void check_fencing(nm_hist *h)
+{
+    size_t i, j;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *a = &h->holds[i];
+        if (!h->plan.names[a->name].fencing || a->token < 0)
+            continue;
+        for (j = 0; j < h->nholds; j++) {
+            const nm_hold *b = &h->holds[j];
+            int64_t from, to;
+            if (j == i || b->name != a->name || b->token < 0)
+                continue;
+            from = a->inv < b->inv ? a->inv : b->inv;
+            to = a->ret > b->ret ? a->ret : b->ret;
+            if (fault_in(h, NM_F_SRV_KILL_EMPTY, -1, from, to))
+                continue;   /* the counter went with the data: outside the guarantee */
+            if (i < j && a->token == b->token)
+                violation(h, NM_INV_FENCE, a->name, a, b, "one token handed out twice");
+            else if (a->ret < b->inv && a->token >= b->token)
+                violation(h, NM_INV_FENCE, a->name, a, b,
+                          "a later acquisition got a token not above an earlier one's");
+        }
+    }
+}
+
+static void check_delay(nm_hist *h)
+{
+    size_t i, j;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *a = &h->holds[i];
+        int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS;
+        int lost = a->bad_release || !a->closed;
+        if (delay == 0 || !lost || a->good_end == 0)
+            continue;
+        for (j = 0; j < h->nholds; j++) {
+            const nm_hold *b = &h->holds[j];
+            if (j == i || b->name != a->name || b->good_end <= b->ret)
+                continue;
+            if (b->ret <= a->good_end || b->ret >= a->good_end + delay - NM_DELAY_TOL_NS)
+                continue;
+            /* Forcing the name again ends the block; an empty restart
+             * (drawn only longer than every lease + delay) loses it. */
+            if (fault_in(h, NM_F_FORCE, a->name, a->ret, b->ret) ||
+                fault_in(h, NM_F_SRV_KILL_EMPTY, -1, a->ret, b->ret))
+                continue;
+            violation(h, NM_INV_DELAY, a->name, a, b,
+                      "granted again before the lost hold's last valid moment + delay");
+        }
+    }
+}
+
+/* Until when a hold may keep the name from others, as far as the history
+ * can tell (a lost one: its lease and delay after the last we saw of it). */
+static int64_t occupied_until(const nm_hist *h, const nm_hold *x)
+{
+    const nm_name *n = &h->plan.names[x->name];
+
+    if (!x->closed)
+        return NM_FOREVER;
+    if (x->bad_release || x->flagged)
+        return x->rel_ret + (n->lease_ms + n->delay_ms) * NM_MS;
+    return x->rel_ret;
+}
+
+/* Whether any fault, or its aftermath, touches [from, to]. */
+static int quiet(const nm_hist *h, int64_t from, int64_t to)
+{
+    int64_t after = (nm_plan_lease_delay_max(&h->plan) + 2500) * NM_MS;
+    int i;
+
+    for (i = 0; i < h->nfaults; i++)
+        if (h->faults[i].start <= to && h->faults[i].end + after >= from)
+            return 0;
+    return 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The longest stretch of [from, to] no hold of the name covers. */
+static int64_t longest_free(const nm_hist *h, int name, int64_t from, int64_t to)
+{
+    int64_t (*iv)[2] = malloc((h->nholds + h->ncalls + 1) * sizeof *iv);
+    size_t n = 0, i;
+    int64_t cur = from, best = 0;
+
+    for (i = 0; i < h->nholds; i++)
+        if (h->holds[i].name == name) {
+            iv[n][0] = h->holds[i].inv;
+            iv[n++][1] = occupied_until(h, &h->holds[i]);
+        }
+    for (i = 0; i < h->ncalls; i++) {   /* an outcome not known: may hold it */
+        const nm_call *c = &h->calls[i];
+        const nm_name *m = &h->plan.names[name];
+        if (c->name == name && c->status != RL_OK && c->status != RL_EBUSY &&
+            c->status != RL_ETIMEDOUT) {
+            iv[n][0] = c->inv;
+            iv[n++][1] = c->ret + (m->lease_ms + m->delay_ms) * NM_MS;
+        }
+    }
+    qsort(iv, n, sizeof *iv, cmp_i64);
+    for (i = 0; i < n && cur < to; i++) {
+        if (iv[i][0] > cur && (iv[i][0] < to ? iv[i][0] : to) - cur > best)
+            best = (iv[i][0] < to ? iv[i][0] : to) - cur;
+        if (iv[i][1] > cur)
+            cur = iv[i][1];
+    }
+    if (cur < to && to - cur > best)
+        best = to - cur;
+    free(iv);
+    return best;
+}
+
+/* Whether another thread of x's process held or wanted x's name during its
+ * wait: threads of a process queue locally, only the local head has a place
+ * in Redis, and a release queues the releasing process's next waiter at the
+ * tail (processes take turns). Only a waiter alone in its process is known
+ * to have been queued in Redis from its call on. */
+static int not_alone(const nm_hist *h, const nm_hold *x)
+{
+    size_t j;
+
+    for (j = 0; j < h->nholds; j++) {
+        const nm_hold *o = &h->holds[j];
+        if (o != x && o->proc == x->proc && o->name == x->name && o->inv <= x->ret &&
+            occupied_until(h, o) >= x->inv)
+            return 1;
+    }
+    for (j = 0; j < h->ncalls; j++) {
+        const nm_call *c = &h->calls[j];
+        if (c->proc == x->proc && c->name == x->name && c->tid != x->tid &&
+            c->inv <= x->ret && c->ret >= x->inv)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a fault that can cost a waiter its place in the queue (its
+ * process stopped or killed, the queue's data lost or moved, its connection
+ * cut by a proxy) touches [from, to]. SCRIPT FLUSH, CLIENT KILL (a waiter
+ * asks again within 500 ms, and a free name stays promised to the head) and
+ * a force-release (the queue is left as it is) cannot. */
+static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++) {
+        int k = h->faults[i].kind;
+        if (k == NM_F_FLUSH || k == NM_F_CKILL || k == NM_F_FORCE)
+            continue;
+        if (h->faults[i].start <= to && h->faults[i].end >= from)
+            return 0;
+    }
+    return 1;
+}
+
+static void check_fair_order(nm_hist *h, size_t xi)
+{
+    const nm_hold *x = &h->holds[xi];
+    size_t j;
+
+    if (not_alone(h, x))
+        return;
+
+    for (j = 0; j < h->nholds; j++) {
+        const nm_hold *y = &h->holds[j];
+        if (y->name != x->name || y->proc == x->proc || y->good_end == 0)
+            continue;
+        if (y->inv > x->inv + NM_FAIR_GAP_MS * NM_MS && x->ret > y->good_end &&
+            fair_quiet(h, x->inv - NM_FAIR_GAP_MS * NM_MS, x->ret))
+            violation(h, NM_INV_LIVE, x->name, x, y,
+                      "a fair waiter was served after one that arrived later");
+    }
+}
+
+static void check_liveness(nm_hist *h)
+{
+    size_t i;
+
+    for (i = 0; i < h->ncalls; i++) {
+        const nm_call *c = &h->calls[i];
+        int64_t gap;
+        if (c->status != RL_ETIMEDOUT || !quiet(h, c->inv, c->ret))
+            continue;
+        gap = longest_free(h, c->name, c->inv, c->ret);
+        if (gap > NM_LIVE_BOUND_MS * NM_MS) {
+            h->v->violations[NM_INV_LIVE]++;
+            printf("VIOLATION liveness name n%d: %s thread %d waited %.1f..%.1f ms and timed "
+                   "out although the name was free for %.1f ms\n  replay: rlnemesis run "
+                   "--seed 0x%llx   (histories: %s)\n",
+                   c->name, h->procs[c->proc].file, c->tid, rel_ms(h, c->inv),
+                   rel_ms(h, c->ret), (double)gap / 1e6, (unsigned long long)h->plan.seed,
+                   h->dir);
+        }
+    }
+    for (i = 0; i < h->nholds; i++)
+        if (h->plan.names[h->holds[i].name].family == NM_FAIR)
+            check_fair_order(h, i);
+}
+
+static void check_books(nm_hist *h)
+{
+    int i, n;
+
+    h->v->violations[NM_INV_BOOK] += h->bad_exits;
+    if (h->keys_left != 0) {
+        h->v->violations[NM_INV_BOOK]++;
+        printf("VIOLATION bookkeeping: %ld keys of the run left after it and one lease\n",
+               h->keys_left);
+    }
+    for (i = 0; i < h->nprocs; i++) {
+        const nm_proc *p = &h->procs[i];
+        if (!p->ended) {
+            if (!p->killed) {
+                h->v->violations[NM_INV_BOOK]++;
+                printf("VIOLATION bookkeeping: %s never ended and was not killed\n", p->file);
+            }
+            continue;
+        }
+        for (n = 0; n < h->plan.nnames; n++)
+            if (!p->has_stats[n] || p->s_acq[n] != (unsigned long long)p->acq[n] ||
+                p->s_reent[n] != (unsigned long long)p->reent[n] ||
+                p->s_rel[n] != (unsigned long long)p->rel[n]) {
+                h->v->violations[NM_INV_BOOK]++;
+                printf("VIOLATION bookkeeping name n%d: %s stats acq/reent/rel %llu/%llu/%llu, "
+                       "history %ld/%ld/%ld\n", n, p->file, p->s_acq[n], p->s_reent[n],
+                       p->s_rel[n], p->acq[n], p->reent[n], p->rel[n]);
+            }
+    }
+}
+
+int nm_check_dir(const char *dir, nm_verdict *v)
+{
+    nm_hist h;
+
+    memset(&h, 0, sizeof h);
+    memset(v, 0, sizeof *v);
+    h.dir = dir;
+    h.v = v;
+    h.keys_left = -1;
+    if (read_all(&h) != 0) {
+        fprintf(stderr, "rlnemesis: cannot read the histories in %s\n", dir);
+        return -1;
+    }
+    check_exclusion(&h);
+    check_fencing(&h);
+    check_delay(&h);
+    check_liveness(&h);
+    check_books(&h);
+    free(h.holds);
+    free(h.calls);
+    return 0;
+}

@@ -1,0 +1,286 @@
+/*
+ * The PRNG and the plan: everything a run does is drawn here from its seed,
+ * in one fixed order, so that a seed replays the same test.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "nemesis.h"
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void nm_rng_seed(nm_rng *r, uint64_t seed)
+{
+    int i;
+
+    for (i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t nm_rng_next(nm_rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t out = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return out;
+}
+
+long nm_rng_range(nm_rng *r, long lo, long hi)
+{
+    uint64_t span = (uint64_t)(hi - lo) + 1;
+
+    return lo + (long)(nm_rng_next(r) % span);
+}
+
+int nm_rng_pct(nm_rng *r, int pct)
+{
+    return nm_rng_range(r, 0, 99) < pct;
+}
+
+int64_t nm_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void draw_name(nm_rng *r, nm_name *n)
+{
+    memset(n, 0, sizeof *n);
+    n->family = (int)nm_rng_range(r, 0, 2);
+    /* Fencing and lock-delay are the plain lock's: the library refuses
+     * them on a client that opens a fair or read-write name. */
+    if (n->family == NM_PLAIN) {
+        n->fencing = nm_rng_pct(r, 50);
+        n->delay_ms = nm_rng_pct(r, 50) ? nm_rng_range(r, 300, 1500) : 0;
+    }
+    n->lease_ms = nm_rng_range(r, 600, 2000);
+    n->fixed = nm_rng_pct(r, 30);
+}
+
+long nm_plan_lease_delay_max(const nm_plan *p)
+{
+    long m = 0;
+    int i;
+
+    for (i = 0; i < p->nnames; i++)
+        if (p->names[i].lease_ms + p->names[i].delay_ms > m)
+            m = p->names[i].lease_ms + p->names[i].delay_ms;
+    return m;
+}
+
+static long lease_max(const nm_plan *p)
+{
+    long m = 0;
+    int i;
+
+    for (i = 0; i < p->nnames; i++)
+        if (p->names[i].lease_ms > m)
+            m = p->names[i].lease_ms;
+    return m;
+}
+
+/* One fault's kind, target and length; -1 when the kind cannot be drawn. */
+static int draw_fault(nm_rng *r, const nm_plan *p, nm_fault *f)
+{
+    f->kind = (int)nm_rng_range(r, 0, NM_F_COUNT - 1);
+    f->dur_ms = 0;
+    f->arg = 0;
+    switch (f->kind) {
+    case NM_F_SRV_STOP:
+        f->dur_ms = nm_rng_range(r, 200, lease_max(p) * 3 / 2);
+        break;
+    case NM_F_SRV_KILL_KEEP:
+        f->dur_ms = nm_rng_range(r, 100, 1500);
+        break;
+    case NM_F_SRV_KILL_EMPTY:
+        /* Restarting empty sooner than the leases (and delays) run out is
+         * outside rlock's guarantees: never drawn. */
+        f->dur_ms = nm_plan_lease_delay_max(p) + nm_rng_range(r, 600, 1200);
+        break;
+    case NM_F_WRK_STOP:
+        f->arg = (int)nm_rng_range(r, 0, p->nprocs - 1);
+        f->dur_ms = lease_max(p) + nm_rng_range(r, 200, 1000);
+        break;
+    case NM_F_WRK_KILL:
+        f->arg = (int)nm_rng_range(r, 0, p->nprocs - 1);
+        break;
+    case NM_F_FORCE:
+        f->arg = (int)nm_rng_range(r, 0, p->nnames - 1);
+        break;
+    case NM_F_PX_STALL:
+        f->dur_ms = nm_rng_range(r, 100, 2500);
+        /* fall through */
+    case NM_F_PX_DROP:
+    case NM_F_PX_CUT:
+        if (p->proxied < 0)
+            return -1;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void draw_faults(nm_rng *r, nm_plan *p)
+{
+    int want = (int)nm_rng_range(r, 1, 4), tries = 0;
+    long at = nm_rng_range(r, 800, 2500);
+
+    p->nfaults = 0;
+    while (p->nfaults < want && tries++ < 32) {
+        nm_fault f;
+
+        if (draw_fault(r, p, &f) != 0)
+            continue;
+        if (at + f.dur_ms > p->run_ms + 3000)
+            break;
+        f.at_ms = at;
+        p->faults[p->nfaults++] = f;
+        at += f.dur_ms + nm_rng_range(r, 300, 2500);
+        if (at > p->run_ms - 1000)
+            break;
+    }
+}
+
+/* Cluster and Sentinel clients follow the slot map or the sentinels to the
+ * nodes' own ports, so no proxy stands in one client's path: its faults
+ * become a CLIENT KILL. A node's data cannot be kept across its restart
+ * (rt_cluster and rt_sentinel empty it): a restart with data becomes a slot
+ * migration of a name (Cluster) or a SENTINEL FAILOVER (Sentinel). Server
+ * faults of a Sentinel deployment hit whichever node is the primary then. */
+static void cluster_faults(nm_plan *p, nm_rng *r)
+{
+    int i;
+
+    p->proxied = -1;
+    for (i = 0; i < p->nfaults; i++) {
+        nm_fault *f = &p->faults[i];
+        if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT) {
+            f->kind = NM_F_CKILL;
+            f->dur_ms = 0;
+        } else if (f->kind == NM_F_SRV_KILL_KEEP && p->deploy == NM_SENTINEL) {
+            f->kind = NM_F_FAILOVER;
+            f->dur_ms = 0;
+        } else if (f->kind == NM_F_SRV_KILL_KEEP) {
+            f->kind = NM_F_MIGRATE;
+            f->arg = (int)nm_rng_range(r, 0, p->nnames - 1);
+            f->dur_ms = 0;
+        }
+    }
+}
+
+/* The deployment comes from a stream of its own, after the rest: the plans
+ * of single-server seeds stayed what they were before Redlock was added. */
+static void draw_deployment(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x6e656d6573697321ULL);
+    i = (int)nm_rng_range(&r, 0, 99);
+    p->deploy = i < 25 ? NM_REDLOCK : i < 50 ? NM_CLUSTER : i < 70 ? NM_SENTINEL : NM_SINGLE;
+    p->nnodes = p->deploy == NM_REDLOCK ? 5 : p->deploy == NM_SINGLE ? 1 : 3;
+    p->px_node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+    for (i = 0; i < p->nfaults; i++)
+        p->faults[i].node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+    if (p->deploy == NM_CLUSTER || p->deploy == NM_SENTINEL)
+        cluster_faults(p, &r);
+    if (p->deploy != NM_REDLOCK)
+        return;
+    /* Redlock offers plain locks only, without fencing or lock-delay
+     * (RL_ENOTSUP): every name becomes a plain one. */
+    for (i = 0; i < p->nnames; i++) {
+        p->names[i].family = NM_PLAIN;
+        p->names[i].fencing = 0;
+        p->names[i].delay_ms = 0;
+    }
+}
+
+void nm_plan_draw(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    memset(p, 0, sizeof *p);
+    nm_rng_seed(&r, seed);
+    p->seed = seed;
+    p->nnames = (int)nm_rng_range(&r, 1, NM_NAMES_MAX);
+    for (i = 0; i < p->nnames; i++)
+        draw_name(&r, &p->names[i]);
+    p->nprocs = (int)nm_rng_range(&r, 2, NM_PROCS_MAX);
+    p->nthreads = (int)nm_rng_range(&r, 1, 4);
+    p->depth_max = (int)nm_rng_range(&r, 1, 3);
+    p->hold_ms_max = nm_rng_range(&r, 5, 150);
+    p->think_ms_max = nm_rng_range(&r, 0, 100);
+    p->run_ms = nm_rng_range(&r, 8000, 12000);
+    p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
+    draw_faults(&r, p);
+    draw_deployment(p, seed);
+}
+
+const char *nm_fault_name(int kind)
+{
+    static const char *const names[NM_F_KINDS] = {
+        "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
+        "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
+        "migrate", "failover",
+    };
+
+    return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";
+}
+
+void nm_name_of(char *buf, size_t cap, int i)
+{
+    snprintf(buf, cap, "n%d", i);
+}
+
+void nm_prefix_of(char *buf, size_t cap, uint64_t seed)
+{
+    snprintf(buf, cap, "nm:%llx:", (unsigned long long)seed);
+}
+
+void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
+{
+    static const char *const fam[] = { "plain", "fair", "rw" };
+    size_t n;
+    int i;
+
+    static const char *const deploy[] = { "single", "redlock5", "cluster3", "sentinel3" };
+
+    n = (size_t)snprintf(buf, cap, "%s names=", deploy[p->deploy]);
+    for (i = 0; i < p->nnames && n < cap; i++) {
+        const nm_name *m = &p->names[i];
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s(%s%s%ld", i ? "," : "",
+                              fam[m->family], m->fencing ? "f," : "",
+                              m->fixed ? "x" : "w", m->lease_ms);
+        if (n < cap && m->delay_ms > 0)
+            n += (size_t)snprintf(buf + n, cap - n, ",d%ld", m->delay_ms);
+        if (n < cap)
+            n += (size_t)snprintf(buf + n, cap - n, ")");
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, " procs=%dx%d depth=%d proxied=%d run=%ld", p->nprocs,
+                 p->nthreads, p->depth_max, p->proxied, p->run_ms);
+}

@@ -1,0 +1,595 @@
+/*
+ * The controller of one run: starts the server (and the proxy), spawns the
+ * workers, plays the fault schedule, waits for the end, looks for keys
+ * left behind, and hands the histories to the checker.
+ *
+ * Its history, ctl.hist (after "<ns> 0"):
+ *   C <seed>                       the run's seed (the checker draws the plan again)
+ *   T start | T end                the run began / every worker has ended
+ *   F <kind> <arg> start|end <rc>  a fault (instant ones: start and end together)
+ *   X <index> <gen> <pid> <status> <killed>  a worker ended (killed: by a fault)
+ *   K <keys>                       keys of the run left one lease after the end
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nemesis.h"
+#include "proxy.h"
+#include "redis_server.h"
+#include "rlock.h"
+#include "rt_cluster.h"
+#include "rt_sentinel.h"
+#include "rt_util.h"
+
+#define NM_SETTLE_MS 20000   /* a Cluster back to cluster_state:ok after a fault */
+
+typedef struct nm_ctl {
+    nm_plan plan;
+    char dir[400];
+    FILE *hist;
+    rt_redis *node[NM_NODES_MAX];      /* a Cluster's are its own (c->cl) */
+    rt_cluster *cl;
+    rt_sentinel *sn;
+    char url[400];                     /* the deployment's URL */
+    char pxurl[600];                   /* the same, the proxied node through the proxy */
+    rt_proxy *px;
+    rl_client *client;                 /* the controller's own, for force-release */
+    rl_lock *handle[NM_NAMES_MAX];
+    pid_t pid[NM_PROCS_MAX];
+    int gen[NM_PROCS_MAX];
+    int64_t start_ns, end_ns;
+} nm_ctl;
+
+/* For the signal handler: what to kill when rlnemesis is interrupted. */
+static volatile pid_t g_pids[NM_PROCS_MAX + NM_NODES_MAX];
+
+static void on_signal(int sig)
+{
+    int i;
+
+    for (i = 0; i < NM_PROCS_MAX + NM_NODES_MAX; i++)
+        if (g_pids[i] > 0)
+            kill(g_pids[i], SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void track_pids(const nm_ctl *c)
+{
+    int i;
+
+    for (i = 0; i < NM_PROCS_MAX; i++)
+        g_pids[i] = i < c->plan.nprocs ? c->pid[i] : 0;
+    for (i = 0; i < NM_NODES_MAX; i++)
+        g_pids[NM_PROCS_MAX + i] = c->node[i] != NULL ? c->node[i]->pid : 0;
+}
+
+static void ctl_hist(nm_ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void ctl_hist(nm_ctl *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(c->hist, "%lld 0 ", (long long)nm_now_ns());
+    va_start(ap, fmt);
+    vfprintf(c->hist, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->hist);
+    fflush(c->hist);
+}
+
+static const char *worker_url(const nm_ctl *c, int index)
+{
+    return index == c->plan.proxied && c->px != NULL ? c->pxurl : c->url;
+}
+
+static pid_t spawn_worker(nm_ctl *c, int index)
+{
+    char seed[32], idx[16], gen[16], end[32], ppid[16];
+    char *argv[10];
+
+    snprintf(seed, sizeof seed, "0x%llx", (unsigned long long)c->plan.seed);
+    snprintf(idx, sizeof idx, "%d", index);
+    snprintf(gen, sizeof gen, "%d", c->gen[index]);
+    snprintf(end, sizeof end, "%lld", (long long)c->end_ns);
+    snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+    argv[0] = "rlnemesis";
+    argv[1] = "worker";
+    argv[2] = seed;
+    argv[3] = idx;
+    argv[4] = gen;
+    argv[5] = c->dir;
+    argv[6] = (char *)worker_url(c, index);
+    argv[7] = end;
+    argv[8] = ppid;
+    argv[9] = NULL;
+    c->pid[index] = rt_spawn_self(argv, NULL, 0, 180);
+    track_pids(c);
+    return c->pid[index];
+}
+
+static int open_force_client(nm_ctl *c)
+{
+    static const int kinds[] = { RL_KIND_PLAIN, RL_KIND_FAIR, RL_KIND_WRITE };
+    char prefix[64], name[16];
+    rl_options o;
+    int i, st;
+
+    nm_prefix_of(prefix, sizeof prefix, c->plan.seed);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
+    o.url = c->url;
+    o.key_prefix = prefix;
+    /* Its owner record lives three leases: freeing the client deletes it,
+     * but only on a pooled connection still alive (not after a restart). */
+    o.lease_ms = 600;
+    st = rl_client_new(&c->client, &o);
+    for (i = 0; st == RL_OK && i < c->plan.nnames; i++) {
+        nm_name_of(name, sizeof name, i);
+        st = rl_lock_new_kind(&c->handle[i], c->client, name, strlen(name),
+                              kinds[c->plan.names[i].family]);
+    }
+    if (st != RL_OK)
+        fprintf(stderr, "rlnemesis: controller client: %s\n", rl_strerror(st));
+    return st == RL_OK ? 0 : -1;
+}
+
+static void close_force_client(nm_ctl *c)
+{
+    int i;
+
+    for (i = 0; i < c->plan.nnames; i++) {
+        rl_lock_free(c->handle[i]);
+        c->handle[i] = NULL;
+    }
+    rl_client_free(c->client);
+    c->client = NULL;
+}
+
+/* One command on a fresh connection (CLIENT KILL would cut a kept one). */
+static int server_cmd(rt_redis *srv, const char *cmd)
+{
+    redisContext *rc = rt_redis_connect(srv);
+    redisReply *rep;
+    int ok;
+
+    if (rc == NULL)
+        return -1;
+    rep = redisCommand(rc, cmd);
+    ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    return ok ? 0 : -1;
+}
+
+/* Wait, without reaping it, until the server process has exited. */
+static int server_exited(const rt_redis *srv)
+{
+    siginfo_t si;
+
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)srv->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == srv->pid;
+}
+
+static int restart_after(nm_ctl *c, rt_redis *srv, int node, long down_ms, int keep)
+{
+    char rdb[600];
+
+    if (!keep) {
+        snprintf(rdb, sizeof rdb, "%s/redis%d/dump.rdb", c->dir, node);
+        unlink(rdb);
+    }
+    rt_sleep_ms(down_ms);
+    return rt_redis_restart(srv);
+}
+
+/* A Cluster's fault ends when every node says cluster_state:ok again. */
+static int settled(nm_ctl *c, int rc)
+{
+    if (rc != 0)
+        return rc;
+    if (c->sn != NULL)
+        return rt_sentinel_wait_ok(c->sn, NM_SETTLE_MS);
+    return c->cl != NULL ? rt_cluster_wait_ok(c->cl, NM_SETTLE_MS) : 0;
+}
+
+/* Sentinel: the primary killed, a replica promoted; the old one restarted
+ * (empty, demoted by the sentinels) after down_ms. */
+static int sentinel_kill(nm_ctl *c, long down_ms)
+{
+    int old = rt_sentinel_kill_primary(c->sn);
+
+    if (old < 0 || rt_sentinel_wait_failover(c->sn, old, NM_SETTLE_MS) < 0)
+        return -1;
+    rt_sleep_ms(down_ms);
+    return rt_sentinel_restart_node(c->sn, old, NM_SETTLE_MS);
+}
+
+/* Sentinel: SENTINEL FAILOVER, asked of sentinel 0. */
+static int sentinel_failover(nm_ctl *c)
+{
+    redisContext *rc = rt_sentinel_connect_sentinel(c->sn, 0);
+    int old = rt_sentinel_primary(c->sn), ok;
+    redisReply *rep;
+
+    if (rc == NULL || old < 0) {
+        if (rc != NULL)
+            redisFree(rc);
+        return -1;
+    }
+    rep = redisCommand(rc, "SENTINEL FAILOVER %s", c->sn->master_name);
+    ok = rep != NULL && rep->type != REDIS_REPLY_ERROR;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    if (!ok || rt_sentinel_wait_failover(c->sn, old, NM_SETTLE_MS) < 0)
+        return -1;
+    return settled(c, 0);
+}
+
+/* Move the slot of name `arg` to the next master. */
+static int migrate(nm_ctl *c, int arg)
+{
+    char name[16];
+    int slot, from;
+
+    nm_name_of(name, sizeof name, arg);
+    slot = rt_cluster_keyslot(c->cl, name, strlen(name));
+    from = slot < 0 ? -1 : rt_cluster_master_of(c->cl, slot);
+    if (from < 0)
+        return -1;
+    return rt_cluster_migrate_slot(c->cl, slot, (from + 1) % c->plan.nnodes);
+}
+
+static int fault_server(nm_ctl *c, const nm_fault *f)
+{
+    rt_redis *srv = c->node[f->node];
+
+    if (c->sn != NULL) {
+        int primary = rt_sentinel_primary(c->sn);
+        if (primary < 0)
+            return -1;
+        srv = c->node[primary];
+        if (f->kind == NM_F_SRV_KILL_EMPTY)
+            return sentinel_kill(c, f->dur_ms);
+        if (f->kind == NM_F_FAILOVER)
+            return sentinel_failover(c);
+    }
+    switch (f->kind) {
+    case NM_F_SRV_STOP:
+        if (rt_redis_pause(srv) != 0)
+            return -1;
+        rt_sleep_ms(f->dur_ms);
+        return settled(c, rt_redis_resume(srv));
+    case NM_F_MIGRATE:
+        return settled(c, migrate(c, f->arg));
+    case NM_F_SRV_KILL_KEEP:
+        /* SHUTDOWN SAVE: the server goes down with every write kept. */
+        server_cmd(srv, "SHUTDOWN SAVE");
+        if (!RT_WAIT_UNTIL(server_exited(srv), 10000))
+            return -1;
+        return restart_after(c, srv, f->node, f->dur_ms, 1);
+    case NM_F_SRV_KILL_EMPTY:
+        if (rt_redis_kill(srv) != 0)
+            return -1;
+        return settled(c, restart_after(c, srv, f->node, f->dur_ms, 0));
+    case NM_F_FLUSH:
+        return server_cmd(srv, "SCRIPT FLUSH");
+    case NM_F_CKILL:
+        return server_cmd(srv, "CLIENT KILL TYPE normal");
+    default:
+        return -1;
+    }
+}
+
+static int fault_worker(nm_ctl *c, const nm_fault *f)
+{
+    pid_t pid = c->pid[f->arg];
+    int st;
+
+    if (pid <= 0)
+        return -1;
+    if (f->kind == NM_F_WRK_STOP) {
+        if (kill(pid, SIGSTOP) != 0)
+            return -1;
+        rt_sleep_ms(f->dur_ms);
+        return kill(pid, SIGCONT);
+    }
+    kill(pid, SIGKILL);
+    st = rt_child_wait(pid, 10000);
+    ctl_hist(c, "X %d %d %d %d 1", f->arg, c->gen[f->arg], (int)pid, st);
+    c->gen[f->arg]++;
+    return spawn_worker(c, f->arg) > 0 ? 0 : -1;
+}
+
+static int fault_proxy(nm_ctl *c, const nm_fault *f)
+{
+    switch (f->kind) {
+    case NM_F_PX_STALL:
+        if (rt_proxy_stall(c->px, 1) != 0)
+            return -1;
+        rt_sleep_ms(f->dur_ms);
+        return rt_proxy_stall(c->px, 0);
+    case NM_F_PX_DROP:
+        rt_proxy_drop_next_reply(c->px);
+        return 0;
+    default:
+        return rt_proxy_cut_all(c->px) >= 0 ? 0 : -1;
+    }
+}
+
+static int play_fault(nm_ctl *c, const nm_fault *f)
+{
+    int rc;
+
+    ctl_hist(c, "F %d %d start %d", f->kind, f->arg, f->node);
+    if (f->kind == NM_F_WRK_STOP || f->kind == NM_F_WRK_KILL)
+        rc = fault_worker(c, f);
+    else if (f->kind == NM_F_FORCE)
+        rc = rl_lock_force_release(c->handle[f->arg]) == RL_OK ? 0 : -1;
+    else if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT)
+        rc = fault_proxy(c, f);
+    else
+        rc = fault_server(c, f);
+    track_pids(c);
+    ctl_hist(c, "F %d %d end %d", f->kind, f->arg, rc);
+    return rc;
+}
+
+static void sleep_until_ns(int64_t t)
+{
+    int64_t now = nm_now_ns();
+
+    if (t > now)
+        rt_sleep_ms((long)((t - now) / 1000000));
+}
+
+/* Keys of the run on one node, the fencing counters aside (they never
+ * expire). */
+static long node_keys_left(nm_ctl *c, rt_redis *srv, int print)
+{
+    redisContext *rc = rt_redis_connect(srv);
+    char prefix[64];
+    long n = 0;
+    redisReply *rep;
+    size_t i;
+
+    if (rc == NULL)
+        return -1;
+    nm_prefix_of(prefix, sizeof prefix, c->plan.seed);
+    rep = redisCommand(rc, "KEYS %s*", prefix);
+    if (rep != NULL && rep->type == REDIS_REPLY_ARRAY) {
+        for (i = 0; i < rep->elements; i++) {
+            const char *k = rep->element[i]->str;
+            size_t len = rep->element[i]->len;
+            if (len > 6 && strcmp(k + len - 6, ":fence") == 0)
+                continue;
+            if (print)
+                fprintf(stderr, "rlnemesis: seed 0x%llx: key left: %s\n",
+                        (unsigned long long)c->plan.seed, k);
+            n++;
+        }
+    } else {
+        n = -1;
+    }
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    return n;
+}
+
+static long keys_left(nm_ctl *c, int print)
+{
+    long n = 0, k;
+    int i;
+
+    if (c->sn != NULL) {       /* replicas list what the primary has */
+        i = rt_sentinel_primary(c->sn);
+        return i < 0 ? -1 : node_keys_left(c, c->node[i], print);
+    }
+    for (i = 0; i < c->plan.nnodes; i++) {
+        if ((k = node_keys_left(c, c->node[i], print)) < 0)
+            return -1;
+        n += k;
+    }
+    return n;
+}
+
+static void wait_workers(nm_ctl *c)
+{
+    int i;
+
+    for (i = 0; i < c->plan.nprocs; i++) {
+        int64_t left = (c->end_ns - nm_now_ns()) / 1000000 + 30000;
+        int st = rt_child_wait(c->pid[i], left > 0 ? left : 1);
+        ctl_hist(c, "X %d %d %d %d 0", i, c->gen[i], (int)c->pid[i], st);
+        c->pid[i] = 0;
+    }
+    track_pids(c);
+}
+
+/* The deployment's URL, with node `px` (-1: none) reached through the proxy. */
+static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
+{
+    size_t n;
+    int i;
+
+    if (c->plan.deploy == NM_CLUSTER) {
+        snprintf(buf, cap, "%s", c->cl->seeds);
+        return;
+    }
+    if (c->plan.deploy == NM_SENTINEL) {
+        snprintf(buf, cap, "%s", rt_sentinel_url(c->sn));
+        return;
+    }
+    if (c->plan.deploy == NM_SINGLE) {
+        snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
+        return;
+    }
+    n = (size_t)snprintf(buf, cap, "redlock://");
+    for (i = 0; i < c->plan.nnodes && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s127.0.0.1:%d", i ? "," : "",
+                              i == px ? rt_proxy_port(c->px) : c->node[i]->port);
+}
+
+static int setup(nm_ctl *c)
+{
+    char args[700], path[600];
+    int i;
+
+    snprintf(path, sizeof path, "%s/ctl.hist", c->dir);
+    if ((c->hist = fopen(path, "w")) == NULL)
+        return -1;
+    if (c->plan.deploy == NM_CLUSTER) {
+        if ((c->cl = rt_cluster_start(c->plan.nnodes, 0, 1000, NULL)) == NULL) {
+            fprintf(stderr, "rlnemesis: no Redis Cluster: this test FAILS without Redis\n");
+            return -1;
+        }
+        for (i = 0; i < c->plan.nnodes; i++)
+            c->node[i] = c->cl->node[i];
+        track_pids(c);
+    }
+    if (c->plan.deploy == NM_SENTINEL) {
+        if ((c->sn = rt_sentinel_start(2, 3, "nm", NULL)) == NULL) {
+            fprintf(stderr, "rlnemesis: no Sentinel deployment: this test FAILS without "
+                            "Redis\n");
+            return -1;
+        }
+        for (i = 0; i < c->plan.nnodes; i++)
+            c->node[i] = c->sn->node[i];
+        track_pids(c);
+    }
+    for (i = 0; c->cl == NULL && c->sn == NULL && i < c->plan.nnodes; i++) {
+        snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
+        snprintf(args, sizeof args, "--dir %s", path);
+        if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
+            fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without "
+                            "Redis\n");
+            return -1;
+        }
+        track_pids(c);
+    }
+    if (c->plan.proxied >= 0 &&
+        (c->px = rt_proxy_start(c->node[c->plan.px_node]->port)) == NULL)
+        return -1;
+    make_url(c, c->url, sizeof c->url, -1);
+    if (c->px != NULL)
+        make_url(c, c->pxurl, sizeof c->pxurl, c->plan.px_node);
+    return open_force_client(c);
+}
+
+static void teardown(nm_ctl *c)
+{
+    int i;
+
+    for (i = 0; i < c->plan.nprocs; i++)
+        if (c->pid[i] > 0) {
+            kill(c->pid[i], SIGKILL);
+            rt_child_wait(c->pid[i], 5000);
+        }
+    close_force_client(c);
+    rt_proxy_stop(c->px);
+    if (c->cl != NULL || c->sn != NULL) {
+        rt_cluster_stop(c->cl);
+        rt_sentinel_stop(c->sn);
+        memset(c->node, 0, sizeof c->node);
+    }
+    for (i = 0; i < NM_NODES_MAX; i++)
+        rt_redis_stop(c->node[i]);
+    memset((void *)g_pids, 0, sizeof g_pids);
+    if (c->hist != NULL)
+        fclose(c->hist);
+}
+
+/* Spawn, play the faults, wait for the end and for the keys to go. */
+static int play(nm_ctl *c)
+{
+    int i;
+
+    c->start_ns = nm_now_ns();
+    c->end_ns = c->start_ns + (int64_t)c->plan.run_ms * 1000000;
+    ctl_hist(c, "C 0x%llx", (unsigned long long)c->plan.seed);
+    ctl_hist(c, "T start");
+    for (i = 0; i < c->plan.nprocs; i++)
+        if (spawn_worker(c, i) <= 0)
+            return -1;
+    for (i = 0; i < c->plan.nfaults; i++) {
+        sleep_until_ns(c->start_ns + (int64_t)c->plan.faults[i].at_ms * 1000000);
+        play_fault(c, &c->plan.faults[i]);
+    }
+    wait_workers(c);
+    ctl_hist(c, "T end");
+    close_force_client(c);     /* its owner record is a key of the run too */
+    /* One lease (and delay) after the end, plus a fair place's 2 s; a
+     * killed worker's owner record lives three of its leases. */
+    RT_WAIT_UNTIL(keys_left(c, 0) == 0, 3 * nm_plan_lease_delay_max(&c->plan) + 3000);
+    ctl_hist(c, "K %ld", keys_left(c, 1));
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "rlnemesis: could not remove %s\n", dir);
+}
+
+static void summary(const nm_ctl *c, const nm_verdict *v, long total)
+{
+    char desc[300];
+    int i;
+
+    nm_plan_describe(&c->plan, desc, sizeof desc);
+    printf("nemesis seed=0x%llx %s ops=%ld holds=%ld writes=%ld faults=%ld [",
+           (unsigned long long)c->plan.seed, desc, v->ops, v->holds, v->writes, v->faults);
+    for (i = 0; i < c->plan.nfaults; i++)
+        printf("%s%s", i ? "," : "", nm_fault_name(c->plan.faults[i].kind));
+    printf("] violations:");
+    for (i = 0; i < NM_INV_COUNT; i++)
+        printf(" %s=%ld", nm_inv_name(i), v->violations[i]);
+    printf(" -> %s\n", total == 0 ? "OK" : "FAIL");
+    fflush(stdout);
+}
+
+int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap)
+{
+    static nm_ctl c;
+    const char *tmp = getenv("TMPDIR");
+    nm_verdict v;
+    long total = -1;
+    int i, rc;
+
+    memset(&c, 0, sizeof c);
+    nm_plan_draw(&c.plan, seed);
+    snprintf(c.dir, sizeof c.dir, "%s/rlnemesis-%llx-XXXXXX", tmp && *tmp ? tmp : "/tmp",
+             (unsigned long long)seed);
+    if (mkdtemp(c.dir) == NULL)
+        return -1;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    rc = setup(&c) == 0 ? play(&c) : -1;
+    teardown(&c);
+    if (rc == 0 && nm_check_dir(c.dir, &v) == 0) {
+        for (total = 0, i = 0; i < NM_INV_COUNT; i++)
+            total += v.violations[i];
+        summary(&c, &v, total);
+    }
+    if (total != 0 || keep) {
+        fprintf(stderr, "rlnemesis: histories kept in %s\n", c.dir);
+        snprintf(dir_out, cap, "%s", c.dir);
+    } else {
+        remove_dir(c.dir);
+    }
+    return (int)total;
+}

@@ -88,8 +88,10 @@ flush_redis() {
 
 run_ctest() {
     flush_redis
+    # The nemesis (label nemesis, tests/nemesis/README.md) is run by hand until
+    # its short form has proven itself over thousands of seeds (issue 23).
     ctest --test-dir "$1" --output-on-failure --no-tests=error \
-        --timeout 600 -j "$ctest_jobs"
+        --timeout 600 -j "$ctest_jobs" -LE nemesis
 }
 
 # Flags for both compiling and linking, so executables get the runtimes.

@@ -475,6 +475,50 @@ int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
     return 0;
 }
 
+int rt_redis_open_all(const char *who, int n, rt_redis **server, redisContext **ctx)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (rt_redis_open(who, NULL, &server[i], &ctx[i]) != 0)
+            return -1;
+    return 0;
+}
+
+void rt_redis_close_all(int n, rt_redis **server, redisContext **ctx)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (ctx[i])
+            redisFree(ctx[i]);
+        ctx[i] = NULL;
+        rt_redis_stop(server[i]);
+        server[i] = NULL;
+    }
+}
+
+int rt_redis_reset_all(int n, rt_redis **server, redisContext **ctx)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        redisReply *r;
+        if (server[i]->paused)
+            rt_redis_resume(server[i]);
+        if (server[i]->pid < 0 && rt_redis_restart(server[i]) != 0)
+            return -1;
+        if (ctx[i])
+            redisFree(ctx[i]);
+        if (!(ctx[i] = rt_redis_connect(server[i])))
+            return -1;
+        if (!(r = redisCommand(ctx[i], "FLUSHALL")))
+            return -1;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
 /* A counter of `command`'s line in INFO commandstats ("calls",
  * "failed_calls", ...): 0 when absent, -1 on error. */
 static long long cmdstat_field(const char *info, const char *command, const char *field)

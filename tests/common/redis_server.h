@@ -119,6 +119,16 @@ redisContext *rt_redis_connect(const rt_redis *r);
 int rt_redis_open(const char *who, const char *extra_args, rt_redis **server,
                   redisContext **ctx);
 
+/**
+ * A fixture of n servers (Redlock tests): rt_redis_open() on each, 0 or -1.
+ * rt_redis_close_all() stops them, those opened before a failure included;
+ * rt_redis_reset_all() makes each one up (resumed, restarted when stopped),
+ * answering on a new context, and empty (FLUSHALL), 0 or -1.
+ */
+int rt_redis_open_all(const char *who, int n, rt_redis **server, redisContext **ctx);
+void rt_redis_close_all(int n, rt_redis **server, redisContext **ctx);
+int rt_redis_reset_all(int n, rt_redis **server, redisContext **ctx);
+
 /*
  * Inspection helpers. All take a context from rt_redis_connect().
  */

@@ -23,51 +23,22 @@ static redisContext *ctl[NODES];
 
 static int group_setup(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++) {
-        if (rt_redis_open("it_redlock", NULL, &node[i], &ctl[i]) != 0)
-            return -1;
-    }
-    return 0;
+    return rt_redis_open_all("it_redlock", NODES, node, ctl);
 }
 
 static int group_teardown(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++) {
-        if (ctl[i])
-            redisFree(ctl[i]);
-        rt_redis_stop(node[i]);
-    }
+    rt_redis_close_all(NODES, node, ctl);
     return 0;
 }
 
-/* Every node up and answering, and empty: each test starts so. */
+/* Every node up, answering and empty: each test starts so. */
 static int each_setup(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++) {
-        redisReply *r;
-        if (node[i]->paused)
-            rt_redis_resume(node[i]);
-        if (node[i]->pid < 0 && rt_redis_restart(node[i]) != 0)
-            return -1;
-        if (ctl[i])
-            redisFree(ctl[i]);
-        if (!(ctl[i] = rt_redis_connect(node[i])))
-            return -1;
-        r = redisCommand(ctl[i], "FLUSHALL");
-        if (!r)
-            return -1;
-        freeReplyObject(r);
-    }
-    return 0;
+    return rt_redis_reset_all(NODES, node, ctl);
 }
 
 /* "redlock://127.0.0.1:p0,...": the first n nodes. */

@@ -35,47 +35,22 @@ static redisContext *ctl[NODES];
 
 static int group_setup(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++)
-        if (rt_redis_open("it_redlock_fanout", NULL, &node[i], &ctl[i]) != 0)
-            return -1;
-    return 0;
+    return rt_redis_open_all("it_redlock_fanout", NODES, node, ctl);
 }
 
 static int group_teardown(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++) {
-        if (ctl[i])
-            redisFree(ctl[i]);
-        rt_redis_stop(node[i]);
-    }
+    rt_redis_close_all(NODES, node, ctl);
     return 0;
 }
 
-/* Every node up, answering and empty. */
+/* Every node up, answering and empty: each test starts so. */
 static int each_setup(void **state)
 {
-    int i;
-
     (void)state;
-    for (i = 0; i < NODES; i++) {
-        redisReply *r;
-        if (node[i]->paused)
-            rt_redis_resume(node[i]);
-        if (ctl[i])
-            redisFree(ctl[i]);
-        if (!(ctl[i] = rt_redis_connect(node[i])))
-            return -1;
-        if (!(r = redisCommand(ctl[i], "FLUSHALL")))
-            return -1;
-        freeReplyObject(r);
-    }
-    return 0;
+    return rt_redis_reset_all(NODES, node, ctl);
 }
 
 static char key_buf[256];

@@ -19,7 +19,31 @@
 # The Redlock scenarios (redlock_kill, redlock_majority, redlock_pause,
 # redlock_restart_empty, redlock_contention) run here too, each on five
 # redis-servers of its own: more processes, more rounds, longer phases.
+#
+# scripts/torture.sh --nemesis [--seeds N] [--from S] [--jobs J]
+#   runs the nemesis (tests/nemesis/README.md) instead: N seeds (default
+#   2000) from S (default 0x10000) in J streams at once (default 4; a run is
+#   mostly waiting, a stream uses a tenth of a core). Each run prints its
+#   summary line; the end prints the totals (seeds, operations, faults,
+#   violations by invariant), the runs of each (deployment, kind) pair, the
+#   replay command of every failed seed, and "torture.sh: nemesis N seeds,
+#   M with violations, K could not run".
 set -euo pipefail
+
+mode=scenarios
+nm_seeds=2000
+nm_from=0x10000
+nm_jobs=4
+while (($#)); do
+    case $1 in
+    --nemesis) mode=nemesis ;;
+    --seeds) nm_seeds=${2:?--seeds N}; shift ;;
+    --from) nm_from=${2:?--from S}; shift ;;
+    --jobs | -j) nm_jobs=${2:?--jobs J}; shift ;;
+    *) echo "usage: torture.sh [--nemesis [--seeds N] [--from S] [--jobs J]]" >&2; exit 2 ;;
+    esac
+    shift
+done
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [[ -f $here/lib.sh ]]; then
@@ -43,6 +67,57 @@ build=${RL_TORTURE_BUILD:-$RL_ROOT/build-torture}
 # shellcheck disable=SC2086 # word splitting of the extra arguments is wanted
 rl_build "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLOCK_BUILD_TESTS=ON \
     -DRLOCK_BUILD_EXAMPLES=OFF ${RL_TORTURE_CMAKE_ARGS:-}
+
+# The nemesis: J streams of consecutive seeds, then the totals.
+nemesis() {
+    local rlnemesis=$build/tests/nemesis/rlnemesis logs=$build/nemesis-logs
+    local per=$(((nm_seeds + nm_jobs - 1) / nm_jobs)) k from n pids=() status=0
+    [[ -x $rlnemesis ]] || { echo "torture.sh: $rlnemesis was not built" >&2; return 1; }
+    rm -rf "$logs" && mkdir -p "$logs"
+    for ((k = 0; k < nm_jobs; k++)); do
+        from=$((nm_from + k * per))
+        n=$((nm_seeds - k * per < per ? nm_seeds - k * per : per))
+        ((n > 0)) || break
+        ("$rlnemesis" run --seeds "$n" --from "$from" 2>"$logs/stream$k.err" |
+            tee "$logs/stream$k.out" | grep --line-buffered '^nemesis seed=' || true) &
+        pids+=($!)
+    done
+    for k in "${pids[@]}"; do wait "$k"; done
+    cat "$logs"/stream*.out | awk -v want="$nm_seeds" '
+        /^nemesis seed=/ {
+            runs++
+            dep = $3
+            for (i = 4; i <= NF; i++) {
+                split($i, kv, "=")
+                if (kv[1] == "ops" || kv[1] == "faults") tot[kv[1]] += kv[2]
+                if (i > 4 && $i ~ /^[a-z]+=[0-9]+$/ && seen_v) viol[kv[1]] += kv[2]
+                if ($i == "violations:") seen_v = 1
+            }
+            seen_v = 0
+            if ($NF == "FAIL") { failed++; bad[failed] = $2 }
+            names = $4; sub(/^names=/, "", names)
+            n = split(names, parts, "),")
+            delete once
+            for (j = 1; j <= n; j++) { fam = parts[j]; sub(/\(.*/, "", fam); once[fam] = 1 }
+            for (fam in once) pair[dep " " fam]++
+        }
+        END {
+            printf "\nnemesis totals: seeds=%d ops=%d faults=%d violations:", runs, tot["ops"], tot["faults"]
+            for (v in viol) printf " %s=%d", v, viol[v]
+            printf "\nruns by (deployment, kind):"
+            for (p in pair) printf " [%s]=%d", p, pair[p]
+            printf "\n"
+            for (j = 1; j <= failed; j++) { sub(/^seed=/, "", bad[j]); printf "replay: rlnemesis run --seed %s\n", bad[j] }
+            printf "torture.sh: nemesis %d seeds, %d with violations, %d could not run\n", runs, failed, want - runs
+            exit (failed > 0 || runs < want) ? 1 : 0
+        }' || status=1
+    return "$status"
+}
+if [[ $mode == nemesis ]]; then
+    nemesis
+    exit
+fi
+
 rlfault=$build/tests/fault/rlfault
 [[ -x $rlfault ]] || { echo "torture.sh: $rlfault was not built" >&2; exit 1; }
 

@@ -39,6 +39,7 @@ static int cmd_run(int argc, char **argv)
     uint64_t from = 1, n = 1;
     int keep = 0, i, failed = 0, broken = 0;
     char dir[512];
+    nm_verdict sum;
 
     for (i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
@@ -52,15 +53,20 @@ static int cmd_run(int argc, char **argv)
         else
             return usage();
     }
+    memset(&sum, 0, sizeof sum);
     for (i = 0; (uint64_t)i < n; i++) {
-        int rc = nm_run(from + (uint64_t)i, keep, dir, sizeof dir);
+        int rc = nm_run(from + (uint64_t)i, keep, dir, sizeof dir, &sum);
         if (rc < 0)
             broken++;
         else if (rc > 0)
             failed++;
     }
-    printf("nemesis: %llu runs from 0x%llx: %d with violations, %d could not run\n",
-           (unsigned long long)n, (unsigned long long)from, failed, broken);
+    printf("nemesis: %llu runs from 0x%llx: ops=%ld holds=%ld writes=%ld faults=%ld "
+           "violations:", (unsigned long long)n, (unsigned long long)from, sum.ops, sum.holds,
+           sum.writes, sum.faults);
+    for (i = 0; i < NM_INV_COUNT; i++)
+        printf(" %s=%ld", nm_inv_name(i), sum.violations[i]);
+    printf("; %d with violations, %d could not run\n", failed, broken);
     return failed || broken ? 1 : 0;
 }
 

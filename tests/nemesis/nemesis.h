@@ -132,11 +132,6 @@ int64_t nm_now_ns(void);
 /* `rlnemesis worker <seed> <index> <generation> <dir> <url> <end_ns>`. */
 int nm_worker_main(int argc, char **argv);
 
-/* One run of a seed; prints its summary line. dir_out (cap bytes) receives
- * the run's directory when kept. Returns the number of violations, or -1 when
- * the run could not be carried out (no Redis: the test FAILS). */
-int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap);
-
 /* Violations by invariant, as counted by the checker. */
 enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_COUNT };
 
@@ -153,5 +148,11 @@ typedef struct nm_verdict {
  * command. 0, or -1 when the histories cannot be read. */
 int nm_check_dir(const char *dir, nm_verdict *v);
 const char *nm_inv_name(int inv);
+
+/* One run of a seed; prints its summary line and adds its figures to *sum
+ * (may be NULL). dir_out (cap bytes) receives the run's directory when kept.
+ * Returns the number of violations, or -1 when the run could not be carried
+ * out (no Redis: the test FAILS). */
+int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap, nm_verdict *sum);
 
 #endif /* RL_NEMESIS_H */

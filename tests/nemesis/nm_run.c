@@ -562,7 +562,21 @@ static void summary(const nm_ctl *c, const nm_verdict *v, long total)
     fflush(stdout);
 }
 
-int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap)
+static void add_verdict(nm_verdict *sum, const nm_verdict *v)
+{
+    int i;
+
+    if (sum == NULL)
+        return;
+    for (i = 0; i < NM_INV_COUNT; i++)
+        sum->violations[i] += v->violations[i];
+    sum->ops += v->ops;
+    sum->holds += v->holds;
+    sum->writes += v->writes;
+    sum->faults += v->faults;
+}
+
+int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap, nm_verdict *sum)
 {
     static nm_ctl c;
     const char *tmp = getenv("TMPDIR");
@@ -584,6 +598,7 @@ int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap)
         for (total = 0, i = 0; i < NM_INV_COUNT; i++)
             total += v.violations[i];
         summary(&c, &v, total);
+        add_verdict(sum, &v);
     }
     if (total != 0 || keep) {
         fprintf(stderr, "rlnemesis: histories kept in %s\n", c.dir);

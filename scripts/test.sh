@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# rlock's test command: builds, tests (unit, integration, fault scenarios)
-# under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
+# rlock's test command: builds, tests (unit, integration, fault scenarios,
+# the nemesis's short form) under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
 # examples under valgrind and the workers example on a throwaway Redis
 # Cluster, checks the installed package, rlock as a subproject and the Debian
 # packages (installed with apt-get and purged again), the exported symbols,
@@ -86,12 +86,13 @@ flush_redis() {
     redis-cli -h 127.0.0.1 -p "$RL_TEST_REDIS_PORT" flushall >/dev/null
 }
 
+# run_ctest DIR [ctest args...]
 run_ctest() {
+    local dir=$1
+    shift
     flush_redis
-    # The nemesis (label nemesis, tests/nemesis/README.md) is run by hand until
-    # its short form has proven itself over thousands of seeds (issue 23).
-    ctest --test-dir "$1" --output-on-failure --no-tests=error \
-        --timeout 600 -j "$ctest_jobs" -LE nemesis
+    ctest --test-dir "$dir" --output-on-failure --no-tests=error \
+        --timeout 600 -j "$ctest_jobs" "$@"
 }
 
 # Flags for both compiling and linking, so executables get the runtimes.

@@ -175,32 +175,60 @@ static void flush_all(rl__conn **conn, int n)
     }
 }
 
-void rl__owner_erase(rl_client *c)
+/* DEL the record on each of conn[0..n) (NULL: none) at once; ok[i] says
+ * whether server i answered. */
+static void delete_on(rl_client *c, rl__conn **conn, int n, int *ok)
 {
-    rl__server *to[RL__NODES_MAX];
-    rl__conn *conn[RL__NODES_MAX];
     const char *argv[2] = { "DEL", c->owner_key };
     size_t lens[2] = { 3, c->owner_key_len };
     redisReply *r = NULL;
-    int i, n;
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (conn[i])
+            redisAppendCommandArgv(conn[i]->ctx, 2, argv, lens);
+    flush_all(conn, n);
+    for (i = 0; i < n; i++) {
+        ok[i] = 0;
+        if (conn[i] && rl__redis_get_reply(conn[i]->ctx, (void **)&r) == REDIS_OK) {
+            ok[i] = 1;
+            freeReplyObject(r);
+        }
+    }
+}
+
+/* Pooled connections first. One that had died meanwhile (a server
+ * restarted, CLIENT KILL) is replaced by a new one, made to every such
+ * server at once within the client's timeouts: a graceful exit should
+ * leave no record behind for an operator to wonder about. */
+void rl__owner_erase(rl_client *c)
+{
+    rl__server *to[RL__NODES_MAX], *again[RL__NODES_MAX];
+    rl__conn *conn[RL__NODES_MAX];
+    char why[RL__NODES_MAX][RL__WHY_LEN];
+    int i, n, m = 0, ok[RL__NODES_MAX], rc[RL__NODES_MAX];
 
     pthread_mutex_lock(&c->mu);
     n = targets(c, to);
     pthread_mutex_unlock(&c->mu);
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         if (rl__pool_get_quick(c, to[i], &conn[i]) != RL_OK)
             conn[i] = NULL;
-        else
-            redisAppendCommandArgv(conn[i]->ctx, 2, argv, lens);
-    }
-    flush_all(conn, n);
+    delete_on(c, conn, n, ok);
     for (i = 0; i < n; i++) {
         if (!conn[i])
             continue;
-        if (rl__redis_get_reply(conn[i]->ctx, (void **)&r) == REDIS_OK)
-            freeReplyObject(r);
+        if (!ok[i])
+            again[m++] = to[i];
         rl__pool_put(c, conn[i]);
     }
+    if (m == 0)
+        return;
+    rl__conn_open_all(c, again, m, conn, rc, why);
+    delete_on(c, conn, m, ok);
+    for (i = 0; i < m; i++)
+        if (conn[i])
+            rl__conn_close(c, conn[i]);
 }
 
 void rl__owner_refresh(rl_client *c)

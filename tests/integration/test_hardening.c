@@ -876,6 +876,42 @@ static void test_killed_redis_one_shot_says_refused(void **state)
     rl_client_free(c);
 }
 
+/* The number of owner records (keys "rl:owner:*") on the server. */
+static long owner_records(it_env *e)
+{
+    redisReply *r = redisCommand(e->rc, "KEYS rl:owner:*");
+    long n;
+
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    n = (long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Freeing a client deletes its owner record even when every pooled
+ * connection died meanwhile (CLIENT KILL here; a server restart is the
+ * same to the client): it opens a new one rather than leave the record to
+ * expire three leases later. */
+static void test_free_after_pool_died_deletes_owner_record(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 1000);
+    rl_lock *l = it_lock(c, "ownerless");
+    redisReply *r;
+
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_WAIT(owner_records(e) == 1, 5000);
+    IT_RC(rl_lock_release(l), RL_OK);
+    r = redisCommand(e->rc, "CLIENT KILL TYPE normal");
+    assert_non_null(r);
+    assert_true(r->type == REDIS_REPLY_INTEGER && r->integer >= 1);
+    freeReplyObject(r);
+    rl_lock_free(l);
+    rl_client_free(c);
+    IT_EQ(owner_records(e), 0);
+}
+
 /* Finding 12d: an outage is reported at a bounded rate, the loss by name,
  * and the recovery once. */
 static void test_outage_logs_at_a_bounded_rate(void **state)
@@ -1032,6 +1068,7 @@ int main(void)
         T(test_paused_redis_message_names_the_timeout),
         T(test_non_redis_peer_is_a_protocol_error),
         T(test_killed_redis_one_shot_says_refused),
+        T(test_free_after_pool_died_deletes_owner_record),
         T(test_outage_logs_at_a_bounded_rate),
         T(test_options_without_version_are_refused),
         T(test_wait_on_killed_redis_ends_with_econn_at_its_deadline),

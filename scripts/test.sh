@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# rlock's test command: builds, tests (unit, integration, fault scenarios,
-# the nemesis's short form) under gcc, ASan+UBSan and TSan against throwaway redis-servers, runs the
-# examples under valgrind and the workers example on a throwaway Redis
-# Cluster, checks the installed package, rlock as a subproject and the Debian
-# packages (installed with apt-get and purged again), the exported symbols,
-# the Lua scripts (luacheck), and fuzzes the parsers for a bounded time.
-# Runs from any directory.
+# rlock's test command. Installs what it needs with apt-get (scripts/lib.sh,
+# rl_install_deps: root or sudo), starts its own redis-servers, and runs
+# from any directory.
 #
-#   RL_TEST_QUICK=1   skip the sanitizer builds and fuzzing (ignored when CI=true)
+#   scripts/test.sh          after a change, or on a new machine (about 7
+#                            minutes on 2 cores): build with gcc -Werror, the
+#                            unit, integration and fault-scenario tests and
+#                            the nemesis's short form (ctest, 4 at once: each
+#                            test starts servers of its own), the examples
+#                            under valgrind and on a Redis Cluster, the
+#                            exported symbols, file layers and sizes, luacheck.
+#   scripts/test.sh --full   the CI form (.ci/run; CI=true implies it; about
+#                            45 minutes): the same, then every test again
+#                            under ASan+UBSan and under TSan (one at a time),
+#                            the installed package, rlock as a subproject and
+#                            the Debian packages (installed with apt-get and
+#                            purged again), and fuzzing.
+#
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
-#   RL_CTEST_JOBS=N   run N tests at once (default 1)
+#   RL_CTEST_JOBS=N   tests at once in the gcc pass (default 4); the sanitizer
+#                     passes run one at a time
 #
 # The last line is the summary: "test.sh: N passed, M failed".
 set -euo pipefail
@@ -19,11 +29,15 @@ RL_LOG_TAG=test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$RL_ROOT"
 
-quick=0
-if [[ ${RL_TEST_QUICK:-0} == 1 && ${CI:-} != true ]]; then
-    quick=1
-fi
-ctest_jobs=${RL_CTEST_JOBS:-1}
+full=0
+[[ ${CI:-} == true ]] && full=1
+for arg in "$@"; do
+    case $arg in
+    --full) full=1 ;;
+    *) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+    esac
+done
+ctest_jobs=${RL_CTEST_JOBS:-4}
 
 # Sanitizer settings for every run below. die_after_fork=0: the library is
 # meant to be used in a child after fork() (it restarts its threads there).
@@ -86,13 +100,10 @@ flush_redis() {
     redis-cli -h 127.0.0.1 -p "$RL_TEST_REDIS_PORT" flushall >/dev/null
 }
 
-# run_ctest DIR [ctest args...]
+# run_ctest DIR JOBS
 run_ctest() {
-    local dir=$1
-    shift
     flush_redis
-    ctest --test-dir "$dir" --output-on-failure --no-tests=error \
-        --timeout 600 -j "$ctest_jobs" "$@"
+    ctest --test-dir "$1" --output-on-failure --no-tests=error --timeout 600 -j "$2"
 }
 
 # Flags for both compiling and linking, so executables get the runtimes.
@@ -128,23 +139,23 @@ rl_redis_start
 printf 'RL_TEST_URL=%s\n' "$RL_TEST_URL"
 step_end
 
-step_begin "4 ctest (gcc)"
-run_ctest build
+step_begin "4 ctest (gcc, $ctest_jobs at once)"
+run_ctest build "$ctest_jobs"
 step_end
 
-if ((quick)); then
-    step_skip "5 ASan+UBSan (clang)" "RL_TEST_QUICK=1"
-    step_skip "6 TSan (clang)" "RL_TEST_QUICK=1"
+if ((!full)); then
+    step_skip "5 ASan+UBSan (clang)" "--full"
+    step_skip "6 TSan (clang)" "--full"
 else
     step_begin "5 ASan+UBSan (clang)"
     sanitizer_build build-asan \
         "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
-    run_ctest build-asan
+    run_ctest build-asan 1
     step_end
 
     step_begin "6 TSan (clang)"
     sanitizer_build build-tsan "-fsanitize=thread -fno-omit-frame-pointer"
-    run_ctest build-tsan
+    run_ctest build-tsan 1
     step_end
 fi
 
@@ -182,11 +193,15 @@ build/examples/fencing --url "$RL_CLUSTER_URL"
 rl_cluster_stop
 step_end
 
-step_begin "8 packaging (install, find_package, pkg-config, subproject, .deb)"
-bash tests/packaging/check.sh build
-# Installs the packages on this system, then purges them (root or sudo).
-bash tests/packaging/deb.sh build-deb
-step_end
+if ((!full)); then
+    step_skip "8 packaging (install, find_package, pkg-config, subproject, .deb)" "--full"
+else
+    step_begin "8 packaging (install, find_package, pkg-config, subproject, .deb)"
+    bash tests/packaging/check.sh build
+    # Installs the packages on this system, then purges them (root or sudo).
+    bash tests/packaging/deb.sh build-deb
+    step_end
+fi
 
 step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/; sizes; luacheck"
 [[ -f build/librlock.so ]] || rl_die "build/librlock.so not found"
@@ -212,8 +227,8 @@ luacheck --no-color --codes --config src/lua/.luacheckrc build/lua ||
     rl_die "luacheck finds fault with the Lua scripts of src/lua/ (see above)"
 step_end
 
-if ((quick)); then
-    step_skip "10 fuzz (libFuzzer)" "RL_TEST_QUICK=1"
+if ((!full)); then
+    step_skip "10 fuzz (libFuzzer)" "--full"
 else
     step_begin "10 fuzz (libFuzzer, ${RL_FUZZ_SECONDS:-30} s per target)"
     bash scripts/fuzz.sh "${RL_FUZZ_SECONDS:-30}"

@@ -364,7 +364,7 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
  * A thread holding only the read side that asks for the write side gets
  * RL_EBUSY at once, whatever its wait (it would wait for itself). A
  * writer that waits stops new readers (not reentries) until it gets the
- * lock; see the README for the bound. A plain lock on the same name in
+ * lock; see src/README.md for the bound. A plain lock on the same name in
  * another client excludes both sides, and both sides exclude it.
  */
 RL_EXTERN int rl_lock_new_kind(rl_lock **out, rl_client *client,

@@ -14,12 +14,15 @@
 
 #include "rlock.h"
 
-/* Exit statuses (rlock --help, rlock.1). */
+/* Exit statuses (rlock --help, rlock.1). rlock's own are 122..125, beside
+ * the shell's 126, 127 and 128+N, as timeout(1) reserves 124..127 (and
+ * env(1), nice(1) 125..127): every other status of exec is the command's
+ * own, and rlock exits with one of its own only after a line on stderr. */
 #define RT_EXIT_OK       0
-#define RT_EXIT_USAGE    1
-#define RT_EXIT_REDIS    2   /* cannot connect, Redis refused, other failure */
-#define RT_EXIT_NOTTAKEN 3   /* exec: the lock was not acquired in time */
-#define RT_EXIT_LOST     4   /* exec: the lease was lost, the command stopped */
+#define RT_EXIT_USAGE    122 /* a bad option, value, URL, name or command line */
+#define RT_EXIT_LOST     123 /* exec: the lease was lost, the command stopped */
+#define RT_EXIT_NOTTAKEN 124 /* exec: the lock was not acquired in time */
+#define RT_EXIT_REDIS    125 /* cannot connect, Redis refused, other failure */
 #define RT_EXIT_NOEXEC   126 /* exec: the command could not be run */
 #define RT_EXIT_NOTFOUND 127 /* exec: the command was not found */
 

@@ -294,25 +294,23 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
 
 /* ---- commands ----------------------------------------------------------- */
 
-static int parse_simple(int argc, char **argv, rt_common *co, int *force, const char *usage)
+static int parse_simple(int argc, char **argv, rt_common *co, int *force, const char *cmd)
 {
     static const struct option longs[] = {
+        { "force", no_argument, NULL, 'f' },    /* release's only */
         RT_COMMON_LONGS,
-        { "force", no_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     int opt, rc;
 
-    while ((opt = getopt_long(argc, argv, RT_COMMON_SHORT "f", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, force ? ":" RT_COMMON_SHORT "f" : ":" RT_COMMON_SHORT,
+                              force ? longs : longs + 1, NULL)) != -1) {
         if (opt == 'f' && force) {
             *force = 1;
             continue;
         }
-        if ((rc = rt_common_opt(opt, optarg, co)) != 0) {
-            if (rc < 0)
-                fputs(usage, stderr);
+        if ((rc = rt_common_opt(opt, optarg, argv, cmd, co)) != 0)
             return rc > 0 ? -2 : -1;
-        }
     }
     if (!co->name)
         co->name = "rlock-cli";
@@ -340,7 +338,7 @@ int rt_cmd_list(int argc, char **argv, rt_common *co)
     const char *pattern = "*";
     rl_lock_list *l = NULL;
     rl_client *c;
-    int rc, at = parse_simple(argc, argv, co, NULL, usage);
+    int rc, at = parse_simple(argc, argv, co, NULL, "list");
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
@@ -350,8 +348,8 @@ int rt_cmd_list(int argc, char **argv, rt_common *co)
     }
     if (argc - at == 1)
         pattern = argv[at];
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     rc = rl_client_list_locks(&l, c, pattern, RL_INFO_VERSION);
     rc = reported(rc, l);
     if (l && co->json)
@@ -379,7 +377,7 @@ int rt_cmd_show(int argc, char **argv, rt_common *co)
     static const char usage[] = "usage: rlock show [--url URL] [--json] NAME\n";
     rl_lock_list *l = NULL;
     rl_client *c;
-    int rc, at = parse_simple(argc, argv, co, NULL, usage);
+    int rc, at = parse_simple(argc, argv, co, NULL, "show");
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
@@ -389,8 +387,8 @@ int rt_cmd_show(int argc, char **argv, rt_common *co)
     }
     if (check_name(argv[at]) != 0)
         return RT_EXIT_USAGE;
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     rc = rl_client_inspect_lock(&l, c, argv[at], strlen(argv[at]), RL_INFO_VERSION);
     rc = reported(rc, l);
     if (l && co->json)
@@ -437,7 +435,7 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     static const char usage[] = "usage: rlock release --force [--url URL] NAME\n";
     rl_client *c;
     rl_lock *lock;
-    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, usage);
+    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, "release");
     long left;
 
     if (at < 0)
@@ -453,8 +451,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     }
     if (check_name(argv[at]) != 0)
         return RT_EXIT_USAGE;
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     before_release(c, argv[at], co->json, &kind, &delayed);
     if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
         rt_err("%s", rl_last_error());

@@ -229,7 +229,7 @@ static void test_exec_status(void **state)
     rl_lock_free(l);
     rl_client_free(c);
 
-    /* Unreachable Redis: ST_FAILED, and the password never printed, even one
+    /* Unreachable Redis: ST_FAILED (a bad URL: ST_USAGE); the password never printed, even one
      * holding a '/' (base64) that ends no host. */
     for (int k = 0; k < 2; k++) {
         static const char *const urls[] = { "redis://:hunter2@127.0.0.1:1",
@@ -248,12 +248,12 @@ static void test_exec_status(void **state)
         rc = posix_spawn(&x.pid, RLOCK_CLI, &fa, NULL, (char *const *)argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         IT_EQ(rc, 0);
-        IT_EQ(cli_wait(&x, 20000), ST_FAILED);
+        IT_EQ(cli_wait(&x, 20000), k == 0 ? ST_FAILED : ST_USAGE);   /* unreachable; bad URL */
         f = fopen(errpath, "r");
         assert_non_null(f);
         err[fread(err, 1, sizeof err - 1, f)] = '\0';
         fclose(f);
-        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "redis://***:") ||
+        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "--url 'redis://***'") ||
             strstr(err, "hunter2") ||
             strstr(err, "ter2"))
             fail_msg("stderr: %s", err);
@@ -537,6 +537,46 @@ static void test_exec_status_apart(void **state)
     IT_EQ(own[0], ST_FAILED);
     IT_EQ(own[1], ST_USAGE);
     IT_EQ(own[2], ST_NOTTAKEN);
+}
+
+/* A refused option or value: one line that names the option and the rule,
+ * with the usage status, never the whole help; a bad URL or client name is
+ * a usage error that names its option, not "cannot use" the URL (issue 25). */
+static void test_option_errors(void **state)
+{
+    static const struct {
+        const char *args[8];
+        const char *want, *never;
+    } cases[] = {
+        { { "--grace", "2000", "exec", "n", "--", "true" }, "--grace is an option of exec",
+          "Usage" },
+        { { "exec", "--lease", "5", "n", "--", "true" }, "--lease: 5 ms is below the shortest "
+          "lease, 10 ms", "not a number" },
+        { { "exec", "--wait", "5s", "n", "--", "true" }, "--wait: '5s' is not a number of "
+          "milliseconds", "lease" },
+        { { "exec", "--grace", "99999999999", "n", "--", "true" }, "--grace: 99999999999 ms is "
+          "past the longest", "lease" },
+        { { "-n", "my job", "list" }, "--name 'my job': client_name must be 1..64", "URL" },
+        { { "-u", "redis://h:notaport", "list" }, "--url 'redis://***': bad URL: port",
+          "cannot use" },
+        { { "list", "--bogus" }, "list: unknown option '--bogus'", "Usage" },
+        { { "list", "--wait", "3" }, "--wait is an option of exec", "Usage" },
+        { { "exec", "--wait" }, "exec: --wait needs a value", "Usage" },
+        { { NULL } , "a command is needed", "Usage" },
+    };
+    char out[4096];
+    size_t i;
+    int st;
+    (void)state;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st = cli_run_out(cases[i].args, 1, out, sizeof out, 10000);
+        if (st != ST_USAGE || !strstr(out, cases[i].want) || strstr(out, cases[i].never) ||
+            strchr(out, '\n') != out + strlen(out) - 1)
+            fail_msg("rlock %s %s: exit %d, wanted %d and one line with \"%s\":\n%s",
+                     cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
+                     cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
+    }
 }
 
 /* The command exits and leaves a child behind in its group: stopped too
@@ -1632,14 +1672,15 @@ static void test_url_never_shown(void **state)
             st = cli_run_out(args, 1, out, sizeof out, 10000);
             if (strstr(out, "S3cr3t") || strstr(out, "3cr3"))
                 fail_msg("rlock -u '%s' %s: the secret shown: %s", urls[i], cmds[k][0], out);
-            if (st != ST_FAILED)
+            if (st != ST_FAILED && st != ST_USAGE)   /* unreachable, or a bad URL */
                 fail_msg("rlock -u '%s' %s exited %d: %s", urls[i], cmds[k][0], st, out);
         }
         setenv("RLOCK_URL", urls[i], 1);
         st = cli_run_out((const char *const[]){ "list", NULL }, 1, out, sizeof out, 10000);
         if (strstr(out, "S3cr3t"))
             fail_msg("RLOCK_URL='%s' rlock list: the secret shown: %s", urls[i], out);
-        assert_int_equal(st, ST_FAILED);   /* cannot use the URL */
+        if (st != ST_FAILED && st != ST_USAGE)
+            fail_msg("RLOCK_URL='%s' rlock list exited %d: %s", urls[i], st, out);
     }
 }
 
@@ -1648,6 +1689,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_exec_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_status_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),

@@ -422,8 +422,10 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  *                time: the acquisition was undone and the lock is not held
  *                (on reentry: the hold stands as it was);
  *   RL_ECANCELED the client was shut down during the call;
- *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: the key is not
- *                rlock's; NOPERM: the user may not touch the key);
+ *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: a key of the
+ *                name is not rlock's, and rl_last_error() names it and the
+ *                lock, here and from the release calls; NOPERM: the user
+ *                may not touch the key);
  *   RL_EPROTO    Redis holds a count this thread did not expect, or the
  *                peer's reply cannot be understood (the hold, if any, is
  *                then flagged);

@@ -276,8 +276,14 @@ static void test_wrong_type_key(void **state)
     freeReplyObject(rep);
 
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
-    if (strstr(rl_last_error(), "WRONGTYPE") == NULL)
-        fail_msg("rl_last_error() = \"%s\", expected it to mention WRONGTYPE", rl_last_error());
+    /* It names the key and the lock (Redis's WRONGTYPE names neither). */
+    if (!strstr(rl_last_error(), "WRONGTYPE") || !strstr(rl_last_error(), "key rl:{str} ") ||
+        !strstr(rl_last_error(), "lock 'str'"))
+        fail_msg("rl_last_error() = \"%s\", expected WRONGTYPE, the key and the lock",
+                 rl_last_error());
+    IT_RC(rl_lock_force_release(l), RL_EREDIS);
+    if (!strstr(rl_last_error(), "key rl:{str} "))
+        fail_msg("force-release: rl_last_error() = \"%s\"", rl_last_error());
     /* a wait does not spin or time out on it: the same error at once */
     IT_RC(rl_lock_try_acquire(l, 3000, RL_LEASE_WATCHDOG), RL_EREDIS);
     IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_EREDIS);

@@ -772,8 +772,9 @@ typedef struct rl_lock_list {
     /* The locks, sorted by name, then node: count pointers. */
     size_t count;
     rl_lock_info *const *locks;
-    /* The masters that could not be read, each "node: what went wrong"
-     * (nfailures strings; 0 when every master answered). */
+    /* The masters that could not be read, and the keys of a name that are
+     * not rlock's, each "node: what went wrong" (nfailures strings; 0 when
+     * every master answered and every key was a lock). */
     size_t nfailures;
     const char *const *failures;
 } rl_lock_list;
@@ -786,8 +787,11 @@ typedef struct rl_lock_list {
  * Redlock master; Sentinel's primary) with SCAN, HGETALL, PTTL, PUBSUB
  * NUMSUB, ZCARD and TIME, each key read at once but the keys one after
  * another (not a snapshot of the whole). Reads only; takes nothing, and
- * holds of the client itself are listed like any other. A key under the
- * prefix that is not a lock hash is skipped.
+ * holds of the client itself are listed like any other. A key of a name's
+ * layout that is not a lock hash (a string SET by hand, say) blocks the
+ * name: it is a failure of the call (RL_EREDIS), "node: key K of lock N
+ * holds another type of value, not rlock's (WRONGTYPE): ...", and the other
+ * keys are still read.
  *
  * `version`: RL_INFO_VERSION, the layout you compiled against.
  *

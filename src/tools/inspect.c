@@ -267,7 +267,7 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
     char *pn = printable(name, strlen(name)), d[64];
     size_t i, k;
 
-    if (!l->count)
+    if (!l->count && !l->nfailures)     /* else unknown: the failures say why */
         fprintf(f, "%s: not held\n", pn ? pn : name);
     for (i = 0; i < l->count; i++) {
         const rl_lock_info *w = l->locks[i];

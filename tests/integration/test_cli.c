@@ -579,6 +579,36 @@ static void test_option_errors(void **state)
     }
 }
 
+/* A key of the name that is not rlock's (a string SET by hand) blocks the
+ * name: show, list and exec say so, naming the key, and fail. It was "not
+ * held" (exit 0) for show, left out by list, a raw WRONGTYPE with a script
+ * sha by exec (issue 25). */
+static void test_foreign_key(void **state)
+{
+    it_env *e = *state;
+    static const char *const cmds[][6] = {
+        { "show", "job1", NULL }, { "list", NULL }, { "list", "job*", NULL },
+        { "--json", "show", "job1", NULL }, { "exec", "job1", "--", "true", NULL },
+    };
+    char out[4096];
+    redisReply *r;
+    size_t i;
+    int st;
+
+    r = redisCommand(e->rc, "SET rl:{job1} v");
+    freeReplyObject(r);
+    for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        st = cli_run_out(cmds[i], 1, out, sizeof out, 20000);
+        if (st != ST_FAILED || !strstr(out, "key rl:{job1} of lock 'job1'") ||
+            !strstr(out, "not rlock's") || strstr(out, "not held") || strstr(out, "script:"))
+            fail_msg("rlock %s %s: exit %d:\n%s", cmds[i][0], cmds[i][1] ? cmds[i][1] : "", st,
+                     out);
+    }
+    r = redisCommand(e->rc, "GET rl:{job1}");
+    assert_string_equal(r->str, "v");   /* left as it was */
+    freeReplyObject(r);
+}
+
 /* The command exits and leaves a child behind in its group: stopped too
  * before the release; rlock exits with the command's status. */
 static void test_exec_group_on_exit(void **state)
@@ -1690,6 +1720,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_status, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_status_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),

@@ -115,25 +115,41 @@ static void json_str(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
+/* A number, or null when it is unknown (below 0). */
+static void json_num(FILE *f, const char *key, long long v)
+{
+    if (v >= 0)
+        fprintf(f, ", \"%s\": %lld", key, v);
+    else
+        fprintf(f, ", \"%s\": null", key);
+}
+
+/* Every number a number (null when unknown), every text a string: the
+ * thread is rlock's number (null for a field rlock did not write), a
+ * reader of a read-write lock says so apart. */
 static void json_holder(FILE *f, const rl_holder_info *h, long long now)
 {
-    char tid[64], pid[32];
+    char *end;
+    long long tid = strtoll(h->thread, &end, 10);
 
-    fprintf(f, "{\"owner\": \"%s\", \"thread\": ", h->owner);
-    tid_of(h, tid, sizeof tid);
-    json_str(f, tid, strlen(tid));
-    fprintf(f, ", \"count\": %lld, \"since_ms\": %lld, \"age_ms\": %lld", h->count,
-            h->since_ms, h->since_ms >= 0 ? now - h->since_ms : -1);
+    fprintf(f, "{\"owner\": \"%s\"", h->owner);
+    json_num(f, "thread", *h->thread && !*end ? tid : -1);
+    fprintf(f, ", \"reader\": %s, \"count\": %lld", h->side == RL_KIND_READ ? "true" : "false",
+            h->count);
+    json_num(f, "since_ms", h->since_ms);
+    json_num(f, "age_ms", h->since_ms >= 0 ? now - h->since_ms : -1);
     if (h->known) {
         fputs(", \"host\": ", f);
         json_str(f, h->host, strlen(h->host));
-        pid_of(h, pid, sizeof pid);
-        fprintf(f, ", \"pid\": %s, \"client_name\": ", pid[0] ? pid : "null");
+        json_num(f, "pid", h->pid);
+        fputs(", \"client_name\": ", f);
         json_str(f, h->client_name, strlen(h->client_name));
-        fprintf(f, ", \"started_ms\": %lld, \"version\": ", h->started_ms);
+        json_num(f, "started_ms", h->started_ms);
+        fputs(", \"version\": ", f);
         json_str(f, h->version, strlen(h->version));
     } else {
-        fputs(", \"host\": null, \"pid\": null, \"client_name\": null", f);
+        fputs(", \"host\": null, \"pid\": null, \"client_name\": null, \"started_ms\": null, "
+              "\"version\": null", f);
     }
     fputs("}", f);
 }
@@ -150,8 +166,9 @@ static void print_json(const rl_lock_list *l, FILE *f)
         json_str(f, w->name, w->name_len);
         fprintf(f, ", \"node\": ");
         json_str(f, w->node, strlen(w->node));
-        fprintf(f, ", \"lease_left_ms\": %lld, \"waiters\": %lld, \"queued\": %lld, "
-                "\"holders\": [", w->lease_left_ms, w->waiters, w->queued);
+        fprintf(f, ", \"lease_left_ms\": %lld", w->lease_left_ms);
+        json_num(f, "waiters", w->waiters);
+        fprintf(f, ", \"queued\": %lld, \"holders\": [", w->queued);
         for (k = 0; k < w->nholders; k++) {
             fputs(k ? ", " : "", f);
             json_holder(f, w->holders[k], now);

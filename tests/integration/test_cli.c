@@ -609,6 +609,42 @@ static void test_foreign_key(void **state)
     freeReplyObject(r);
 }
 
+/* JSON: a number is a number (null when unknown), never a string; the
+ * thread was "1" beside a numeric pid (issue 25). Holders: this process's,
+ * one without an owner record, a field rlock did not write. */
+static void test_json_types(void **state)
+{
+    it_env *e = *state;
+    static const char *const numeric[] = { "thread", "count", "since_ms", "age_ms", "pid",
+                                            "started_ms", "lease_left_ms", "waiters" };
+    rl_client *c = it_client(e, 0);
+    rl_lock *l = it_lock(c, "js");
+    char out[4096], want[64], *p;
+    redisReply *r;
+    size_t i;
+
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    r = redisCommand(e->rc, "HSET rl:{js2} 00000000-0000-4000-8000-00000000abcd:3 1 odd 1");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "--json", "list", "js*", NULL }, out, sizeof out, 20000), 0);
+    for (i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+        snprintf(want, sizeof want, "\"%s\": ", numeric[i]);
+        for (p = strstr(out, want); p; p = strstr(p + 1, want)) {
+            p += strlen(want);
+            if (!(*p >= '0' && *p <= '9') && *p != '-' && strncmp(p, "null", 4) != 0)
+                fail_msg("\"%s\" is not a number:\n%s", numeric[i], out);
+        }
+    }
+    snprintf(want, sizeof want, "\"pid\": %d, ", (int)getpid());
+    if (!strstr(out, "\"thread\": 1, \"reader\": false") || !strstr(out, want) ||
+        !strstr(out, "\"thread\": 3, \"reader\": false, \"count\": 1, \"since_ms\": null") ||
+        !strstr(out, "\"thread\": null") || !strstr(out, "\"pid\": null"))
+        fail_msg("list --json:\n%s", out);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 /* The command exits and leaves a child behind in its group: stopped too
  * before the release; rlock exits with the command's status. */
 static void test_exec_group_on_exit(void **state)
@@ -925,8 +961,8 @@ static void test_fair_and_rw_shown(void **state)
     IT_RC(rl_lock_acquire(r), RL_OK);
     IT_RC(rl_lock_acquire(ro), RL_OK);
     IT_EQ(cli_run((const char *[]){ "--json", "show", "rw", NULL }, out, sizeof out, 20000), 0);
-    if (strstr(out, "~d:") || !strstr(out, ":r\"") ||
-        strstr(strstr(out, ":r\"") + 1, ":r\"") == NULL)
+    if (strstr(out, "~d:") || !strstr(out, "\"reader\": true") ||
+        strstr(strstr(out, "\"reader\": true") + 1, "\"reader\": true") == NULL)
         fail_msg("show --json rw:\n%s", out);
     IT_RC(rl_lock_release(r), RL_OK);
     IT_RC(rl_lock_release(ro), RL_OK);
@@ -1721,6 +1757,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_status_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),

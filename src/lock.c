@@ -653,7 +653,7 @@ int rl_lock_hold_count(const rl_lock *lock)
     if (!lock)
         return rl__err(RL_EINVAL, "lock is NULL");
     if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     h = find(lock, rl__thread_self());
     return h ? h->count : 0;
 }
@@ -666,7 +666,7 @@ int rl_lock_token(unsigned long long *out, const rl_lock *lock)
     if (!out || !lock)
         return rl__err(RL_EINVAL, "out and lock must not be NULL");
     if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     if (!lock->client->fencing)
         return rl__err(RL_ENOTSUP, "the client was made without rl_options.fencing");
     h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);

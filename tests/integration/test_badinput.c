@@ -238,12 +238,16 @@ static void test_use_after_client_free(void **state)
     /* freeing the client released what the process held through it */
     IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
 
-    IT_RC(rl_lock_acquire(l), RL_EINVAL);
-    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
-    IT_RC(rl_lock_release(l), RL_EINVAL);
-    IT_RC(rl_lock_force_release(l), RL_EINVAL);
-    IT_RC(rl_lock_is_locked(l), RL_EINVAL);
-    IT_RC(rl_lock_ttl(&ttl, l), RL_EINVAL);
+    IT_RC(rl_lock_acquire(l), RL_ECANCELED);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_release(l), RL_ECANCELED);
+    if (!strstr(rl_last_error(), "the client was shut down") ||
+        !strstr(rl_strerror(RL_ECANCELED), "shut down"))
+        fail_msg("after the client's free: \"%s\" (%s)", rl_last_error(),
+                 rl_strerror(RL_ECANCELED));
+    IT_RC(rl_lock_force_release(l), RL_ECANCELED);
+    IT_RC(rl_lock_is_locked(l), RL_ECANCELED);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_ECANCELED);
     IT_EQ(ttl, 777);
     rc = rl_lock_hold_count(l);
     if (rc >= 0)

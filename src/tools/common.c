@@ -116,6 +116,12 @@ int rt_exit_of(int status)
     }
 }
 
+int rt_args_error(const char *cmd, const char *wanted)
+{
+    rt_err("%s takes [OPTIONS] %s (rlock --help)", cmd, wanted);
+    return RT_EXIT_USAGE;
+}
+
 /* The option a refusal of rl_client_new() is about: its detail names the
  * field (rl_options), or the URL. */
 static const char *option_of(const char *detail)

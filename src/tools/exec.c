@@ -330,10 +330,6 @@ static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
     tty_back(j);
 }
 
-static const char exec_usage[] =
-    "usage: rlock exec [--url URL] [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS]\n"
-    "                  NAME [--] CMD [ARGS...]\n";
-
 /* What `rlock exec` was asked to do. */
 typedef struct exec_args {
     long wait_ms, lease_ms, grace_ms;
@@ -372,17 +368,13 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
     }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
-    if (argc - optind < 2) {
-        fputs(exec_usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - optind < 2)
+        return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->name = argv[optind++];
     if (strcmp(argv[optind], "--") == 0)
         optind++;
-    if (optind >= argc) {
-        fputs(exec_usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->cmd = argv + optind;
     if (!co->name)
         co->name = "rlock-exec";

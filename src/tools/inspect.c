@@ -351,7 +351,6 @@ static int reported(int rc, const rl_lock_list *l)
 
 int rt_cmd_list(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock list [--url URL] [--json] [PATTERN]\n";
     const char *pattern = "*";
     rl_lock_list *l = NULL;
     rl_client *c;
@@ -359,10 +358,8 @@ int rt_cmd_list(int argc, char **argv, rt_common *co)
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at > 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at > 1)
+        return rt_args_error("list", "[PATTERN]");
     if (argc - at == 1)
         pattern = argv[at];
     if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
@@ -391,17 +388,14 @@ static int check_name(const char *name)
 
 int rt_cmd_show(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock show [--url URL] [--json] NAME\n";
     rl_lock_list *l = NULL;
     rl_client *c;
     int rc, at = parse_simple(argc, argv, co, NULL, "show");
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at != 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at != 1)
+        return rt_args_error("show", "NAME");
     if (check_name(argv[at]) != 0)
         return RT_EXIT_USAGE;
     if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
@@ -449,7 +443,6 @@ static void before_release(rl_client *c, const char *name, int json, int *kind, 
 
 int rt_cmd_release(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock release --force [--url URL] NAME\n";
     rl_client *c;
     rl_lock *lock;
     int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, "release");
@@ -457,10 +450,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at != 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at != 1)
+        return rt_args_error("release", "--force NAME");
     if (!force) {
         rt_err("release takes --force: it frees the lock whoever holds it (a holder in "
                "another process learns it at its next renewal)");

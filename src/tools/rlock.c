@@ -61,6 +61,6 @@ int main(int argc, char **argv)
         rt_usage(stdout);
         return RT_EXIT_OK;
     }
-    rt_err("unknown command '%s' (try --help)", cmd);
+    rt_err("unknown command '%s': exec, list, show or release (rlock --help)", cmd);
     return RT_EXIT_USAGE;
 }

@@ -48,6 +48,9 @@ int rt_opt_ms(const char *opt, const char *s, long min, const char *what, long *
  * failure (reported: a refused option names it, RT_EXIT_USAGE). */
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
               void *payload);
+/* Arguments that do not fit subcommand `cmd`: one line saying what it
+ * takes (`wanted`); RT_EXIT_USAGE. */
+int rt_args_error(const char *cmd, const char *wanted);
 /* An rl_* status as an exit status. */
 int rt_exit_of(int status);
 

@@ -563,6 +563,9 @@ static void test_option_errors(void **state)
         { { "list", "--wait", "3" }, "--wait is an option of exec", "Usage" },
         { { "exec", "--wait" }, "exec: --wait needs a value", "Usage" },
         { { NULL } , "a command is needed", "Usage" },
+        { { "exec", "n" }, "exec takes [OPTIONS] NAME [--] CMD", "Usage" },
+        { { "show" }, "show takes [OPTIONS] NAME", "Usage" },
+        { { "frobnicate" }, "unknown command 'frobnicate': exec, list", "Usage" },
     };
     char out[4096];
     size_t i;

@@ -157,7 +157,8 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
     }
     opt = option_of(rl_last_error());
     rt_err("%s '%s': %s", opt, strcmp(opt, "--url") == 0 ? safe
-           : strcmp(opt, "--name") == 0 ? co->name : co->prefix, rl_last_error());
+           : strcmp(opt, "--name") == 0 && co->name ? co->name
+           : co->prefix ? co->prefix : "", rl_last_error());
     return RT_EXIT_USAGE;
 }
 

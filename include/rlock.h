@@ -79,13 +79,14 @@ typedef struct rl_lock rl_lock;
 #define RL_ETIMEDOUT (-2) /* the wait ran out before the lock came free */
 #define RL_ENOTOWNER (-3) /* the calling thread does not hold this lock */
 #define RL_ELOST     (-4) /* the calling thread held it, but its lease was lost */
-#define RL_EINVAL    (-5) /* bad argument, or a client already freed */
+#define RL_EINVAL    (-5) /* bad argument (NULL, a client pointer already freed) */
 #define RL_ENOMEM    (-6) /* out of memory */
 #define RL_ECONN     (-7) /* Redis could not be reached, or stopped answering */
 #define RL_EREDIS    (-8) /* Redis answered with an error; see rl_last_error() */
 #define RL_EPROTO    (-9) /* Redis state disagrees with what the protocol allows */
 #define RL_EAUTH     (-10) /* Redis refused the credentials */
-#define RL_ECANCELED (-11) /* the client was shut down while the call waited */
+#define RL_ECANCELED (-11) /* the client was shut down: during the call, or before
+                              it (calls on it or its handles: 0.1 said RL_EINVAL) */
 #define RL_EREPLICA  (-12) /* too few replicas acknowledged the acquisition in time:
                               it was undone (rl_options.wait_replicas) */
 #define RL_ENOTSUP   (-13) /* not available in this mode, for this kind of lock, or
@@ -288,8 +289,7 @@ RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
 /**
  * Shut the client down, for a graceful exit (e.g. on SIGTERM):
  *   1. every thread waiting in rl_lock_try_acquire() through it returns
- *      RL_ECANCELED at once, and calls that start from now on return
- *      RL_EINVAL;
+ *      RL_ECANCELED at once, and so do calls that start from now on;
  *   2. calls in flight are waited for (each is bounded by the command
  *      timeout);
  *   3. every hold still held through it is flagged (on_lost is called for
@@ -301,7 +301,8 @@ RL_EXTERN int rl_client_new(rl_client **out, const rl_options *opts);
  * (a release that was applied returns RL_OK); an acquisition that
  * completes then returns RL_ECANCELED and is released by the shutdown.
  * Once the shutdown has returned, every call on the client or its handles
- * returns RL_EINVAL, except rl_lock_free() and rl_client_free() (which
+ * returns RL_ECANCELED (rl_last_error(): "the client was shut down ...";
+ * rlock 0.1 returned RL_EINVAL), except rl_lock_free() and rl_client_free() (which
  * free), rl_lock_interrupted() / rl_interrupted() (which report the
  * lost holds) and rl_client_stats() (which reports what the client did).
  * Safe from any thread, including one that only waits for a signal, and
@@ -314,13 +315,16 @@ RL_EXTERN int rl_client_shutdown(rl_client *client);
  * Shut the client down (rl_client_shutdown()) and free it. Calls in flight
  * on other threads are waited for and fail; lock handles created from it
  * stay valid memory until each is freed with rl_lock_free(), and any other
- * call on them returns RL_EINVAL. Accepts NULL and a client freed already.
+ * call on them returns RL_ECANCELED. Accepts NULL and a client freed
+ * already.
  */
 RL_EXTERN void rl_client_free(rl_client *client);
 
 /**
  * Create a handle on the lock `name` (NUL-terminated, 1..RL_NAME_MAX bytes).
  * No I/O. The name is copied. Free with rl_lock_free(). Thread-safe.
+ * RL_ECANCELED on a client shut down (not yet freed; a freed one:
+ * RL_EINVAL).
  */
 RL_EXTERN int rl_lock_new(rl_lock **out, rl_client *client, const char *name);
 
@@ -421,13 +425,15 @@ RL_EXTERN int rl_lock_acquire(rl_lock *lock);
  *   RL_EREPLICA  wait_replicas is set and too few replicas acknowledged in
  *                time: the acquisition was undone and the lock is not held
  *                (on reentry: the hold stands as it was);
- *   RL_ECANCELED the client was shut down during the call;
- *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: the key is not
- *                rlock's; NOPERM: the user may not touch the key);
+ *   RL_ECANCELED the client was shut down, during the call or before it;
+ *   RL_EREDIS    Redis refused the script (e.g. WRONGTYPE: a key of the
+ *                name is not rlock's, and rl_last_error() names it and the
+ *                lock, here and from the release calls; NOPERM: the user
+ *                may not touch the key);
  *   RL_EPROTO    Redis holds a count this thread did not expect, or the
  *                peer's reply cannot be understood (the hold, if any, is
  *                then flagged);
- *   RL_EINVAL    bad argument, or a client already shut down;
+ *   RL_EINVAL    bad argument;
  *   RL_ENOMEM.
  * Thread-safe.
  */
@@ -453,8 +459,9 @@ RL_EXTERN int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms);
  *                unchanged;
  *   RL_EPROTO    Redis holds another count than expected: the hold is
  *                flagged as lost and unchanged;
- *   RL_ECANCELED the client is being shut down (the shutdown releases it);
- *   RL_EINVAL    NULL, or a client already shut down;
+ *   RL_ECANCELED the client is being shut down (the shutdown releases it),
+ *                or was shut down before the call;
+ *   RL_EINVAL    NULL;
  *   RL_ENOMEM.
  * Thread-safe.
  */
@@ -471,13 +478,14 @@ RL_EXTERN int rl_lock_release(rl_lock *lock);
  * gone by since); forcing the name again while only that block is left
  * ends it. Meant for operators and recovery tools. Returns RL_OK (also
  * when the lock was free), RL_ECONN, RL_EREDIS (WRONGTYPE: not an rlock
- * key), RL_EPROTO, RL_EINVAL. Thread-safe.
+ * key, named in rl_last_error()), RL_EPROTO, RL_ECANCELED (a client shut
+ * down), RL_EINVAL. Thread-safe.
  */
 RL_EXTERN int rl_lock_force_release(rl_lock *lock);
 
 /**
  * How many times the calling thread holds the lock (0: not held).
- * No I/O. Returns RL_EINVAL for NULL or a client shut down.
+ * No I/O. Returns RL_EINVAL for NULL, RL_ECANCELED for a client shut down.
  */
 RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
 
@@ -493,22 +501,22 @@ RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
  * keeps the primary's writes; set wait_replicas for that). No I/O.
  * Returns RL_OK; RL_ENOTOWNER (the thread does not hold it); RL_ENOTSUP
  * (the client was made without rl_options.fencing); RL_EPROTO (the hold's
- * value in Redis carries no token: written by hand); RL_EINVAL (NULL, or a
- * client shut down); *out is set only on RL_OK. A hold flagged as lost
+ * value in Redis carries no token: written by hand); RL_EINVAL (NULL);
+ * RL_ECANCELED (a client shut down); *out is set only on RL_OK. A hold flagged as lost
  * keeps its token: the resource decides.
  */
 RL_EXTERN int rl_lock_token(unsigned long long *out, const rl_lock *lock);
 
 /**
  * Whether anyone (any thread, any process) holds the lock now: 1 or 0, or
- * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_EINVAL. One round trip.
+ * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_ECANCELED, RL_EINVAL. One round trip.
  */
 RL_EXTERN int rl_lock_is_locked(rl_lock *lock);
 
 /**
  * The lease left on the lock in Redis, in ms, into *out: -2 when the lock
  * is free, -1 when it has no expiry. One round trip. Returns RL_OK, or
- * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_EINVAL (*out untouched).
+ * RL_ECONN, RL_EREDIS, RL_EPROTO, RL_ECANCELED, RL_EINVAL (*out untouched).
  */
 RL_EXTERN int rl_lock_ttl(long *out, rl_lock *lock);
 
@@ -770,8 +778,9 @@ typedef struct rl_lock_list {
     /* The locks, sorted by name, then node: count pointers. */
     size_t count;
     rl_lock_info *const *locks;
-    /* The masters that could not be read, each "node: what went wrong"
-     * (nfailures strings; 0 when every master answered). */
+    /* The masters that could not be read, and the keys of a name that are
+     * not rlock's, each "node: what went wrong" (nfailures strings; 0 when
+     * every master answered and every key was a lock). */
     size_t nfailures;
     const char *const *failures;
 } rl_lock_list;
@@ -784,16 +793,19 @@ typedef struct rl_lock_list {
  * Redlock master; Sentinel's primary) with SCAN, HGETALL, PTTL, PUBSUB
  * NUMSUB, ZCARD and TIME, each key read at once but the keys one after
  * another (not a snapshot of the whole). Reads only; takes nothing, and
- * holds of the client itself are listed like any other. A key under the
- * prefix that is not a lock hash is skipped.
+ * holds of the client itself are listed like any other. A key of a name's
+ * layout that is not a lock hash (a string SET by hand, say) blocks the
+ * name: it is a failure of the call (RL_EREDIS), "node: key K of lock N
+ * holds another type of value, not rlock's (WRONGTYPE): ...", and the other
+ * keys are still read.
  *
  * `version`: RL_INFO_VERSION, the layout you compiled against.
  *
- * Returns RL_OK; RL_EINVAL (out or client NULL, a client shut down or
- * freed, a pattern too long, a version 0 or newer than this library
- * knows: *out untouched, nothing sent); RL_ENOMEM (*out untouched);
- * RL_ECANCELED (the client is being shut down: a list stops between two
- * round trips, so that the shutdown need not wait for it; *out untouched).
+ * Returns RL_OK; RL_EINVAL (out or client NULL, a client freed, a
+ * pattern too long, a version 0 or newer than this library knows: *out
+ * untouched, nothing sent); RL_ENOMEM (*out untouched); RL_ECANCELED (the
+ * client was shut down, or is being: a list stops between two round
+ * trips, so that the shutdown need not wait for it; *out untouched).
  * When a master cannot be read, the call returns the first failure
  * (RL_ECONN, RL_EAUTH, RL_EREDIS, RL_EPROTO; rl_last_error() names the
  * master) and *out is still set, to what the others gave, with

@@ -413,7 +413,7 @@ int rl_client_new(rl_client **out, const rl_options *user_opts)
 int rl__client_enter(rl_client *c)
 {
     if (atomic_load_explicit(&c->closed, memory_order_acquire))
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     if (atomic_load_explicit(&c->forked, memory_order_acquire)) {
         pthread_mutex_lock(&c->mu);
         /* The child is a new owner. Its record is written by its watchdog
@@ -621,7 +621,7 @@ int rl__call_begin(rl_client *c)
     atomic_fetch_add(&c->calls, 1);
     if (atomic_load(&c->closing)) {
         rl__call_end(c);
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     }
     if ((rc = rl__client_enter(c)) != RL_OK)
         rl__call_end(c);

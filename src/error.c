@@ -51,6 +51,12 @@ int rl__err(int status, const char *fmt, ...)
     return status;
 }
 
+int rl__shut_down(void)
+{
+    return rl__err(RL_ECANCELED, "the client was shut down (rl_client_shutdown() or "
+                   "rl_client_free()): no call on it or its handles does anything now");
+}
+
 void rl__err_clear(void)
 {
     rl__detail[0] = '\0';

@@ -433,9 +433,9 @@ static int make_info(scan *sc, const rl__server *s, const char *name, size_t nle
     info_mem *w;
     int rc;
 
-    /* Not a hash: not a lock. Any other error (ACL, LOADING, BUSY, MOVED,
-     * ASK) says nothing of who holds it: the master was not read. */
-    if (r[0]->type == REDIS_REPLY_ERROR && strncmp(r[0]->str, "WRONGTYPE", 9) != 0) {
+    /* An error (ACL, LOADING, BUSY, MOVED, ASK) says nothing of who holds
+     * it: the master was not read. (WRONGTYPE is read_lock()'s.) */
+    if (r[0]->type == REDIS_REPLY_ERROR) {
         if (!sc->refused[s->index])
             failed(sc, s, RL_EREDIS, "HGETALL", r[0]->str);
         sc->refused[s->index] = 1;
@@ -498,6 +498,20 @@ static void append_reads(rl_client *c, rl__conn *conn, const char *key, size_t k
  * bytes, client.c; '{', an escape, the name, '}') and a suffix. */
 #define KEY_ROOM (256 + 3 + RL_NAME_MAX + 16)
 
+/* A key of a lock's name that holds another type than rlock's hash (a
+ * string SET by hand, say): the name is blocked, and said so, as a
+ * failure of the call that names the key (RL_EREDIS). */
+static void not_a_lock(scan *sc, const rl__server *s, const char *key, size_t klen,
+                       const char *name, size_t nlen)
+{
+    char buf[400];
+
+    snprintf(buf, sizeof buf, "key %.*s of lock '%.*s' holds another type of value, not "
+             "rlock's (WRONGTYPE): delete or rename it to free the name", (int)klen, key,
+             (int)nlen, name);
+    failed(sc, s, RL_EREDIS, "", buf);
+}
+
 /* One lock key on server s, as an entry of the list (when it is a lock). */
 static int read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
 {
@@ -518,7 +532,9 @@ static int read_lock(scan *sc, rl__server *s, const char *key, size_t klen)
         }
     }
     conn_done(sc, s);
-    if (rc == RL_OK)
+    if (rc == RL_OK && r[0]->type == REDIS_REPLY_ERROR && strncmp(r[0]->str, "WRONGTYPE", 9) == 0)
+        not_a_lock(sc, s, key, klen, name, nlen);
+    else if (rc == RL_OK)
         rc = make_info(sc, s, name, nlen, r);
     for (i = 0; i < 5; i++)
         if (r[i])
@@ -562,22 +578,18 @@ static int scan_keys(scan *sc, rl__server *s, const redisReply *keys)
     return rc;
 }
 
-/* One SCAN step: RL_OK and the next cursor, 1 to retry without TYPE
- * (older Redis), or a status. */
-static int scan_step(scan *sc, rl__server *s, const char *match, char *cursor, int with_type,
-                     redisReply **out)
+/* One SCAN step: RL_OK and the next cursor, or a status. Every key of
+ * the pattern, whatever its type: one that is not a hash blocks a name
+ * (not_a_lock()). */
+static int scan_step(scan *sc, rl__server *s, const char *match, char *cursor, redisReply **out)
 {
-    const char *argv[8] = { "SCAN", cursor, "MATCH", match, "COUNT", "1000", "TYPE", "hash" };
-    size_t lens[8] = { 4, strlen(cursor), 5, strlen(match), 5, 4, 4, 4 };
+    const char *argv[6] = { "SCAN", cursor, "MATCH", match, "COUNT", "1000" };
+    size_t lens[6] = { 4, strlen(cursor), 5, strlen(match), 5, 4 };
     redisReply *r = NULL;
     int rc;
 
-    if ((rc = call(sc, s, &r, with_type ? 8 : 6, argv, lens)) != RL_OK)
+    if ((rc = call(sc, s, &r, 6, argv, lens)) != RL_OK)
         return rc;
-    if (r->type == REDIS_REPLY_ERROR && with_type) {
-        freeReplyObject(r);
-        return 1;   /* no SCAN TYPE before Redis 6: HGETALL skips what is not a hash */
-    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
         rc = r->type == REDIS_REPLY_ERROR ? RL_EREDIS : RL_EPROTO;
@@ -594,22 +606,14 @@ static int scan_step(scan *sc, rl__server *s, const char *match, char *cursor, i
 static int scan_server(scan *sc, rl__server *s, const char *pattern)
 {
     char cursor[32] = "0", match[RL_NAME_MAX + 400];
-    int with_type = 1, rc;
+    int rc;
 
     snprintf(match, sizeof match, "%s{%s}", sc->c->prefix, pattern);
     for (;;) {
         redisReply *r = NULL;
         if ((rc = closing(sc)) != RL_OK)
             return rc;
-        rc = scan_step(sc, s, match, cursor, with_type, &r);
-        if (rc == 1) {
-            /* From the start again, without TYPE (a loop's `continue`
-             * must not meet a test of the cursor, "0" again here). */
-            with_type = 0;
-            strcpy(cursor, "0");
-            continue;
-        }
-        if (rc != RL_OK)
+        if (scan_step(sc, s, match, cursor, &r) != RL_OK)
             return RL_OK;       /* recorded; the other masters are still read */
         rc = scan_keys(sc, s, r->element[1]);
         freeReplyObject(r);

@@ -87,6 +87,29 @@ static rl__hold *find(const rl_lock *lock, rl__thread *t)
     return rl__thread_find_side(t, lock->client, lock->entry, rl__rw_side(lock->kind));
 }
 
+/* A key of the lock holds another type than rlock's (a string SET by hand,
+ * say): Redis's WRONGTYPE names neither the key nor the lock, so say both.
+ * Any other status passes through. */
+static int named(const rl_lock *lock, int rc)
+{
+    const rl__entry *e = lock->entry;
+    char keys[400];
+    int n;
+
+    if (rc != RL_EREDIS || !strstr(rl_last_error(), "WRONGTYPE"))
+        return rc;
+    n = snprintf(keys, sizeof keys, "%.*s", (int)e->key_len, e->key);
+    if (lock->client->fencing && e->fence_key && n > 0 && (size_t)n < sizeof keys)
+        n += snprintf(keys + n, sizeof keys - (size_t)n, " or %.*s", (int)e->fence_key_len,
+                      e->fence_key);
+    if (e->queue_key && n > 0 && (size_t)n < sizeof keys)
+        snprintf(keys + n, sizeof keys - (size_t)n, " or %.*s or %.*s", (int)e->queue_len,
+                 e->queue_key, (int)e->places_len, e->places_key);
+    return rl__err(rc, "key %s of lock '%.*s' holds another type of value, not rlock's "
+                   "(WRONGTYPE): delete or rename it to free the name", keys,
+                   (int)e->name_len, e->name);
+}
+
 /* One command on a key of e's slot (not Redlock), following redirects;
  * its integer reply in *out. */
 static int key_command(rl_client *c, const rl__entry *e, int argc, const char **argv,
@@ -373,7 +396,7 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
         count_acquire(lock->client, rc, h != NULL);
     }
     rl__call_end(lock->client);
-    return rc;
+    return named(lock, rc);
 }
 
 /*
@@ -516,7 +539,7 @@ int rl_lock_release(rl_lock *lock)
     if (rc == RL_OK)
         RL__STAT_INC(lock->client, releases);
     rl__call_end(lock->client);
-    return rc;
+    return named(lock, rc);
 }
 
 /* Flag the local holds whose fields the delete removed: the thread ids
@@ -619,7 +642,7 @@ int rl_lock_force_release(rl_lock *lock)
         return rc;
     rc = force_release(lock);
     rl__call_end(lock->client);
-    return rc;
+    return named(lock, rc);
 }
 
 int rl_lock_hold_count(const rl_lock *lock)
@@ -630,7 +653,7 @@ int rl_lock_hold_count(const rl_lock *lock)
     if (!lock)
         return rl__err(RL_EINVAL, "lock is NULL");
     if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     h = find(lock, rl__thread_self());
     return h ? h->count : 0;
 }
@@ -643,7 +666,7 @@ int rl_lock_token(unsigned long long *out, const rl_lock *lock)
     if (!out || !lock)
         return rl__err(RL_EINVAL, "out and lock must not be NULL");
     if (atomic_load(&lock->client->closed))
-        return rl__err(RL_EINVAL, "the client was shut down");
+        return rl__shut_down();
     if (!lock->client->fencing)
         return rl__err(RL_ENOTSUP, "the client was made without rl_options.fencing");
     h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);

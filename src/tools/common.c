@@ -4,6 +4,7 @@
  * exec.c and inspect.c; calls none of them.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +53,17 @@ static const char usage_text[] =
     "  -h, --help         this help\n"
     "  -V, --version      the version\n"
     "\n"
-    "Exit status:\n"
-    "  0    success (exec: the command exited 0)\n"
-    "  1    usage error\n"
-    "  2    cannot connect, Redis refused, or another failure of rlock\n"
-    "  3    exec: the lock was not acquired within --wait\n"
-    "  4    exec: the lease was lost while the command ran; it was stopped\n"
-    "  126  exec: the command could not be run; 127: it was not found\n"
+    "Exit status (rlock's own are 122..125, apart from any command's usual\n"
+    "ones, as timeout(1) keeps 124..127; each comes with a line on stderr):\n"
+    "  0      success (exec: the command exited 0)\n"
+    "  122    usage: a bad option, value, URL, name or command line\n"
+    "  123    exec: the lease was lost while the command ran; it was stopped\n"
+    "  124    exec: the lock was not acquired within --wait\n"
+    "  125    cannot connect, Redis refused, a key of the name is not rlock's\n"
+    "         (another type: the key is named), or another failure of rlock\n"
+    "  126    exec: the command could not be run; 127: it was not found\n"
     "  128+N  exec: the command was killed by signal N, or rlock itself got\n"
-    "       signal N (the command was stopped and the lock released)\n"
+    "         signal N (the command was stopped and the lock released)\n"
     "  exec otherwise exits with the command's own status.\n";
 
 void rt_err(const char *fmt, ...)
@@ -74,15 +77,26 @@ void rt_err(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-int rt_parse_ms(const char *s, long *out)
+int rt_opt_ms(const char *opt, const char *s, long min, const char *what, long *out)
 {
     char *end;
     long v;
 
     errno = 0;
     v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 0 || v > RL_TIME_MAX_MS)
+    if (end == s || *end || (!errno && v < 0)) {
+        rt_err("%s: '%s' is not a number of milliseconds (digits only, %ld..%ld)", opt, s,
+               min, RL_TIME_MAX_MS);
         return -1;
+    }
+    if (errno || v > RL_TIME_MAX_MS) {
+        rt_err("%s: %s ms is past the longest, %ld ms", opt, s, RL_TIME_MAX_MS);
+        return -1;
+    }
+    if (v < min) {
+        rt_err("%s: %ld ms is below %s, %ld ms", opt, v, what, min);
+        return -1;
+    }
     *out = v;
     return 0;
 }
@@ -102,11 +116,29 @@ int rt_exit_of(int status)
     }
 }
 
+int rt_args_error(const char *cmd, const char *wanted)
+{
+    rt_err("%s takes [OPTIONS] %s (rlock --help)", cmd, wanted);
+    return RT_EXIT_USAGE;
+}
+
+/* The option a refusal of rl_client_new() is about: its detail names the
+ * field (rl_options), or the URL. */
+static const char *option_of(const char *detail)
+{
+    if (strncmp(detail, "client_name", 11) == 0)
+        return "--name";
+    if (strncmp(detail, "key_prefix", 10) == 0)
+        return "--prefix";
+    return "--url";
+}
+
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
               void *payload)
 {
     rl_options o;
     char safe[512] = "";
+    const char *opt;
     int rc;
 
     rl_options_init(&o, RL_OPTIONS_VERSION);
@@ -116,11 +148,18 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
     o.lease_ms = co->lease_ms;
     o.on_lost = on_lost;
     o.payload = payload;
-    if ((rc = rl_client_new(out, &o)) != RL_OK) {
-        rl_url_redact(safe, sizeof safe, co->url);  /* keeps rl_last_error() */
+    if ((rc = rl_client_new(out, &o)) == RL_OK)
+        return RT_EXIT_OK;
+    rl_url_redact(safe, sizeof safe, co->url);  /* keeps rl_last_error() */
+    if (rc != RL_EINVAL) {
         rt_err("cannot use %s: %s (%s)", safe, rl_strerror(rc), rl_last_error());
+        return RT_EXIT_REDIS;
     }
-    return rc;
+    opt = option_of(rl_last_error());
+    rt_err("%s '%s': %s", opt, strcmp(opt, "--url") == 0 ? safe
+           : strcmp(opt, "--name") == 0 && co->name ? co->name
+           : co->prefix ? co->prefix : "", rl_last_error());
+    return RT_EXIT_USAGE;
 }
 
 void rt_usage(FILE *f)
@@ -128,7 +167,41 @@ void rt_usage(FILE *f)
     fputs(usage_text, f);
 }
 
-int rt_common_opt(int opt, const char *arg, rt_common *co)
+/* Options of one subcommand only, for the line that says so. */
+static const char *const owned[][2] = {
+    { "--wait", "exec" }, { "-w", "exec" }, { "--lease", "exec" }, { "-l", "exec" },
+    { "--grace", "exec" }, { "-g", "exec" }, { "--watchdog-lease", "exec" }, { "-W", "exec" },
+    { "--force", "release" }, { "-f", "release" },
+};
+
+/* An option getopt_long() refused: one line that names it. */
+static void bad_option(int opt, char **argv, const char *cmd)
+{
+    char text[64];
+    size_t i;
+
+    /* A long option's name is in argv (optopt is 0 when it is unknown, its
+     * value when its argument is missing); a short one's is optopt. */
+    if (!optopt || (opt == ':' && strncmp(argv[optind - 1], "--", 2) == 0))
+        snprintf(text, sizeof text, "%.*s", (int)strcspn(argv[optind - 1], "="),
+                 argv[optind - 1]);
+    else
+        snprintf(text, sizeof text, "-%c", optopt);
+    if (opt == ':') {
+        rt_err("%s%s%s needs a value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
+        return;
+    }
+    for (i = 0; i < sizeof owned / sizeof owned[0]; i++) {
+        if (strcmp(text, owned[i][0]) == 0 && (!cmd || strcmp(cmd, owned[i][1]) != 0)) {
+            rt_err("%s is an option of %s: put it after '%s' (rlock %s %s ...)", text,
+                   owned[i][1], owned[i][1], owned[i][1], text);
+            return;
+        }
+    }
+    rt_err("%s%sunknown option '%s' (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
+}
+
+int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co)
 {
     switch (opt) {
     case 'u': co->url = arg; return 0;
@@ -136,7 +209,6 @@ int rt_common_opt(int opt, const char *arg, rt_common *co)
     case 'n': co->name = arg; return 0;
     case 'j': co->json = 1; return 0;
     case 'h': rt_usage(stdout); return 1;
-    default: return -1;
+    default: bad_option(opt, argv, cmd); return -1;
     }
 }
-

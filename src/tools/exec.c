@@ -330,10 +330,6 @@ static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
     tty_back(j);
 }
 
-static const char exec_usage[] =
-    "usage: rlock exec [--url URL] [--wait MS] [--lease MS | --watchdog-lease MS] [--grace MS]\n"
-    "                  NAME [--] CMD [ARGS...]\n";
-
 /* What `rlock exec` was asked to do. */
 typedef struct exec_args {
     long wait_ms, lease_ms, grace_ms;
@@ -357,38 +353,28 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
     a->wait_ms = RL_WAIT_FOREVER;
     a->lease_ms = RL_LEASE_WATCHDOG;
     a->grace_ms = RT_GRACE_MS;
-    while ((opt = getopt_long(argc, argv, "+" RT_COMMON_SHORT "w:l:g:W:", longs, NULL)) != -1) {
-        long *to = opt == 'w' ? &a->wait_ms : opt == 'l' ? &a->lease_ms
-                 : opt == 'g' ? &a->grace_ms : opt == 'W' ? &co->lease_ms : NULL;
-        if (to) {
-            if (rt_parse_ms(optarg, to) != 0 ||
-                ((opt == 'l' || opt == 'W') && *to < RL_LEASE_MIN_MS)) {
-                rt_err("--%s: '%s' is not a number of ms (leases: %d..%ld)",
-                       opt == 'w' ? "wait" : opt == 'l' ? "lease" : opt == 'g' ? "grace"
-                       : "watchdog-lease", optarg, RL_LEASE_MIN_MS, RL_TIME_MAX_MS);
+    while ((opt = getopt_long(argc, argv, "+:" RT_COMMON_SHORT "w:l:g:W:", longs, NULL)) != -1) {
+        if (opt == 'w' || opt == 'g') {
+            if (rt_opt_ms(opt == 'w' ? "--wait" : "--grace", optarg, 0, "",
+                          opt == 'w' ? &a->wait_ms : &a->grace_ms) != 0)
                 return RT_EXIT_USAGE;
-            }
-            continue;
-        }
-        if ((rc = rt_common_opt(opt, optarg, co)) != 0) {
-            if (rc < 0)
-                fputs(exec_usage, stderr);
+        } else if (opt == 'l' || opt == 'W') {
+            if (rt_opt_ms(opt == 'l' ? "--lease" : "--watchdog-lease", optarg, RL_LEASE_MIN_MS,
+                          "the shortest lease", opt == 'l' ? &a->lease_ms : &co->lease_ms) != 0)
+                return RT_EXIT_USAGE;
+        } else if ((rc = rt_common_opt(opt, optarg, argv, "exec", co)) != 0) {
             return rc > 0 ? RT_EXIT_OK : RT_EXIT_USAGE;
         }
     }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
-    if (argc - optind < 2) {
-        fputs(exec_usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - optind < 2)
+        return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->name = argv[optind++];
     if (strcmp(argv[optind], "--") == 0)
         optind++;
-    if (optind >= argc) {
-        fputs(exec_usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (optind >= argc)
+        return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->cmd = argv + optind;
     if (!co->name)
         co->name = "rlock-exec";
@@ -499,8 +485,8 @@ int rt_cmd_exec(int argc, char **argv, rt_common *co)
         return rc;
     if ((sfd = block_signals(&old)) < 0)
         return RT_EXIT_REDIS;
-    if (rt_client(&client, co, on_lost, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&client, co, on_lost, NULL)) != RT_EXIT_OK)
+        return rc;
     if ((rc = rl_lock_new(&lock, client, a.name)) != RL_OK) {
         rt_err("lock name: %s", rl_last_error());
         rl_client_free(client);

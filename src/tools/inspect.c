@@ -115,25 +115,41 @@ static void json_str(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
+/* A number, or null when it is unknown (below 0). */
+static void json_num(FILE *f, const char *key, long long v)
+{
+    if (v >= 0)
+        fprintf(f, ", \"%s\": %lld", key, v);
+    else
+        fprintf(f, ", \"%s\": null", key);
+}
+
+/* Every number a number (null when unknown), every text a string: the
+ * thread is rlock's number (null for a field rlock did not write), a
+ * reader of a read-write lock says so apart. */
 static void json_holder(FILE *f, const rl_holder_info *h, long long now)
 {
-    char tid[64], pid[32];
+    char *end;
+    long long tid = strtoll(h->thread, &end, 10);
 
-    fprintf(f, "{\"owner\": \"%s\", \"thread\": ", h->owner);
-    tid_of(h, tid, sizeof tid);
-    json_str(f, tid, strlen(tid));
-    fprintf(f, ", \"count\": %lld, \"since_ms\": %lld, \"age_ms\": %lld", h->count,
-            h->since_ms, h->since_ms >= 0 ? now - h->since_ms : -1);
+    fprintf(f, "{\"owner\": \"%s\"", h->owner);
+    json_num(f, "thread", *h->thread && !*end ? tid : -1);
+    fprintf(f, ", \"reader\": %s, \"count\": %lld", h->side == RL_KIND_READ ? "true" : "false",
+            h->count);
+    json_num(f, "since_ms", h->since_ms);
+    json_num(f, "age_ms", h->since_ms >= 0 ? now - h->since_ms : -1);
     if (h->known) {
         fputs(", \"host\": ", f);
         json_str(f, h->host, strlen(h->host));
-        pid_of(h, pid, sizeof pid);
-        fprintf(f, ", \"pid\": %s, \"client_name\": ", pid[0] ? pid : "null");
+        json_num(f, "pid", h->pid);
+        fputs(", \"client_name\": ", f);
         json_str(f, h->client_name, strlen(h->client_name));
-        fprintf(f, ", \"started_ms\": %lld, \"version\": ", h->started_ms);
+        json_num(f, "started_ms", h->started_ms);
+        fputs(", \"version\": ", f);
         json_str(f, h->version, strlen(h->version));
     } else {
-        fputs(", \"host\": null, \"pid\": null, \"client_name\": null", f);
+        fputs(", \"host\": null, \"pid\": null, \"client_name\": null, \"started_ms\": null, "
+              "\"version\": null", f);
     }
     fputs("}", f);
 }
@@ -150,8 +166,9 @@ static void print_json(const rl_lock_list *l, FILE *f)
         json_str(f, w->name, w->name_len);
         fprintf(f, ", \"node\": ");
         json_str(f, w->node, strlen(w->node));
-        fprintf(f, ", \"lease_left_ms\": %lld, \"waiters\": %lld, \"queued\": %lld, "
-                "\"holders\": [", w->lease_left_ms, w->waiters, w->queued);
+        fprintf(f, ", \"lease_left_ms\": %lld", w->lease_left_ms);
+        json_num(f, "waiters", w->waiters);
+        fprintf(f, ", \"queued\": %lld, \"holders\": [", w->queued);
         for (k = 0; k < w->nholders; k++) {
             fputs(k ? ", " : "", f);
             json_holder(f, w->holders[k], now);
@@ -267,7 +284,7 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
     char *pn = printable(name, strlen(name)), d[64];
     size_t i, k;
 
-    if (!l->count)
+    if (!l->count && !l->nfailures)     /* else unknown: the failures say why */
         fprintf(f, "%s: not held\n", pn ? pn : name);
     for (i = 0; i < l->count; i++) {
         const rl_lock_info *w = l->locks[i];
@@ -294,25 +311,23 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
 
 /* ---- commands ----------------------------------------------------------- */
 
-static int parse_simple(int argc, char **argv, rt_common *co, int *force, const char *usage)
+static int parse_simple(int argc, char **argv, rt_common *co, int *force, const char *cmd)
 {
     static const struct option longs[] = {
+        { "force", no_argument, NULL, 'f' },    /* release's only */
         RT_COMMON_LONGS,
-        { "force", no_argument, NULL, 'f' },
         { NULL, 0, NULL, 0 },
     };
     int opt, rc;
 
-    while ((opt = getopt_long(argc, argv, RT_COMMON_SHORT "f", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, force ? ":" RT_COMMON_SHORT "f" : ":" RT_COMMON_SHORT,
+                              force ? longs : longs + 1, NULL)) != -1) {
         if (opt == 'f' && force) {
             *force = 1;
             continue;
         }
-        if ((rc = rt_common_opt(opt, optarg, co)) != 0) {
-            if (rc < 0)
-                fputs(usage, stderr);
+        if ((rc = rt_common_opt(opt, optarg, argv, cmd, co)) != 0)
             return rc > 0 ? -2 : -1;
-        }
     }
     if (!co->name)
         co->name = "rlock-cli";
@@ -336,22 +351,19 @@ static int reported(int rc, const rl_lock_list *l)
 
 int rt_cmd_list(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock list [--url URL] [--json] [PATTERN]\n";
     const char *pattern = "*";
     rl_lock_list *l = NULL;
     rl_client *c;
-    int rc, at = parse_simple(argc, argv, co, NULL, usage);
+    int rc, at = parse_simple(argc, argv, co, NULL, "list");
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at > 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at > 1)
+        return rt_args_error("list", "[PATTERN]");
     if (argc - at == 1)
         pattern = argv[at];
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     rc = rl_client_list_locks(&l, c, pattern, RL_INFO_VERSION);
     rc = reported(rc, l);
     if (l && co->json)
@@ -376,21 +388,18 @@ static int check_name(const char *name)
 
 int rt_cmd_show(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock show [--url URL] [--json] NAME\n";
     rl_lock_list *l = NULL;
     rl_client *c;
-    int rc, at = parse_simple(argc, argv, co, NULL, usage);
+    int rc, at = parse_simple(argc, argv, co, NULL, "show");
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at != 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at != 1)
+        return rt_args_error("show", "NAME");
     if (check_name(argv[at]) != 0)
         return RT_EXIT_USAGE;
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     rc = rl_client_inspect_lock(&l, c, argv[at], strlen(argv[at]), RL_INFO_VERSION);
     rc = reported(rc, l);
     if (l && co->json)
@@ -434,18 +443,15 @@ static void before_release(rl_client *c, const char *name, int json, int *kind, 
 
 int rt_cmd_release(int argc, char **argv, rt_common *co)
 {
-    static const char usage[] = "usage: rlock release --force [--url URL] NAME\n";
     rl_client *c;
     rl_lock *lock;
-    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, usage);
+    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, "release");
     long left;
 
     if (at < 0)
         return at == -2 ? RT_EXIT_OK : RT_EXIT_USAGE;
-    if (argc - at != 1) {
-        fputs(usage, stderr);
-        return RT_EXIT_USAGE;
-    }
+    if (argc - at != 1)
+        return rt_args_error("release", "--force NAME");
     if (!force) {
         rt_err("release takes --force: it frees the lock whoever holds it (a holder in "
                "another process learns it at its next renewal)");
@@ -453,8 +459,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     }
     if (check_name(argv[at]) != 0)
         return RT_EXIT_USAGE;
-    if (rt_client(&c, co, NULL, NULL) != RL_OK)
-        return RT_EXIT_REDIS;
+    if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
+        return rc;
     before_release(c, argv[at], co->json, &kind, &delayed);
     if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
         rt_err("%s", rl_last_error());

@@ -28,21 +28,20 @@ int main(int argc, char **argv)
     co.url = getenv("RLOCK_URL");
     if (!co.url || !*co.url)
         co.url = "redis://127.0.0.1:6379";
-    /* Options before the command; "+": stop at the command's name. */
-    while ((opt = getopt_long(argc, argv, "+u:p:n:jhV", longs, NULL)) != -1) {
+    /* Options before the command; "+": stop at the command's name. Every
+     * refusal is rlock's own one line (opterr 0, ':' for a missing value). */
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+:u:p:n:jhV", longs, NULL)) != -1) {
         int r;
         if (opt == 'V') {
             printf("rlock %s\n", rl_version());
             return RT_EXIT_OK;
         }
-        if ((r = rt_common_opt(opt, optarg, &co)) != 0) {
-            if (r < 0)
-                rt_usage(stderr);
+        if ((r = rt_common_opt(opt, optarg, argv, NULL, &co)) != 0)
             return r > 0 ? RT_EXIT_OK : RT_EXIT_USAGE;
-        }
     }
     if (optind >= argc) {
-        rt_usage(stderr);
+        rt_err("a command is needed: exec, list, show or release (rlock --help)");
         return RT_EXIT_USAGE;
     }
     cmd = argv[optind];
@@ -62,6 +61,6 @@ int main(int argc, char **argv)
         rt_usage(stdout);
         return RT_EXIT_OK;
     }
-    rt_err("unknown command '%s' (try --help)", cmd);
+    rt_err("unknown command '%s': exec, list, show or release (rlock --help)", cmd);
     return RT_EXIT_USAGE;
 }

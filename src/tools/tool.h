@@ -14,12 +14,15 @@
 
 #include "rlock.h"
 
-/* Exit statuses (rlock --help, rlock.1). */
+/* Exit statuses (rlock --help, rlock.1). rlock's own are 122..125, beside
+ * the shell's 126, 127 and 128+N, as timeout(1) reserves 124..127 (and
+ * env(1), nice(1) 125..127): every other status of exec is the command's
+ * own, and rlock exits with one of its own only after a line on stderr. */
 #define RT_EXIT_OK       0
-#define RT_EXIT_USAGE    1
-#define RT_EXIT_REDIS    2   /* cannot connect, Redis refused, other failure */
-#define RT_EXIT_NOTTAKEN 3   /* exec: the lock was not acquired in time */
-#define RT_EXIT_LOST     4   /* exec: the lease was lost, the command stopped */
+#define RT_EXIT_USAGE    122 /* a bad option, value, URL, name or command line */
+#define RT_EXIT_LOST     123 /* exec: the lease was lost, the command stopped */
+#define RT_EXIT_NOTTAKEN 124 /* exec: the lock was not acquired in time */
+#define RT_EXIT_REDIS    125 /* cannot connect, Redis refused, other failure */
 #define RT_EXIT_NOEXEC   126 /* exec: the command could not be run */
 #define RT_EXIT_NOTFOUND 127 /* exec: the command was not found */
 
@@ -37,15 +40,23 @@ typedef struct rt_common {
 extern const char *rt_prog;
 
 void rt_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parse a non-negative count of ms (at most RL_TIME_MAX_MS): 0 or -1. */
-int rt_parse_ms(const char *s, long *out);
-/* A client for the common options: RL_OK or a status (reported). */
+/* The value of option `opt`, a count of ms from min (`what`, e.g. "the
+ * shortest lease") to RL_TIME_MAX_MS: 0, or -1 (reported, naming the
+ * option and the rule). */
+int rt_opt_ms(const char *opt, const char *s, long min, const char *what, long *out);
+/* A client for the common options: RT_EXIT_OK, or the exit status of the
+ * failure (reported: a refused option names it, RT_EXIT_USAGE). */
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
               void *payload);
+/* Arguments that do not fit subcommand `cmd`: one line saying what it
+ * takes (`wanted`); RT_EXIT_USAGE. */
+int rt_args_error(const char *cmd, const char *wanted);
 /* An rl_* status as an exit status. */
 int rt_exit_of(int status);
 
 /* The common options, for each subcommand's getopt_long. */
+/* ':' first (after '+' where the caller stops at a non-option): a missing
+ * value is ':', and getopt prints nothing (opterr 0, rlock.c). */
 #define RT_COMMON_SHORT "u:p:n:jh"
 #define RT_COMMON_LONGS \
     { "url", required_argument, NULL, 'u' }, \
@@ -53,9 +64,10 @@ int rt_exit_of(int status);
     { "name", required_argument, NULL, 'n' }, \
     { "json", no_argument, NULL, 'j' }, \
     { "help", no_argument, NULL, 'h' }
-/* Apply a common option: 0 done, 1 --help (print `usage` and exit 0),
- * -1 not a common option (a usage error). */
-int rt_common_opt(int opt, const char *arg, rt_common *co);
+/* Apply a common option: 0 done, 1 --help (printed: exit 0), -1 not a
+ * common option (reported in one line that names it, for the subcommand
+ * `cmd`, NULL before one: a usage error). */
+int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co);
 void rt_usage(FILE *f);
 
 /* ---- the subcommands: exec.c (exec), inspect.c (list, show, release) ---- */

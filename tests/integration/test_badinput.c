@@ -238,12 +238,16 @@ static void test_use_after_client_free(void **state)
     /* freeing the client released what the process held through it */
     IT_EQ(rt_redis_exists(e->rc, key, kl), 0);
 
-    IT_RC(rl_lock_acquire(l), RL_EINVAL);
-    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
-    IT_RC(rl_lock_release(l), RL_EINVAL);
-    IT_RC(rl_lock_force_release(l), RL_EINVAL);
-    IT_RC(rl_lock_is_locked(l), RL_EINVAL);
-    IT_RC(rl_lock_ttl(&ttl, l), RL_EINVAL);
+    IT_RC(rl_lock_acquire(l), RL_ECANCELED);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_release(l), RL_ECANCELED);
+    if (!strstr(rl_last_error(), "the client was shut down") ||
+        !strstr(rl_strerror(RL_ECANCELED), "shut down"))
+        fail_msg("after the client's free: \"%s\" (%s)", rl_last_error(),
+                 rl_strerror(RL_ECANCELED));
+    IT_RC(rl_lock_force_release(l), RL_ECANCELED);
+    IT_RC(rl_lock_is_locked(l), RL_ECANCELED);
+    IT_RC(rl_lock_ttl(&ttl, l), RL_ECANCELED);
     IT_EQ(ttl, 777);
     rc = rl_lock_hold_count(l);
     if (rc >= 0)
@@ -276,8 +280,14 @@ static void test_wrong_type_key(void **state)
     freeReplyObject(rep);
 
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
-    if (strstr(rl_last_error(), "WRONGTYPE") == NULL)
-        fail_msg("rl_last_error() = \"%s\", expected it to mention WRONGTYPE", rl_last_error());
+    /* It names the key and the lock (Redis's WRONGTYPE names neither). */
+    if (!strstr(rl_last_error(), "WRONGTYPE") || !strstr(rl_last_error(), "key rl:{str} ") ||
+        !strstr(rl_last_error(), "lock 'str'"))
+        fail_msg("rl_last_error() = \"%s\", expected WRONGTYPE, the key and the lock",
+                 rl_last_error());
+    IT_RC(rl_lock_force_release(l), RL_EREDIS);
+    if (!strstr(rl_last_error(), "key rl:{str} "))
+        fail_msg("force-release: rl_last_error() = \"%s\"", rl_last_error());
     /* a wait does not spin or time out on it: the same error at once */
     IT_RC(rl_lock_try_acquire(l, 3000, RL_LEASE_WATCHDOG), RL_EREDIS);
     IT_RC(rl_lock_try_acquire(l, 0, 5000), RL_EREDIS);

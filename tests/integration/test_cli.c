@@ -27,6 +27,9 @@
 
 extern char **environ;
 
+/* rlock's own exit statuses (rlock.1), apart from any command's. */
+enum { ST_USAGE = 122, ST_LOST = 123, ST_NOTTAKEN = 124, ST_FAILED = 125 };
+
 /* A running rlock: its pid and where its stdout goes. */
 typedef struct cli {
     pid_t pid;
@@ -207,10 +210,10 @@ static void test_exec_status(void **state)
                   20000), 127);
     IT_EQ(key_exists(e, "st"), 0);
     /* Usage errors. */
-    IT_EQ(cli_run((const char *[]){ "exec", "st", NULL }, NULL, 0, 20000), 1);
-    IT_EQ(cli_run((const char *[]){ "frobnicate", NULL }, NULL, 0, 20000), 1);
+    IT_EQ(cli_run((const char *[]){ "exec", "st", NULL }, NULL, 0, 20000), ST_USAGE);
+    IT_EQ(cli_run((const char *[]){ "frobnicate", NULL }, NULL, 0, 20000), ST_USAGE);
 
-    /* Held by another: --wait 0 gives 3 and never runs the command; a
+    /* Held by another: --wait 0 gives ST_NOTTAKEN and never runs the command; a
      * wait that runs out too. */
     c = it_client(e, 0);
     l = it_lock(c, "st");
@@ -218,15 +221,15 @@ static void test_exec_status(void **state)
     snprintf(marker, sizeof marker, "%s/ran", tmpdir);
     snprintf(script, sizeof script, "touch %s", marker);
     IT_EQ(cli_run((const char *[]){ "exec", "--wait", "0", "st", "--", "sh", "-c", script,
-                                     NULL }, NULL, 0, 20000), 3);
+                                     NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_EQ(cli_run((const char *[]){ "exec", "--wait", "300", "st", "--", "sh", "-c", script,
-                                     NULL }, NULL, 0, 20000), 3);
+                                     NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_EQ(stat(marker, &sb), -1);
     IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
     rl_client_free(c);
 
-    /* Unreachable Redis: 2, and the password never printed, even one
+    /* Unreachable Redis: ST_FAILED (a bad URL: ST_USAGE); the password never printed, even one
      * holding a '/' (base64) that ends no host. */
     for (int k = 0; k < 2; k++) {
         static const char *const urls[] = { "redis://:hunter2@127.0.0.1:1",
@@ -245,12 +248,12 @@ static void test_exec_status(void **state)
         rc = posix_spawn(&x.pid, RLOCK_CLI, &fa, NULL, (char *const *)argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         IT_EQ(rc, 0);
-        IT_EQ(cli_wait(&x, 20000), 2);
+        IT_EQ(cli_wait(&x, 20000), k == 0 ? ST_FAILED : ST_USAGE);   /* unreachable; bad URL */
         f = fopen(errpath, "r");
         assert_non_null(f);
         err[fread(err, 1, sizeof err - 1, f)] = '\0';
         fclose(f);
-        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "redis://***:") ||
+        if (!strstr(err, k == 0 ? "redis://***@127.0.0.1:1" : "--url 'redis://***'") ||
             strstr(err, "hunter2") ||
             strstr(err, "ter2"))
             fail_msg("stderr: %s", err);
@@ -314,7 +317,7 @@ static void test_exec_lost_on_delete(void **state)
     r = redisCommand(e->rc, "DEL %b", key, kl);
     assert_non_null(r);
     freeReplyObject(r);
-    IT_EQ(cli_wait(&x, 10000), 4);
+    IT_EQ(cli_wait(&x, 10000), ST_LOST);
     assert_true(gone(child));
     cli_kill(&x);
 }
@@ -341,7 +344,7 @@ static void test_exec_lost_on_pause(void **state)
     IT_WAIT(gone(child), 3000);
     /* Not before the lease (less its margin) could have run out. */
     IT_RANGE(rt_now_ms() - t0, 400, 3000);
-    IT_EQ(cli_wait(&x, 15000), 4);
+    IT_EQ(cli_wait(&x, 15000), ST_LOST);
     cli_kill(&x);
 }
 
@@ -487,7 +490,7 @@ static void test_exec_group_on_loss(void **state)
     r = redisCommand(e->rc, "DEL %b", key, kl);
     assert_non_null(r);
     freeReplyObject(r);
-    IT_EQ(cli_wait(&x, 10000), 4);
+    IT_EQ(cli_wait(&x, 10000), ST_LOST);
     if (!gone(g)) {
         kill(g, SIGKILL);
         fail_msg("rlock exited 4 with the command's child %d still running", (int)g);
@@ -497,12 +500,152 @@ static void test_exec_group_on_loss(void **state)
     g = start_grandparent(&x, "gfixed", (const char *[]){ "--lease", "700", "--grace", "300",
                                                           NULL },
                           "trap '' TERM;", "wait");
-    IT_EQ(cli_wait(&x, 10000), 4);
+    IT_EQ(cli_wait(&x, 10000), ST_LOST);
     if (!gone(g)) {
         kill(g, SIGKILL);
         fail_msg("rlock exited 4 (fixed lease) with the command's child %d still running",
                  (int)g);
     }
+}
+
+/* rlock's own statuses never read like a command's usual ones: `exec n --
+ * sh -c 'exit 2'` used to exit 2 as "Redis unreachable" did (issue 25). */
+static void test_exec_status_apart(void **state)
+{
+    it_env *e = *state;
+    char cmd[32];
+    rl_client *c;
+    rl_lock *l;
+    int k, own[3];
+
+    for (k = 1; k <= 5; k++) {
+        snprintf(cmd, sizeof cmd, "exit %d", k);
+        IT_EQ(cli_run((const char *[]){ "exec", "ap", "--", "sh", "-c", cmd, NULL }, NULL, 0,
+                      20000), k);
+    }
+    own[0] = cli_run((const char *[]){ "-u", "redis://127.0.0.1:1", "exec", "ap", "--", "true",
+                                       NULL }, NULL, 0, 20000);
+    own[1] = cli_run((const char *[]){ "exec", "ap", NULL }, NULL, 0, 20000);
+    c = it_client(e, 0);
+    l = it_lock(c, "ap");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    own[2] = cli_run((const char *[]){ "exec", "--wait", "0", "ap", "--", "true", NULL }, NULL,
+                     0, 20000);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    IT_EQ(own[0], ST_FAILED);
+    IT_EQ(own[1], ST_USAGE);
+    IT_EQ(own[2], ST_NOTTAKEN);
+}
+
+/* A refused option or value: one line that names the option and the rule,
+ * with the usage status, never the whole help; a bad URL or client name is
+ * a usage error that names its option, not "cannot use" the URL (issue 25). */
+static void test_option_errors(void **state)
+{
+    static const struct {
+        const char *args[8];
+        const char *want, *never;
+    } cases[] = {
+        { { "--grace", "2000", "exec", "n", "--", "true" }, "--grace is an option of exec",
+          "Usage" },
+        { { "exec", "--lease", "5", "n", "--", "true" }, "--lease: 5 ms is below the shortest "
+          "lease, 10 ms", "not a number" },
+        { { "exec", "--wait", "5s", "n", "--", "true" }, "--wait: '5s' is not a number of "
+          "milliseconds", "lease" },
+        { { "exec", "--grace", "99999999999", "n", "--", "true" }, "--grace: 99999999999 ms is "
+          "past the longest", "lease" },
+        { { "-n", "my job", "list" }, "--name 'my job': client_name must be 1..64", "URL" },
+        { { "-u", "redis://h:notaport", "list" }, "--url 'redis://***': bad URL: port",
+          "cannot use" },
+        { { "list", "--bogus" }, "list: unknown option '--bogus'", "Usage" },
+        { { "list", "--wait", "3" }, "--wait is an option of exec", "Usage" },
+        { { "exec", "--wait" }, "exec: --wait needs a value", "Usage" },
+        { { NULL } , "a command is needed", "Usage" },
+        { { "exec", "n" }, "exec takes [OPTIONS] NAME [--] CMD", "Usage" },
+        { { "show" }, "show takes [OPTIONS] NAME", "Usage" },
+        { { "frobnicate" }, "unknown command 'frobnicate': exec, list", "Usage" },
+    };
+    char out[4096];
+    size_t i;
+    int st;
+    (void)state;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st = cli_run_out(cases[i].args, 1, out, sizeof out, 10000);
+        if (st != ST_USAGE || !strstr(out, cases[i].want) || strstr(out, cases[i].never) ||
+            strchr(out, '\n') != out + strlen(out) - 1)
+            fail_msg("rlock %s %s: exit %d, wanted %d and one line with \"%s\":\n%s",
+                     cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
+                     cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
+    }
+}
+
+/* A key of the name that is not rlock's (a string SET by hand) blocks the
+ * name: show, list and exec say so, naming the key, and fail. It was "not
+ * held" (exit 0) for show, left out by list, a raw WRONGTYPE with a script
+ * sha by exec (issue 25). */
+static void test_foreign_key(void **state)
+{
+    it_env *e = *state;
+    static const char *const cmds[][6] = {
+        { "show", "job1", NULL }, { "list", NULL }, { "list", "job*", NULL },
+        { "--json", "show", "job1", NULL }, { "exec", "job1", "--", "true", NULL },
+    };
+    char out[4096];
+    redisReply *r;
+    size_t i;
+    int st;
+
+    r = redisCommand(e->rc, "SET rl:{job1} v");
+    freeReplyObject(r);
+    for (i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        st = cli_run_out(cmds[i], 1, out, sizeof out, 20000);
+        if (st != ST_FAILED || !strstr(out, "key rl:{job1} of lock 'job1'") ||
+            !strstr(out, "not rlock's") || strstr(out, "not held") || strstr(out, "script:"))
+            fail_msg("rlock %s %s: exit %d:\n%s", cmds[i][0], cmds[i][1] ? cmds[i][1] : "", st,
+                     out);
+    }
+    r = redisCommand(e->rc, "GET rl:{job1}");
+    assert_string_equal(r->str, "v");   /* left as it was */
+    freeReplyObject(r);
+}
+
+/* JSON: a number is a number (null when unknown), never a string; the
+ * thread was "1" beside a numeric pid (issue 25). Holders: this process's,
+ * one without an owner record, a field rlock did not write. */
+static void test_json_types(void **state)
+{
+    it_env *e = *state;
+    static const char *const numeric[] = { "thread", "count", "since_ms", "age_ms", "pid",
+                                            "started_ms", "lease_left_ms", "waiters" };
+    rl_client *c = it_client(e, 0);
+    rl_lock *l = it_lock(c, "js");
+    char out[4096], want[64], *p;
+    redisReply *r;
+    size_t i;
+
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    r = redisCommand(e->rc, "HSET rl:{js2} 00000000-0000-4000-8000-00000000abcd:3 1 odd 1");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "--json", "list", "js*", NULL }, out, sizeof out, 20000), 0);
+    for (i = 0; i < sizeof numeric / sizeof numeric[0]; i++) {
+        snprintf(want, sizeof want, "\"%s\": ", numeric[i]);
+        for (p = strstr(out, want); p; p = strstr(p + 1, want)) {
+            p += strlen(want);
+            if (!(*p >= '0' && *p <= '9') && *p != '-' && strncmp(p, "null", 4) != 0)
+                fail_msg("\"%s\" is not a number:\n%s", numeric[i], out);
+        }
+    }
+    snprintf(want, sizeof want, "\"pid\": %d, ", (int)getpid());
+    if (!strstr(out, "\"thread\": 1, \"reader\": false") || !strstr(out, want) ||
+        !strstr(out, "\"thread\": 3, \"reader\": false, \"count\": 1, \"since_ms\": null") ||
+        !strstr(out, "\"thread\": null") || !strstr(out, "\"pid\": null"))
+        fail_msg("list --json:\n%s", out);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
 }
 
 /* The command exits and leaves a child behind in its group: stopped too
@@ -680,7 +823,7 @@ static void test_release_force_wakes(void **state)
     start_sleeper(e, &holder, "stuck", NULL, pidfile, sizeof pidfile);
     cli_start(&waiter, (const char *[]){ "exec", "stuck", "--", "true", NULL });
     IT_WAIT(rt_redis_numsub(e->rc, "rl:{stuck}:release", 18) == 1, 10000);
-    IT_EQ(cli_run((const char *[]){ "release", "stuck", NULL }, NULL, 0, 20000), 1);
+    IT_EQ(cli_run((const char *[]){ "release", "stuck", NULL }, NULL, 0, 20000), ST_USAGE);
     t0 = rt_now_ms();
     IT_EQ(cli_run((const char *[]){ "release", "--force", "stuck", NULL }, out, sizeof out,
                   20000), 0);
@@ -690,8 +833,8 @@ static void test_release_force_wakes(void **state)
     print_message("wake latency after release --force: %lld ms (lease 30000)\n",
                   (long long)(t1 - t0));
     IT_RANGE(t1 - t0, 0, 2000);
-    /* The holder learns it at its next renewal (every 10 s): status 4. */
-    IT_EQ(cli_wait(&holder, 15000), 4);
+    /* The holder learns it at its next renewal (every 10 s): ST_LOST. */
+    IT_EQ(cli_wait(&holder, 15000), ST_LOST);
 }
 
 /* When a holder's flag rose (on_lost): ms, 0 before. */
@@ -821,8 +964,8 @@ static void test_fair_and_rw_shown(void **state)
     IT_RC(rl_lock_acquire(r), RL_OK);
     IT_RC(rl_lock_acquire(ro), RL_OK);
     IT_EQ(cli_run((const char *[]){ "--json", "show", "rw", NULL }, out, sizeof out, 20000), 0);
-    if (strstr(out, "~d:") || !strstr(out, ":r\"") ||
-        strstr(strstr(out, ":r\"") + 1, ":r\"") == NULL)
+    if (strstr(out, "~d:") || !strstr(out, "\"reader\": true") ||
+        strstr(strstr(out, "\"reader\": true") + 1, "\"reader\": true") == NULL)
         fail_msg("show --json rw:\n%s", out);
     IT_RC(rl_lock_release(r), RL_OK);
     IT_RC(rl_lock_release(ro), RL_OK);
@@ -1041,7 +1184,7 @@ static void test_cluster_and_redlock(void **state)
     if (!strstr(out, "not held"))
         fail_msg("show n4 after release --force:\n%s", out);
     IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n5", "--", "true",
-                                     NULL }, NULL, 0, 20000), 3);
+                                     NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n4", "--", "true",
                                      NULL }, NULL, 0, 20000), 0);
     for (i = 0; i < 6; i++)
@@ -1070,7 +1213,7 @@ static void test_cluster_and_redlock(void **state)
     if (strstr(out, "unknown") || !strstr(out, "redl"))
         fail_msg("redlock list:\n%s", out);
     IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
-                                     NULL }, NULL, 0, 20000), 3);
+                                     NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_RC(rl_lock_release(l[0]), RL_OK);
     IT_EQ(cli_run((const char *[]){ "--url", url, "exec", "--wait", "0", "rl1", "--", "true",
                                      NULL }, NULL, 0, 20000), 0);
@@ -1557,13 +1700,13 @@ static void test_exec_pipeline_reader_stop(void **state)
                                           : held ? "held" : "free, the command running");
     }
     /* Both stopped while the lease runs out; the job continued without its
-     * reader, rlock finds the lease lost, stops the command and exits 4. */
+     * reader, rlock finds the lease lost, stops the command and exits ST_LOST. */
     IT_WAIT(!key_exists(e, "ttypipe"), 5000);
     IT_EQ(proc_state(cmd), 'T');
     kill(rd, SIGKILL);
     kill(-job, SIGCONT);
     IT_WAIT(waitpid(shell, &st, WNOHANG) == shell, 15000);
-    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), 4);
+    IT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st), ST_LOST);
     IT_WAIT(gone(cmd), 5000);
     close(master);
 }
@@ -1598,14 +1741,15 @@ static void test_url_never_shown(void **state)
             st = cli_run_out(args, 1, out, sizeof out, 10000);
             if (strstr(out, "S3cr3t") || strstr(out, "3cr3"))
                 fail_msg("rlock -u '%s' %s: the secret shown: %s", urls[i], cmds[k][0], out);
-            if (st != 2)
+            if (st != ST_FAILED && st != ST_USAGE)   /* unreachable, or a bad URL */
                 fail_msg("rlock -u '%s' %s exited %d: %s", urls[i], cmds[k][0], st, out);
         }
         setenv("RLOCK_URL", urls[i], 1);
         st = cli_run_out((const char *const[]){ "list", NULL }, 1, out, sizeof out, 10000);
         if (strstr(out, "S3cr3t"))
             fail_msg("RLOCK_URL='%s' rlock list: the secret shown: %s", urls[i], out);
-        assert_int_equal(st, 2);   /* cannot use the URL */
+        if (st != ST_FAILED && st != ST_USAGE)
+            fail_msg("RLOCK_URL='%s' rlock list exited %d: %s", urls[i], st, out);
     }
 }
 
@@ -1613,6 +1757,10 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_exec_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_status_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_types, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),

@@ -527,7 +527,7 @@ static void test_shutdown_drops_a_pending_leftover(void **state)
     rl_client_free(c);
     IT_EQ(exists_on(e, e->p, key, kl), 0);
     IT_EQ(rl_interrupted(), 0);
-    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
     rl_lock_free(l);
     assert_no_keys(e);
 }
@@ -959,21 +959,21 @@ static void shutdown_with_waiter_and_holds(it_pcluster *e, int use_free)
     pthread_join(th, NULL);
     IT_EQ(h.first, 1);
     IT_EQ(h.second, 0);
-    IT_RC(h.rel[0], RL_EINVAL);
-    IT_RC(h.rel[1], RL_EINVAL);
-    IT_RC(h.acq_after, RL_EINVAL);
-    IT_RC(h.count_after, RL_EINVAL);
-    IT_RC(h.locked_after, RL_EINVAL);
-    IT_RC(rl_lock_try_acquire(w.lock, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
-    IT_RC(rl_lock_try_acquire(h.l[1], 0, RL_LEASE_WATCHDOG), RL_EINVAL);
-    IT_RC(rl_lock_release(w.lock), RL_EINVAL);
-    IT_RC(rl_lock_force_release(w.lock), RL_EINVAL);
-    IT_RC(rl_lock_ttl(&ttl, w.lock), RL_EINVAL);
+    IT_RC(h.rel[0], RL_ECANCELED);
+    IT_RC(h.rel[1], RL_ECANCELED);
+    IT_RC(h.acq_after, RL_ECANCELED);
+    IT_RC(h.count_after, RL_ECANCELED);
+    IT_RC(h.locked_after, RL_ECANCELED);
+    IT_RC(rl_lock_try_acquire(w.lock, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_try_acquire(h.l[1], 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_release(w.lock), RL_ECANCELED);
+    IT_RC(rl_lock_force_release(w.lock), RL_ECANCELED);
+    IT_RC(rl_lock_ttl(&ttl, w.lock), RL_ECANCELED);
     IT_EQ(ttl, 777);
     IT_EQ(lost_count(&lost), 2);
     if (!use_free) {
         IT_RC(rl_client_shutdown(c), RL_OK);      /* again: harmless */
-        IT_RC(rl_lock_is_locked(w.lock), RL_EINVAL);
+        IT_RC(rl_lock_is_locked(w.lock), RL_ECANCELED);
         rl_client_free(c);
     }
     rl_lock_free(w.lock);

@@ -693,13 +693,13 @@ static void test_statuses_after_client_free_are_consistent(void **state)
     IT_EQ(f.ri1, 1);
     IT_EQ(f.ri2, 0);
     IT_EQ(f.li_after, 0);
-    IT_RC(f.rel, RL_EINVAL);
-    IT_RC(f.acq, RL_EINVAL);
-    IT_RC(f.ttl, RL_EINVAL);
+    IT_RC(f.rel, RL_ECANCELED);
+    IT_RC(f.acq, RL_ECANCELED);
+    IT_RC(f.ttl, RL_ECANCELED);
     IT_EQ(f.ttl_out, 12345);
-    IT_RC(f.count, RL_EINVAL);
-    IT_RC(f.locked, RL_EINVAL);
-    IT_RC(f.force, RL_EINVAL);
+    IT_RC(f.count, RL_ECANCELED);
+    IT_RC(f.locked, RL_ECANCELED);
+    IT_RC(f.force, RL_ECANCELED);
     /* A thread that never held through it. */
     IT_EQ(rl_lock_interrupted(f.l), 0);
     IT_EQ(rl_interrupted(), 0);

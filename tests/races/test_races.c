@@ -351,7 +351,7 @@ static void test_fork_after_failed_renewal(void **state)
 
 /* Finding 6a: shutdown with waiters. rl_client_shutdown() wakes every
  * thread waiting through the client with RL_ECANCELED, flags and releases
- * what is held, and every later call fails with RL_EINVAL. */
+ * what is held, and every later call fails with RL_ECANCELED (RL_EINVAL in 0.1). */
 
 struct sd_holder {
     rl_lock *l;
@@ -437,14 +437,14 @@ static void test_shutdown_cancels_waiters(void **state)
     V_CHECK(&v, exists == 0, "the held lock is still in Redis after shutdown (EXISTS %d)",
             exists);
     rc = rl_lock_try_acquire(x->w2.l, 0, RL_LEASE_WATCHDOG);
-    V_CHECK(&v, rc == RL_EINVAL, "try_acquire after shutdown = %d (%s)", rc, rl_strerror(rc));
+    V_CHECK(&v, rc == RL_ECANCELED, "try_acquire after shutdown = %d (%s)", rc, rl_strerror(rc));
     rc = rl_lock_release(x->w2.l);
-    V_CHECK(&v, rc == RL_EINVAL, "release after shutdown = %d (%s)", rc, rl_strerror(rc));
+    V_CHECK(&v, rc == RL_ECANCELED, "release after shutdown = %d (%s)", rc, rl_strerror(rc));
     rc = rl_lock_force_release(x->w2.l);
-    V_CHECK(&v, rc == RL_EINVAL, "force_release after shutdown = %d (%s)", rc,
+    V_CHECK(&v, rc == RL_ECANCELED, "force_release after shutdown = %d (%s)", rc,
             rl_strerror(rc));
     rc = rl_lock_is_locked(x->w2.l);
-    V_CHECK(&v, rc == RL_EINVAL, "is_locked after shutdown = %d (%s)", rc, rl_strerror(rc));
+    V_CHECK(&v, rc == RL_ECANCELED, "is_locked after shutdown = %d (%s)", rc, rl_strerror(rc));
 
     /* The holder looks, and tries to release (the old library: this lets
      * the waiters in, so that every thread ends). */
@@ -461,7 +461,7 @@ static void test_shutdown_cancels_waiters(void **state)
             x->w2.rc, rl_strerror(x->w2.rc));
     V_CHECK(&v, x->h.interrupted == 1, "the holder's rl_interrupted() = %d after shutdown",
             x->h.interrupted);
-    V_CHECK(&v, x->h.release_rc == RL_EINVAL, "the holder's release after shutdown = %d (%s)",
+    V_CHECK(&v, x->h.release_rc == RL_ECANCELED, "the holder's release after shutdown = %d (%s)",
             x->h.release_rc, rl_strerror(x->h.release_rc));
 
     rl_client_free(c);
@@ -514,7 +514,7 @@ static void test_shutdown_waits_for_call_in_flight(void **state)
     print_message("call in flight returned %d (%s) %lld ms before the shutdown did\n",
                   x->i.rc, rl_strerror(x->i.rc),
                   (long long)(x->s.return_us - x->i.return_us) / 1000);
-    IT_RC(rl_lock_is_locked(x->i.l), RL_EINVAL);
+    IT_RC(rl_lock_is_locked(x->i.l), RL_ECANCELED);
     rl_lock_free(x->i.l);
     rl_client_free(x->s.c);
     free(x);

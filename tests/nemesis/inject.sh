@@ -12,6 +12,10 @@
 #   nodelay   a hold is written without its lock-delay field (acquire.lua)
 #   nofair    a free fair name goes to whoever asks, queue or not (fair_acquire.lua)
 #   nofifo    the fair queue serves its newest waiter first (lib/fair_look.lua)
+#   drift0    no clock-drift margin: a confirmed lease is credited whole from
+#             the moment its command was sent (holds.c: rl__drift_ms)
+#   noreader  a new reader ignores a waiting writer's intent (rw_acquire.lua:
+#             both places a reader defers to the latest intent)
 set -eu
 defect=$1; from=$2; max=$3
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +28,8 @@ noincr)  sed -i "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.
 nodelay) sed -i "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|" "$scratch/src/lua/acquire.lua";;
 nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|" "$scratch/src/lua/fair_acquire.lua";;
 nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
+drift0)  sed -i "s|^    return lease_ms / 100 + 2;|    return lease_ms * 0;|" "$scratch/src/holds.c";;
+noreader) sed -i "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|" "$scratch/src/lua/rw_acquire.lua";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
 if (cd "$top" && git ls-files -z | xargs -0 -I{} cmp -s "{}" "$scratch/{}"); then

@@ -3,7 +3,11 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds>
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue]
+#
+# With "queue", only the seeds that draw the queue profile (nm_plan.c: one
+# fair or read-write name, single-thread processes asking again at once)
+# are run, and counted.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -17,7 +21,7 @@
 #   noreader  a new reader ignores a waiting writer's intent (rw_acquire.lua:
 #             both places a reader defers to the latest intent)
 set -eu
-defect=$1; from=$2; max=$3
+defect=$1; from=$2; max=$3; only=${4:-}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -38,10 +42,13 @@ fi
 cmake -S "$scratch" -B "$scratch/build" -DCMAKE_C_COMPILER=gcc -DRLOCK_BUILD_TESTS=ON \
       -DRLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$scratch/build" -j2 --target rlnemesis >/dev/null
-i=0
+nm="$scratch/build/tests/nemesis/rlnemesis"
+i=0; s=$((from - 1))
 while [ "$i" -lt "$max" ]; do
-    s=$((from + i)); i=$((i + 1))
-    if ! "$scratch/build/tests/nemesis/rlnemesis" run --seed "$s"; then
+    s=$((s + 1))
+    if [ "$only" = queue ] && ! "$nm" plan "$s" | grep -q ' queue '; then continue; fi
+    i=$((i + 1))
+    if ! "$nm" run --seed "$s"; then
         echo "inject.sh: $defect caught by seed $s after $i seeds"; exit 0
     fi
 done

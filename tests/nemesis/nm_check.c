@@ -20,6 +20,10 @@
  *              than NM_LIVE_BOUND_MS in which the name was provably free;
  *              a fair waiter that arrived NM_FAIR_GAP_MS before another is
  *              not granted only after that other's hold was valid.
+ *              Waiter order (alone in their process, outside the faults
+ *              that can cost a place or an intent): neither a fair waiter
+ *              that timed out nor a writer is passed by a hold (a reader,
+ *              for the writer) that arrived NM_FAIR_GAP_MS after it.
  *   bookkeeping  each cleanly ended process's rl_client_stats equal its
  *              history's counts; no key of the run left; no worker crashed.
  */

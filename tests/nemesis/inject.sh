@@ -3,7 +3,11 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds>
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue]
+#
+# With "queue", only the seeds that draw the queue profile (nm_plan.c: one
+# fair or read-write name, single-thread processes asking again at once)
+# are run, and counted.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -12,8 +16,12 @@
 #   nodelay   a hold is written without its lock-delay field (acquire.lua)
 #   nofair    a free fair name goes to whoever asks, queue or not (fair_acquire.lua)
 #   nofifo    the fair queue serves its newest waiter first (lib/fair_look.lua)
+#   drift0    no clock-drift margin: a confirmed lease is credited whole from
+#             the moment its command was sent (holds.c: rl__drift_ms)
+#   noreader  a new reader ignores a waiting writer's intent (rw_acquire.lua:
+#             both places a reader defers to the latest intent)
 set -eu
-defect=$1; from=$2; max=$3
+defect=$1; from=$2; max=$3; only=${4:-}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -24,6 +32,8 @@ noincr)  sed -i "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.
 nodelay) sed -i "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|" "$scratch/src/lua/acquire.lua";;
 nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|" "$scratch/src/lua/fair_acquire.lua";;
 nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
+drift0)  sed -i "s|^    return lease_ms / 100 + 2;|    return lease_ms * 0;|" "$scratch/src/holds.c";;
+noreader) sed -i "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|" "$scratch/src/lua/rw_acquire.lua";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
 if (cd "$top" && git ls-files -z | xargs -0 -I{} cmp -s "{}" "$scratch/{}"); then
@@ -32,10 +42,13 @@ fi
 cmake -S "$scratch" -B "$scratch/build" -DCMAKE_C_COMPILER=gcc -DRLOCK_BUILD_TESTS=ON \
       -DRLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$scratch/build" -j2 --target rlnemesis >/dev/null
-i=0
+nm="$scratch/build/tests/nemesis/rlnemesis"
+i=0; s=$((from - 1))
 while [ "$i" -lt "$max" ]; do
-    s=$((from + i)); i=$((i + 1))
-    if ! "$scratch/build/tests/nemesis/rlnemesis" run --seed "$s"; then
+    s=$((s + 1))
+    if [ "$only" = queue ] && ! "$nm" plan "$s" | grep -q ' queue '; then continue; fi
+    i=$((i + 1))
+    if ! "$nm" run --seed "$s"; then
         echo "inject.sh: $defect caught by seed $s after $i seeds"; exit 0
     fi
 done

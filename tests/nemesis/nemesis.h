@@ -111,6 +111,7 @@ typedef struct nm_plan {
     int proxied;          /* the worker whose clients go through the proxy; -1: none */
     int nfaults;
     nm_fault faults[NM_FAULTS_MAX];
+    int queue;            /* the queue profile (nm_plan.c): one fair or rw name, asked at once */
 } nm_plan;
 
 void nm_plan_draw(nm_plan *p, uint64_t seed);

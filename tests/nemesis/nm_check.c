@@ -20,6 +20,10 @@
  *              than NM_LIVE_BOUND_MS in which the name was provably free;
  *              a fair waiter that arrived NM_FAIR_GAP_MS before another is
  *              not granted only after that other's hold was valid.
+ *              Waiter order (alone in their process, outside the faults
+ *              that can cost a place or an intent): neither a fair waiter
+ *              that timed out nor a writer is passed by a hold (a reader,
+ *              for the writer) that arrived NM_FAIR_GAP_MS after it.
  *   bookkeeping  each cleanly ended process's rl_client_stats equal its
  *              history's counts; no key of the run left; no worker crashed.
  */
@@ -53,6 +57,7 @@ typedef struct nm_call {       /* an acquisition, for liveness */
     int proc, tid, name, status, newhold;
     long wait;
     int64_t inv, ret;
+    int side;
 } nm_call;
 
 typedef struct nm_proc {
@@ -178,6 +183,7 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     c->inv = t->inv;
     c->ret = ns;
     c->newhold = f[2] == RL_OK && f[3] == 1;
+    c->side = f[1];
     h->v->ops++;
     if (f[2] != RL_OK)
         return;
@@ -595,6 +601,100 @@ static void check_fair_order(nm_hist *h, size_t xi)
     }
 }
 
+/* Whether a fault that can cost a waiting writer its intent (its process
+ * stopped or killed, the data lost or moved, the key force-released, its
+ * connection stalled or cut) touches [from, to]. SCRIPT FLUSH and CLIENT
+ * KILL cannot: the intent stays in Redis, and the writer asks again well
+ * within its life. */
+static int intent_quiet(const nm_hist *h, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++) {
+        int k = h->faults[i].kind;
+        if (k == NM_F_FLUSH || k == NM_F_CKILL)
+            continue;
+        if (h->faults[i].start <= to && h->faults[i].end >= from)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether waiter c must have been ahead of y, and y was served first: y,
+ * a hold of another process that arrived NM_FAIR_GAP_MS after c, wrote
+ * validly before c's grant returned, or returned NM_FAIR_GAP_MS before
+ * c's wait ran out (c then timed out: it still waited when y was served). */
+static int served_before(const nm_call *c, const nm_hold *y)
+{
+    int64_t gap = NM_FAIR_GAP_MS * NM_MS;
+
+    if (y->name != c->name || y->proc == c->proc || y->good_end == 0 || y->inv <= c->inv + gap)
+        return 0;
+    if (c->newhold)
+        return y->good_end < c->ret;
+    return c->status == RL_ETIMEDOUT && y->ret < c->inv + c->wait * NM_MS - gap;
+}
+
+static void order_violation(nm_hist *h, const nm_call *c, const nm_hold *y, const char *what)
+{
+    char msg[800];
+
+    snprintf(msg, sizeof msg, "%s\n  event 1: %s thread %d side %d: acquire (wait %ld ms) "
+             "invoked %.1f, %s %.1f ms", what, h->procs[c->proc].file, c->tid, c->side,
+             c->wait, rel_ms(h, c->inv), c->newhold ? "granted" : "timed out", rel_ms(h, c->ret));
+    violation(h, NM_INV_LIVE, c->name, NULL, y, msg);
+}
+
+/* Whether no other thread of c's process held or wanted c's name during
+ * its wait (not_alone(), for a call: threads of a process queue locally,
+ * and only the local head asks Redis, with a place or an intent). */
+static int call_alone(const nm_hist *h, const nm_call *c)
+{
+    size_t j;
+
+    for (j = 0; j < h->nholds; j++) {
+        const nm_hold *o = &h->holds[j];
+        if (o->proc == c->proc && o->tid != c->tid && o->name == c->name &&
+            o->inv <= c->ret && occupied_until(h, o) >= c->inv)
+            return 0;
+    }
+    for (j = 0; j < h->ncalls; j++) {
+        const nm_call *d = &h->calls[j];
+        if (d->proc == c->proc && d->tid != c->tid && d->name == c->name &&
+            d->inv <= c->ret && d->ret >= c->inv)
+            return 0;
+    }
+    return 1;
+}
+
+/* A fair waiter that timed out (the granted ones are check_fair_order's);
+ * a writer, granted or timed out, that read holds arriving after it
+ * passed (a waiting writer's intent stops new readers). Both alone in
+ * their process. */
+static void check_waiter_order(nm_hist *h, size_t ci)
+{
+    const nm_call *c = &h->calls[ci];
+    int family = h->plan.names[c->name].family;
+    int64_t from = c->inv - NM_FAIR_GAP_MS * NM_MS;
+    size_t j;
+
+    if (c->wait == 0 || !call_alone(h, c))
+        return;
+    if (family == NM_FAIR && c->status == RL_ETIMEDOUT && fair_quiet(h, from, c->ret)) {
+        for (j = 0; j < h->nholds; j++)
+            if (served_before(c, &h->holds[j]))
+                order_violation(h, c, &h->holds[j],
+                                "a fair waiter timed out while one that arrived later was served");
+    }
+    if (family == NM_RW && c->side == NM_SIDE_WRITE &&
+        (c->newhold || c->status == RL_ETIMEDOUT) && intent_quiet(h, from, c->ret)) {
+        for (j = 0; j < h->nholds; j++)
+            if (h->holds[j].side == NM_SIDE_READ && served_before(c, &h->holds[j]))
+                order_violation(h, c, &h->holds[j],
+                                "a reader that arrived after a waiting writer was served first");
+    }
+}
+
 static void check_liveness(nm_hist *h)
 {
     size_t i;
@@ -618,6 +718,8 @@ static void check_liveness(nm_hist *h)
     for (i = 0; i < h->nholds; i++)
         if (h->plan.names[h->holds[i].name].family == NM_FAIR)
             check_fair_order(h, i);
+    for (i = 0; i < h->ncalls; i++)
+        check_waiter_order(h, i);
 }
 
 static void check_books(nm_hist *h)

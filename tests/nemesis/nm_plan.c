@@ -218,6 +218,36 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     }
 }
 
+/* The queue profile, from a stream of its own (the other draws stay what
+ * they were), in a share of the plans that offer fair and read-write
+ * names: one such name, every process a single thread that asks again at
+ * once, short holds. A fair queue skipped, or a reader that passes a
+ * waiting writer, then shows as a waiter served after a later one. */
+static void draw_queue_profile(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x7175657565732122ULL);
+    if (p->deploy == NM_REDLOCK || !nm_rng_pct(&r, 20))
+        return;
+    p->queue = 1;
+    p->nnames = 1;
+    p->names[0].family = nm_rng_pct(&r, 50) ? NM_FAIR : NM_RW;
+    p->names[0].fencing = 0;
+    p->names[0].delay_ms = 0;
+    p->nprocs = NM_PROCS_MAX;
+    p->nthreads = 1;
+    p->think_ms_max = 0;
+    /* Read holds long enough to overlap, one reader entering as another
+     * leaves, while a writer waits. */
+    p->hold_ms_max = p->names[0].family == NM_FAIR ? nm_rng_range(&r, 5, 30)
+                                                   : nm_rng_range(&r, 20, 60);
+    for (i = 0; i < p->nfaults; i++)
+        if (p->faults[i].kind == NM_F_FORCE || p->faults[i].kind == NM_F_MIGRATE)
+            p->faults[i].arg = 0;
+}
+
 void nm_plan_draw(nm_plan *p, uint64_t seed)
 {
     nm_rng r;
@@ -238,6 +268,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
     draw_faults(&r, p);
     draw_deployment(p, seed);
+    draw_queue_profile(p, seed);
 }
 
 const char *nm_fault_name(int kind)
@@ -281,6 +312,8 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
             n += (size_t)snprintf(buf + n, cap - n, ")");
     }
     if (n < cap)
-        snprintf(buf + n, cap - n, " procs=%dx%d depth=%d proxied=%d run=%ld", p->nprocs,
-                 p->nthreads, p->depth_max, p->proxied, p->run_ms);
+        n += (size_t)snprintf(buf + n, cap - n, " procs=%dx%d depth=%d proxied=%d run=%ld",
+                              p->nprocs, p->nthreads, p->depth_max, p->proxied, p->run_ms);
+    if (n < cap && p->queue)
+        snprintf(buf + n, cap - n, " queue");
 }

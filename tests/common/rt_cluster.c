@@ -894,3 +894,36 @@ int rt_cluster_restart_all(rt_cluster *cl, long timeout_ms)
     }
     return rt_cluster_wait_ok(cl, timeout_ms);
 }
+
+int rt_cluster_is_master(rt_cluster *cl, int i)
+{
+    return cl != NULL && live(cl, i) && is_master(cl, i);
+}
+
+int rt_cluster_first_slot_of(rt_cluster *cl, int i)
+{
+    int *owner;
+    int j, s, covered = -1;
+
+    if (cl == NULL || (owner = malloc(RT_CLUSTER_SLOTS * sizeof *owner)) == NULL)
+        return -1;
+    for (j = 0; j < cl->n && covered < 0; j++) {
+        redisContext *c = live(cl, j) ? rt_redis_connect(cl->node[j]) : NULL;
+        if (c != NULL) {
+            covered = read_slots(cl, c, owner);
+            redisFree(c);
+        }
+    }
+    for (s = 0; covered >= 0 && s < RT_CLUSTER_SLOTS; s++)
+        if (owner[s] == i)
+            break;
+    free(owner);
+    return covered >= 0 && s < RT_CLUSTER_SLOTS ? s : -1;
+}
+
+int rt_cluster_failover(rt_cluster *cl, int replica)
+{
+    if (cl == NULL || !live(cl, replica))
+        return -1;
+    return command_ok(cl, replica, "CLUSTER FAILOVER", "CLUSTER FAILOVER");
+}

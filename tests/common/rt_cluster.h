@@ -180,6 +180,27 @@ int rt_cluster_restart_all(rt_cluster *cl, long timeout_ms);
  */
 int rt_cluster_wait_ok(rt_cluster *cl, long timeout_ms);
 
+/*
+ * Roles, and a failover asked for (a cluster with replicas).
+ */
+
+/** Whether node i is live and a master now (ROLE): 1 or 0. */
+int rt_cluster_is_master(rt_cluster *cl, int i);
+
+/**
+ * The lowest slot node i is master of, as the first live node that answers
+ * CLUSTER SLOTS sees it; -1 when it owns none (a replica) or on error.
+ */
+int rt_cluster_first_slot_of(rt_cluster *cl, int i);
+
+/**
+ * CLUSTER FAILOVER on node `replica` (a coordinated failover: its master
+ * stops writes until the replica has them all, then the replica takes its
+ * slots; nothing is lost). Returns as soon as the node accepted it: wait
+ * with rt_cluster_wait_failover(). 0, or -1 after printing why.
+ */
+int rt_cluster_failover(rt_cluster *cl, int replica);
+
 #ifdef __cplusplus
 }
 #endif

@@ -42,13 +42,15 @@ int nm_rng_pct(nm_rng *r, int pct);
 #define NM_NAMES_MAX 3
 #define NM_PROCS_MAX 4
 #define NM_FAULTS_MAX 8
-#define NM_NODES_MAX 5
+#define NM_NODES_MAX 6
 
 /* Deployments. */
 #define NM_SINGLE  0   /* one redis-server */
 #define NM_REDLOCK 1   /* Redlock over 5 independent masters: plain names only */
 #define NM_CLUSTER 2   /* Redis Cluster, 3 masters */
 #define NM_SENTINEL 3  /* a primary, 2 replicas, 3 sentinels; wait_replicas 2 */
+#define NM_SINGLE_R 4  /* a primary (node 0) and its replica (node 1); wait_replicas 1 */
+#define NM_CLUSTER_R 5 /* Redis Cluster, 3 masters x 1 replica (6 nodes); wait_replicas 1 */
 
 /* Families of a name (each has its own client options in every worker). */
 #define NM_PLAIN 0
@@ -84,6 +86,8 @@ enum {
     NM_F_COUNT,         /* the kinds above are drawn; those below replace some in a mode */
     NM_F_MIGRATE = NM_F_COUNT, /* Cluster: move name `arg`'s slot to another master */
     NM_F_FAILOVER,      /* Sentinel: SENTINEL FAILOVER (a replica promoted, no data lost) */
+    NM_F_CFAILOVER,     /* Cluster with replicas: CLUSTER FAILOVER asked of the replica of
+                           name `arg`'s master (coordinated, no data lost) */
     NM_F_KINDS
 };
 
@@ -97,8 +101,9 @@ typedef struct nm_fault {
 
 typedef struct nm_plan {
     uint64_t seed;
-    int deploy;           /* NM_SINGLE, NM_REDLOCK */
-    int nnodes;           /* servers: 1, 5 for Redlock, 3 masters for Cluster */
+    int deploy;           /* NM_SINGLE, NM_REDLOCK, ... */
+    int nnodes;           /* servers: 1, 5 for Redlock, 3 masters for Cluster, 2 for a
+                             single with its replica, 6 nodes for Cluster with replicas */
     int px_node;          /* the node the proxy stands in front of */
     int nnames;
     nm_name names[NM_NAMES_MAX];
@@ -115,6 +120,10 @@ typedef struct nm_plan {
 } nm_plan;
 
 void nm_plan_draw(nm_plan *p, uint64_t seed);
+/* Whether the deployment is a Redis Cluster (with or without replicas). */
+int nm_is_cluster(int deploy);
+/* The wait_replicas every worker client of the deployment sets. */
+int nm_wait_replicas(int deploy);
 /* "single names=plain(f,d500,w900),rw(x1200) procs=3x2 depth=2 run=9000" */
 void nm_plan_describe(const nm_plan *p, char *buf, size_t cap);
 const char *nm_fault_name(int kind);

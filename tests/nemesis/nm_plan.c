@@ -187,8 +187,46 @@ static void cluster_faults(nm_plan *p, nm_rng *r)
             f->kind = NM_F_MIGRATE;
             f->arg = (int)nm_rng_range(r, 0, p->nnames - 1);
             f->dur_ms = 0;
+            /* With replicas, half of them a coordinated failover instead. */
+            if (p->deploy == NM_CLUSTER_R && nm_rng_pct(r, 50))
+                f->kind = NM_F_CFAILOVER;
         }
     }
+}
+
+/* The deployments with replicas come from a third stream: 24 % of seeds
+ * become one of them, every other seed keeps the deployment (and the whole
+ * plan) it had before they were added. Its constant is the first after
+ * "replicas" that leaves the short form's seeds (CMakeLists.txt) as they
+ * were. */
+static int draw_replicated(uint64_t seed, int deploy)
+{
+    nm_rng r;
+    long j;
+
+    nm_rng_seed(&r, seed ^ 0x7265706c6963617fULL);
+    j = nm_rng_range(&r, 0, 99);
+    return j < 12 ? NM_SINGLE_R : j < 24 ? NM_CLUSTER_R : deploy;
+}
+
+static int nodes_of(int deploy)
+{
+    static const int n[] = { 1, 5, 3, 3, 2, 6 };
+
+    return n[deploy];
+}
+
+/* A single server with its replica: the proxy stands in front of the
+ * primary; SCRIPT FLUSH and CLIENT KILL hit the primary (on the replica
+ * they would do nothing); the other server faults hit the node drawn. */
+static void single_r_faults(nm_plan *p)
+{
+    int i;
+
+    p->px_node = 0;
+    for (i = 0; i < p->nfaults; i++)
+        if (p->faults[i].kind == NM_F_FLUSH || p->faults[i].kind == NM_F_CKILL)
+            p->faults[i].node = 0;
 }
 
 /* The deployment comes from a stream of its own, after the rest: the plans
@@ -201,12 +239,15 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     nm_rng_seed(&r, seed ^ 0x6e656d6573697321ULL);
     i = (int)nm_rng_range(&r, 0, 99);
     p->deploy = i < 25 ? NM_REDLOCK : i < 50 ? NM_CLUSTER : i < 70 ? NM_SENTINEL : NM_SINGLE;
-    p->nnodes = p->deploy == NM_REDLOCK ? 5 : p->deploy == NM_SINGLE ? 1 : 3;
+    p->deploy = draw_replicated(seed, p->deploy);
+    p->nnodes = nodes_of(p->deploy);
     p->px_node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
     for (i = 0; i < p->nfaults; i++)
         p->faults[i].node = (int)nm_rng_range(&r, 0, p->nnodes - 1);
-    if (p->deploy == NM_CLUSTER || p->deploy == NM_SENTINEL)
+    if (nm_is_cluster(p->deploy) || p->deploy == NM_SENTINEL)
         cluster_faults(p, &r);
+    if (p->deploy == NM_SINGLE_R)
+        single_r_faults(p);
     if (p->deploy != NM_REDLOCK)
         return;
     /* Redlock offers plain locks only, without fencing or lock-delay
@@ -244,8 +285,21 @@ static void draw_queue_profile(nm_plan *p, uint64_t seed)
     p->hold_ms_max = p->names[0].family == NM_FAIR ? nm_rng_range(&r, 5, 30)
                                                    : nm_rng_range(&r, 20, 60);
     for (i = 0; i < p->nfaults; i++)
-        if (p->faults[i].kind == NM_F_FORCE || p->faults[i].kind == NM_F_MIGRATE)
-            p->faults[i].arg = 0;
+        if (p->faults[i].kind == NM_F_FORCE || p->faults[i].kind == NM_F_MIGRATE ||
+            p->faults[i].kind == NM_F_CFAILOVER)
+            p->faults[i].arg = 0;   /* a name's index: the one name left */
+}
+
+int nm_is_cluster(int deploy)
+{
+    return deploy == NM_CLUSTER || deploy == NM_CLUSTER_R;
+}
+
+int nm_wait_replicas(int deploy)
+{
+    /* Sentinel: a failover keeps what both replicas acknowledged; with one
+     * replica, what it acknowledged. */
+    return deploy == NM_SENTINEL ? 2 : deploy == NM_SINGLE_R || deploy == NM_CLUSTER_R;
 }
 
 void nm_plan_draw(nm_plan *p, uint64_t seed)
@@ -276,7 +330,7 @@ const char *nm_fault_name(int kind)
     static const char *const names[NM_F_KINDS] = {
         "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
         "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
-        "migrate", "failover",
+        "migrate", "failover", "cluster_failover",
     };
 
     return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";
@@ -298,7 +352,8 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
     size_t n;
     int i;
 
-    static const char *const deploy[] = { "single", "redlock5", "cluster3", "sentinel3" };
+    static const char *const deploy[] = { "single", "redlock5", "cluster3", "sentinel3",
+                                          "single+r", "cluster3x1" };
 
     n = (size_t)snprintf(buf, cap, "%s names=", deploy[p->deploy]);
     for (i = 0; i < p->nnames && n < cap; i++) {

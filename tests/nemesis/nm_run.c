@@ -192,13 +192,33 @@ static int restart_after(nm_ctl *c, rt_redis *srv, int node, long down_ms, int k
     return rt_redis_restart(srv);
 }
 
-/* A Cluster's fault ends when every node says cluster_state:ok again. */
+/* Single with a replica: whether the replica (node 1) says its link to the
+ * primary is up (after a restart of either: synced again). */
+static int replica_up(const nm_ctl *c)
+{
+    redisContext *rc = rt_redis_connect(c->node[1]);
+    redisReply *rep = rc != NULL ? redisCommand(rc, "INFO replication") : NULL;
+    int up = rep != NULL && rep->type == REDIS_REPLY_STRING &&
+             strstr(rep->str, "master_link_status:up") != NULL;
+
+    if (rep != NULL)
+        freeReplyObject(rep);
+    if (rc != NULL)
+        redisFree(rc);
+    return up;
+}
+
+/* A Cluster's fault ends when every node says cluster_state:ok again (and
+ * every replica's link is up); a single's with a replica, when the
+ * replica's link is up again. */
 static int settled(nm_ctl *c, int rc)
 {
     if (rc != 0)
         return rc;
     if (c->sn != NULL)
         return rt_sentinel_wait_ok(c->sn, NM_SETTLE_MS);
+    if (c->plan.deploy == NM_SINGLE_R)
+        return RT_WAIT_UNTIL(replica_up(c), NM_SETTLE_MS) ? 0 : -1;
     return c->cl != NULL ? rt_cluster_wait_ok(c->cl, NM_SETTLE_MS) : 0;
 }
 
@@ -236,23 +256,86 @@ static int sentinel_failover(nm_ctl *c)
     return settled(c, 0);
 }
 
+/* The slot of name `arg` (its keys' hash tag is the name). */
+static int slot_of_name(nm_ctl *c, int arg)
+{
+    char name[16];
+
+    nm_name_of(name, sizeof name, arg);
+    return rt_cluster_keyslot(c->cl, name, strlen(name));
+}
+
+/* The next node after `from` that is a master now (with replicas, roles
+ * change with every failover); -1 if none. */
+static int next_master(nm_ctl *c, int from)
+{
+    int k, i;
+
+    for (k = 1; k < c->plan.nnodes; k++) {
+        i = (from + k) % c->plan.nnodes;
+        if (c->plan.deploy != NM_CLUSTER_R || rt_cluster_is_master(c->cl, i))
+            return i;
+    }
+    return -1;
+}
+
 /* Move the slot of name `arg` to the next master. */
 static int migrate(nm_ctl *c, int arg)
 {
-    char name[16];
-    int slot, from;
+    int slot = slot_of_name(c, arg);
+    int from = slot < 0 ? -1 : rt_cluster_master_of(c->cl, slot);
+    int to = from < 0 ? -1 : next_master(c, from);
 
-    nm_name_of(name, sizeof name, arg);
-    slot = rt_cluster_keyslot(c->cl, name, strlen(name));
-    from = slot < 0 ? -1 : rt_cluster_master_of(c->cl, slot);
-    if (from < 0)
+    if (to < 0)
         return -1;
-    return rt_cluster_migrate_slot(c->cl, slot, (from + 1) % c->plan.nnodes);
+    return rt_cluster_migrate_slot(c->cl, slot, to);
+}
+
+/* Cluster with replicas: CLUSTER FAILOVER asked of the replica of name
+ * `arg`'s master; the fault ends when the replica masters the slot and the
+ * cluster is ok again (the old master its replica, synced). */
+static int cluster_failover(nm_ctl *c, int arg)
+{
+    int slot = slot_of_name(c, arg);
+    int old = slot < 0 ? -1 : rt_cluster_master_of(c->cl, slot);
+    int rep = old < 0 ? -1 : rt_cluster_replica_of(c->cl, old);
+
+    if (rep < 0 || rt_cluster_failover(c->cl, rep) != 0 ||
+        rt_cluster_wait_failover(c->cl, slot, old, NM_SETTLE_MS) < 0)
+        return -1;
+    return settled(c, 0);
+}
+
+/* Cluster with replicas: a node SIGKILLed. A master's replica is promoted
+ * (the fault waits for it), then the node is restarted empty after down_ms
+ * and rejoins as a replica; a replica is restarted empty and syncs again. */
+static int cluster_kill(nm_ctl *c, int node, long down_ms)
+{
+    int slot = rt_cluster_first_slot_of(c->cl, node);
+
+    if (rt_cluster_kill(c->cl, node) != 0)
+        return -1;
+    if (slot >= 0 && rt_cluster_wait_failover(c->cl, slot, node, NM_SETTLE_MS) < 0)
+        return -1;
+    rt_sleep_ms(down_ms);
+    return settled(c, rt_redis_restart(c->node[node]));
+}
+
+/* The server a fault hits: SCRIPT FLUSH and CLIENT KILL of a Cluster with
+ * replicas go to a master (a replica's would do nothing). */
+static rt_redis *fault_target(nm_ctl *c, const nm_fault *f)
+{
+    int i = f->node;
+
+    if (c->plan.deploy == NM_CLUSTER_R && (f->kind == NM_F_FLUSH || f->kind == NM_F_CKILL) &&
+        !rt_cluster_is_master(c->cl, i))
+        i = next_master(c, i);
+    return i >= 0 ? c->node[i] : NULL;
 }
 
 static int fault_server(nm_ctl *c, const nm_fault *f)
 {
-    rt_redis *srv = c->node[f->node];
+    rt_redis *srv = fault_target(c, f);
 
     if (c->sn != NULL) {
         int primary = rt_sentinel_primary(c->sn);
@@ -264,7 +347,13 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
         if (f->kind == NM_F_FAILOVER)
             return sentinel_failover(c);
     }
+    if (srv == NULL)
+        return -1;
+    if (c->plan.deploy == NM_CLUSTER_R && f->kind == NM_F_SRV_KILL_EMPTY)
+        return cluster_kill(c, f->node, f->dur_ms);
     switch (f->kind) {
+    case NM_F_CFAILOVER:
+        return cluster_failover(c, f->arg);
     case NM_F_SRV_STOP:
         if (rt_redis_pause(srv) != 0)
             return -1;
@@ -277,7 +366,7 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
         server_cmd(srv, "SHUTDOWN SAVE");
         if (!RT_WAIT_UNTIL(server_exited(srv), 10000))
             return -1;
-        return restart_after(c, srv, f->node, f->dur_ms, 1);
+        return settled(c, restart_after(c, srv, f->node, f->dur_ms, 1));
     case NM_F_SRV_KILL_EMPTY:
         if (rt_redis_kill(srv) != 0)
             return -1;
@@ -423,7 +512,7 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
     size_t n;
     int i;
 
-    if (c->plan.deploy == NM_CLUSTER) {
+    if (nm_is_cluster(c->plan.deploy)) {
         snprintf(buf, cap, "%s", c->cl->seeds);
         return;
     }
@@ -431,7 +520,7 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
         snprintf(buf, cap, "%s", rt_sentinel_url(c->sn));
         return;
     }
-    if (c->plan.deploy == NM_SINGLE) {
+    if (c->plan.deploy == NM_SINGLE || c->plan.deploy == NM_SINGLE_R) {
         snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
         return;
     }
@@ -441,16 +530,46 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
                               i == px ? rt_proxy_port(c->px) : c->node[i]->port);
 }
 
-static int setup(nm_ctl *c)
+/* The servers of a single, a single with a replica and Redlock, each in a
+ * directory of the run (SHUTDOWN SAVE leaves its dump there). Node 1 of a
+ * single with a replica follows node 0; setup waits for its link. */
+static int start_servers(nm_ctl *c)
 {
     char args[700], path[600];
+    int i;
+
+    for (i = 0; i < c->plan.nnodes; i++) {
+        size_t n;
+        snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
+        n = (size_t)snprintf(args, sizeof args, "--dir %s", path);
+        if (c->plan.deploy == NM_SINGLE_R)
+            n += (size_t)snprintf(args + n, sizeof args - n, " --repl-diskless-sync-delay 0");
+        if (c->plan.deploy == NM_SINGLE_R && i > 0)
+            snprintf(args + n, sizeof args - n, " --replicaof 127.0.0.1 %d", c->node[0]->port);
+        if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
+            fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without "
+                            "Redis\n");
+            return -1;
+        }
+        track_pids(c);
+    }
+    if (c->plan.deploy == NM_SINGLE_R && !RT_WAIT_UNTIL(replica_up(c), 10000)) {
+        fprintf(stderr, "rlnemesis: the replica did not sync in 10 s\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(nm_ctl *c)
+{
+    char path[600];
     int i;
 
     snprintf(path, sizeof path, "%s/ctl.hist", c->dir);
     if ((c->hist = fopen(path, "w")) == NULL)
         return -1;
-    if (c->plan.deploy == NM_CLUSTER) {
-        if ((c->cl = rt_cluster_start(c->plan.nnodes, 0, 1000, NULL)) == NULL) {
+    if (nm_is_cluster(c->plan.deploy)) {
+        if ((c->cl = rt_cluster_start(3, c->plan.deploy == NM_CLUSTER_R, 1000, NULL)) == NULL) {
             fprintf(stderr, "rlnemesis: no Redis Cluster: this test FAILS without Redis\n");
             return -1;
         }
@@ -468,16 +587,8 @@ static int setup(nm_ctl *c)
             c->node[i] = c->sn->node[i];
         track_pids(c);
     }
-    for (i = 0; c->cl == NULL && c->sn == NULL && i < c->plan.nnodes; i++) {
-        snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
-        snprintf(args, sizeof args, "--dir %s", path);
-        if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
-            fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without "
-                            "Redis\n");
-            return -1;
-        }
-        track_pids(c);
-    }
+    if (c->cl == NULL && c->sn == NULL && start_servers(c) != 0)
+        return -1;
     if (c->plan.proxied >= 0 &&
         (c->px = rt_proxy_start(c->node[c->plan.px_node]->port)) == NULL)
         return -1;

@@ -186,8 +186,7 @@ static int open_client(nm_wk *wk, int i, const char *url)
     o.lease_ms = n->lease_ms;
     o.fencing = n->fencing;
     o.lock_delay_ms = n->delay_ms;
-    /* Sentinel: a failover keeps what both replicas acknowledged. */
-    o.wait_replicas = wk->plan.deploy == NM_SENTINEL ? 2 : 0;
+    o.wait_replicas = nm_wait_replicas(wk->plan.deploy);
     /* A worker that replaces a killed one may start during a fault. */
     while ((st = rl_client_new(&wk->client[i], &o)) == RL_ECONN && rt_now_ms() < deadline)
         rt_sleep_ms(100);

@@ -138,7 +138,8 @@ int nm_worker_main(int argc, char **argv);
 int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap);
 
 /* Violations by invariant, as counted by the checker. */
-enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_COUNT };
+enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_ISO,
+       NM_INV_COUNT };
 
 typedef struct nm_verdict {
     long violations[NM_INV_COUNT];

@@ -12,9 +12,9 @@
 #   nodelay   a hold is written without its lock-delay field (acquire.lua)
 #   nofair    a free fair name goes to whoever asks, queue or not (fair_acquire.lua)
 #   nofifo    the fair queue serves its newest waiter first (lib/fair_look.lua)
-#   wdblock   the watchdog reads its servers' replies in turn, each until it
-#             answers or its deadline, so a stopped one holds up the rest
-#             (renew.c read_ready_first)
+#   wdblock   the watchdog reads no server's reply until every server has
+#             answered or the round's deadline passed, so a stopped one holds
+#             up the rest (renew.c read_ready_first)
 #   stalerenew  a Redlock renewal confirms a node even when a change of the
 #             hold was learned there after it was sent (redlock.c, issue 21)
 set -eu
@@ -29,7 +29,7 @@ noincr)  sed -i "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.
 nodelay) sed -i "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|" "$scratch/src/lua/acquire.lua";;
 nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|" "$scratch/src/lua/fair_acquire.lua";;
 nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
-wdblock) sed -i "s|if (!pfd\[j\].revents \&\& g\[k\].deadline > now \&\& !failed)|if (j > 0)|" "$scratch/src/renew.c";;
+wdblock) sed -i "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|" "$scratch/src/renew.c";;
 stalerenew) sed -i "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|" "$scratch/src/redlock.c";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

@@ -702,6 +702,40 @@ static int iso_excused(const nm_hist *h, const nm_hold *x, int own, int64_t from
     return 0;
 }
 
+/* Redlock: whether hold x may live on a bare majority of the masters only:
+ * a lock is granted by a majority, never topped up, so an acquisition
+ * that met another thread's call or hold of the name (a race at a release,
+ * or a lost hold's fields running out node by node) may have won 3 of 5,
+ * and each node faulted during it may have lost its field. x is held on
+ * at least 3 only when it won all 5 alone and at most 2 nodes were out. */
+static int redlock_thin(const nm_hist *h, const nm_hold *x)
+{
+    int64_t from = x->inv - 50 * NM_MS, to = x->ret + 50 * NM_MS;
+    unsigned out = 0;
+    size_t j;
+    int i, n = 0;
+
+    for (j = 0; j < h->ncalls; j++) {
+        const nm_call *c = &h->calls[j];
+        if (c->name == x->name && (c->proc != x->proc || c->tid != x->tid) &&
+            c->inv <= to && c->ret >= from)
+            return 1;
+    }
+    for (j = 0; j < h->nholds; j++) {
+        const nm_hold *o = &h->holds[j];
+        if ((o->proc != x->proc || o->tid != x->tid) && o->name == x->name && o->inv <= to &&
+            occupied_until(h, o) >= from)
+            return 1;
+    }
+    for (i = 0; i < h->nfaults; i++)
+        if (stop_kind(h->faults[i].kind) && h->faults[i].node >= 0 &&
+            h->faults[i].start <= x->first_flag && h->faults[i].end >= x->inv)
+            out |= 1u << h->faults[i].node;
+    for (; out != 0; out &= out - 1)
+        n++;
+    return n > 2;
+}
+
 static void check_isolation(nm_hist *h)
 {
     int cluster = h->plan.deploy == NM_CLUSTER;
@@ -720,7 +754,8 @@ static void check_isolation(nm_hist *h)
         if (n->fixed && x->first_flag >= x->inv + (n->lease_ms - 100) * NM_MS)
             continue;
         out = other_node_out(h, own, x->inv, x->first_flag);
-        if (out < 0 || iso_excused(h, x, own, x->inv, x->first_flag))
+        if (out < 0 || iso_excused(h, x, own, x->inv, x->first_flag) ||
+            (!cluster && redlock_thin(h, x)))
             continue;
         snprintf(what, sizeof what, "flagged at %.1f ms while node %d was out (%s, own node %d)",
                  rel_ms(h, x->first_flag), h->faults[out].node,

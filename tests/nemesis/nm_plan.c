@@ -218,6 +218,27 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     }
 }
 
+/* Redlock and Cluster: in about a third of the seeds, sections long enough
+ * to outlive their lease (a pause between writes up to a lease), so that
+ * renewals during a node's fault decide whether a hold stays valid: what
+ * the isolation check needs. In Redlock, one thread a process and think
+ * times of several sections, so that many holds are won alone (on all 5
+ * masters: only those are checked there). From a stream of its own: the
+ * other draws stay what they were. */
+static void draw_long_holds(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+
+    nm_rng_seed(&r, seed ^ 0x69736f6c61746521ULL);
+    if ((p->deploy != NM_REDLOCK && p->deploy != NM_CLUSTER) || !nm_rng_pct(&r, 35))
+        return;
+    p->hold_ms_max = nm_rng_range(&r, lease_max(p) / 2, lease_max(p));
+    if (p->deploy != NM_REDLOCK)
+        return;
+    p->nthreads = 1;
+    p->think_ms_max = p->hold_ms_max * 3 * p->nprocs / p->nnames;
+}
+
 void nm_plan_draw(nm_plan *p, uint64_t seed)
 {
     nm_rng r;
@@ -238,6 +259,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
     draw_faults(&r, p);
     draw_deployment(p, seed);
+    draw_long_holds(p, seed);
 }
 
 const char *nm_fault_name(int kind)

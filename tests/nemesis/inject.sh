@@ -20,6 +20,11 @@
 #             the moment its command was sent (holds.c: rl__drift_ms)
 #   noreader  a new reader ignores a waiting writer's intent (rw_acquire.lua:
 #             both places a reader defers to the latest intent)
+#   wdblock   the watchdog reads no server's reply until every server has
+#             answered or the round's deadline passed, so a stopped one holds
+#             up the rest (renew.c read_ready_first)
+#   stalerenew  a Redlock renewal confirms a node even when a change of the
+#             hold was learned there after it was sent (redlock.c, issue 21)
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +39,8 @@ nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if
 nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
 drift0)  sed -i "s|^    return lease_ms / 100 + 2;|    return lease_ms * 0;|" "$scratch/src/holds.c";;
 noreader) sed -i "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|" "$scratch/src/lua/rw_acquire.lua";;
+wdblock) sed -i "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|" "$scratch/src/renew.c";;
+stalerenew) sed -i "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|" "$scratch/src/redlock.c";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
 if (cd "$top" && git ls-files -z | xargs -0 -I{} cmp -s "{}" "$scratch/{}"); then

@@ -143,7 +143,8 @@ int64_t nm_now_ns(void);
 int nm_worker_main(int argc, char **argv);
 
 /* Violations by invariant, as counted by the checker. */
-enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_COUNT };
+enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_ISO,
+       NM_INV_COUNT };
 
 typedef struct nm_verdict {
     long violations[NM_INV_COUNT];

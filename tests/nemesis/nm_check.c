@@ -27,6 +27,11 @@
  *              for the writer) that arrived NM_FAIR_GAP_MS after it.
  *   bookkeeping  each cleanly ended process's rl_client_stats equal its
  *              history's counts; no key of the run left; no worker crashed.
+ *   isolation  a node stopped or down costs only its own holds: in a
+ *              Cluster, a hold whose master was not faulted, in Redlock any
+ *              hold (a majority stays), is never flagged while another node
+ *              is out, unless something that concerns it happened (see
+ *              iso_excused()).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -52,6 +57,7 @@ typedef struct nm_hold {
     int bad_release;           /* a release returned neither RL_OK nor RL_ECONN */
     int closed;                /* its last release returned */
     int64_t rel_ret;           /* when it did */
+    int64_t first_flag;        /* t1 of its first write that saw the flag; 0: none */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -71,7 +77,13 @@ typedef struct nm_proc {
 typedef struct nm_fwin {
     int kind, arg;
     int64_t start, end;
+    int node;                  /* server faults: the node it hit */
 } nm_fwin;
+
+typedef struct nm_nodelog {    /* Cluster: name served by node from `at` on */
+    int64_t at;
+    int name, node;
+} nm_nodelog;
 
 typedef struct nm_hist {
     nm_plan plan;
@@ -85,6 +97,8 @@ typedef struct nm_hist {
     int nprocs;
     nm_fwin faults[NM_FAULTS_MAX * 2];
     int nfaults;
+    nm_nodelog nodes[(NM_FAULTS_MAX * 2 + 1) * NM_NAMES_MAX];
+    int nnodelog;
     long keys_left;
     int bad_exits;
     nm_verdict *v;
@@ -93,7 +107,8 @@ typedef struct nm_hist {
 const char *nm_inv_name(int inv)
 {
     static const char *const names[NM_INV_COUNT] = { "exclusion", "fencing", "delay",
-                                                     "liveness", "bookkeeping" };
+                                                     "liveness", "bookkeeping",
+                                                     "isolation" };
     return inv >= 0 && inv < NM_INV_COUNT ? names[inv] : "?";
 }
 
@@ -209,7 +224,7 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     h->v->holds++;
 }
 
-static void on_write(nm_hist *h, nm_tstate *t, int before, long long t2, int after)
+static void on_write(nm_hist *h, nm_tstate *t, int64_t t1, int before, long long t2, int after)
 {
     nm_hold *x;
 
@@ -219,8 +234,11 @@ static void on_write(nm_hist *h, nm_tstate *t, int before, long long t2, int aft
     x = &h->holds[t->hold];
     if (before == 0 && after == 0)
         x->good_end = t2;
-    else
+    else {
+        if (!x->flagged)
+            x->first_flag = t1;
         x->flagged = 1;
+    }
     x->rel_ret = t2;
 }
 
@@ -262,7 +280,7 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         if (f[0] >= 0 && f[0] < h->plan.nnames)
             on_acquired(h, pi, t, ns, f, a5);
     } else if (ev == 'W' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
-        on_write(h, t, (int)a3, a4, (int)a5);
+        on_write(h, t, ns, (int)a3, a4, (int)a5);
     } else if (ev == 'l' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
@@ -316,6 +334,8 @@ static void parse_ctl_line(nm_hist *h, const char *line)
             h->faults[h->nfaults].kind = a;
             h->faults[h->nfaults].arg = b;
             h->faults[h->nfaults].start = ns;
+            h->faults[h->nfaults].node = -1;
+            sscanf(line, "%*s 0 F %*d %*d start %d", &h->faults[h->nfaults].node);
             h->faults[h->nfaults++].end = NM_FOREVER;
             h->v->faults++;
         } else if (h->nfaults > 0) {
@@ -333,6 +353,11 @@ static void parse_ctl_line(nm_hist *h, const char *line)
         }
     } else if (sscanf(line, "%lld 0 K %d", &ns, &a) == 2) {
         h->keys_left = a;
+    } else if (sscanf(line, "%lld 0 N %d %d", &ns, &a, &b) == 3 &&
+               h->nnodelog < (int)(sizeof h->nodes / sizeof h->nodes[0])) {
+        h->nodes[h->nnodelog].at = ns;
+        h->nodes[h->nnodelog].name = a;
+        h->nodes[h->nnodelog++].node = b;
     }
 }
 
@@ -727,6 +752,125 @@ static void check_liveness(nm_hist *h)
         check_waiter_order(h, i);
 }
 
+/* Cluster: the node serving the name at t (-1: none logged). */
+static int node_of(const nm_hist *h, int name, int64_t t)
+{
+    int i, node = -1;
+
+    for (i = 0; i < h->nnodelog; i++)
+        if (h->nodes[i].name == name && (node < 0 || h->nodes[i].at <= t))
+            node = h->nodes[i].node;
+    return node;
+}
+
+static int stop_kind(int kind)
+{
+    return kind == NM_F_SRV_STOP || kind == NM_F_SRV_KILL_KEEP || kind == NM_F_SRV_KILL_EMPTY;
+}
+
+/* A node other than x's own (own -1: Redlock, every node is another's too)
+ * stopped or down within [from, to]: the fault's index, or -1. */
+static int other_node_out(const nm_hist *h, int own, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++)
+        if (stop_kind(h->faults[i].kind) && (own < 0 || h->faults[i].node != own) &&
+            h->faults[i].start <= to && h->faults[i].end >= from)
+            return i;
+    return -1;
+}
+
+/* Whether something that concerns hold x touched [from, to] or its
+ * aftermath: its own node's fault (own -1: Redlock, none is its own), its
+ * name moved to another node, its process stopped or killed, its name
+ * forced, a fault of every client's path (SCRIPT FLUSH, CLIENT KILL, the
+ * proxy), or a kind this check does not know. */
+static int iso_excused(const nm_hist *h, const nm_hold *x, int own, int64_t from, int64_t to)
+{
+    int64_t after = (nm_plan_lease_delay_max(&h->plan) + 2500) * NM_MS;
+    int i, k;
+
+    if (own >= 0 && node_of(h, x->name, to) != own)
+        return 1;
+    for (i = 0; i < h->nfaults; i++) {
+        const nm_fwin *f = &h->faults[i];
+        if (f->start > to || f->end + after < from)
+            continue;
+        k = f->kind;
+        if (stop_kind(k) && (own < 0 || f->node != own))
+            continue;          /* another node out: what is checked */
+        if ((k == NM_F_WRK_STOP || k == NM_F_WRK_KILL) && f->arg != h->procs[x->proc].index)
+            continue;
+        if ((k == NM_F_FORCE || k == NM_F_MIGRATE) && f->arg != x->name)
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
+/* Redlock: whether hold x may live on a bare majority of the masters only:
+ * a lock is granted by a majority, never topped up, so an acquisition
+ * that met another thread's call or hold of the name (a race at a release,
+ * or a lost hold's fields running out node by node) may have won 3 of 5,
+ * and each node faulted during it may have lost its field. x is held on
+ * at least 3 only when it won all 5 alone and at most 2 nodes were out. */
+static int redlock_thin(const nm_hist *h, const nm_hold *x)
+{
+    int64_t from = x->inv - 50 * NM_MS, to = x->ret + 50 * NM_MS;
+    unsigned out = 0;
+    size_t j;
+    int i, n = 0;
+
+    for (j = 0; j < h->ncalls; j++) {
+        const nm_call *c = &h->calls[j];
+        if (c->name == x->name && (c->proc != x->proc || c->tid != x->tid) &&
+            c->inv <= to && c->ret >= from)
+            return 1;
+    }
+    for (j = 0; j < h->nholds; j++) {
+        const nm_hold *o = &h->holds[j];
+        if ((o->proc != x->proc || o->tid != x->tid) && o->name == x->name && o->inv <= to &&
+            occupied_until(h, o) >= from)
+            return 1;
+    }
+    for (i = 0; i < h->nfaults; i++)
+        if (stop_kind(h->faults[i].kind) && h->faults[i].node >= 0 &&
+            h->faults[i].start <= x->first_flag && h->faults[i].end >= x->inv)
+            out |= 1u << h->faults[i].node;
+    for (; out != 0; out &= out - 1)
+        n++;
+    return n > 2;
+}
+
+static void check_isolation(nm_hist *h)
+{
+    int cluster = h->plan.deploy == NM_CLUSTER;
+    char what[160];
+    size_t i;
+
+    if (!cluster && h->plan.deploy != NM_REDLOCK)
+        return;                /* one node: nothing to isolate */
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        const nm_name *n = &h->plan.names[x->name];
+        int own = cluster ? node_of(h, x->name, x->ret) : -1, out;
+        if (!x->flagged || (cluster && own < 0))
+            continue;
+        /* A fixed lease ends by itself (counted from the call). */
+        if (n->fixed && x->first_flag >= x->inv + (n->lease_ms - 100) * NM_MS)
+            continue;
+        out = other_node_out(h, own, x->inv, x->first_flag);
+        if (out < 0 || iso_excused(h, x, own, x->inv, x->first_flag) ||
+            (!cluster && redlock_thin(h, x)))
+            continue;
+        snprintf(what, sizeof what, "flagged at %.1f ms while node %d was out (%s, own node %d)",
+                 rel_ms(h, x->first_flag), h->faults[out].node,
+                 nm_fault_name(h->faults[out].kind), own);
+        violation(h, NM_INV_ISO, x->name, x, NULL, what);
+    }
+}
+
 static void check_books(nm_hist *h)
 {
     int i, n;
@@ -776,6 +920,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     check_delay(&h);
     check_liveness(&h);
     check_books(&h);
+    check_isolation(&h);
     free(h.holds);
     free(h.calls);
     return 0;

@@ -259,6 +259,33 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     }
 }
 
+/* Redlock and Cluster: in about a third of the seeds, sections long enough
+ * to outlive their lease (a pause between writes up to a lease), so that
+ * renewals during a node's fault decide whether a hold stays valid: what
+ * the isolation check needs. In Redlock, one thread a process and think
+ * times of several sections, so that many holds are won alone (on all 5
+ * masters: only those are checked there). From a stream of its own: the
+ * other draws stay what they were. */
+static void draw_long_holds(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x69736f6c61746521ULL);
+    if ((p->deploy != NM_REDLOCK && !nm_is_cluster(p->deploy)) || !nm_rng_pct(&r, 35))
+        return;
+    p->hold_ms_max = nm_rng_range(&r, lease_max(p) / 2, lease_max(p));
+    if (p->deploy != NM_REDLOCK)
+        return;
+    p->nthreads = 1;
+    p->think_ms_max = p->hold_ms_max * 3 * p->nprocs / p->nnames;
+    /* A master stopped past every lease: a hold alive at the stop outlives
+     * its confirmed expiry only through the other masters' renewals. */
+    for (i = 0; i < p->nfaults; i++)
+        if (p->faults[i].kind == NM_F_SRV_STOP && p->faults[i].dur_ms < lease_max(p) + 200)
+            p->faults[i].dur_ms = lease_max(p) + nm_rng_range(&r, 200, 600);
+}
+
 /* The queue profile, from a stream of its own (the other draws stay what
  * they were), in a share of the plans that offer fair and read-write
  * names: one such name, every process a single thread that asks again at
@@ -322,6 +349,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
     draw_faults(&r, p);
     draw_deployment(p, seed);
+    draw_long_holds(p, seed);
     draw_queue_profile(p, seed);
 }
 

@@ -31,21 +31,29 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 (cd "$top" && git ls-files -z | xargs -0 cp --parents -t "$scratch")
+# inject FILE LINES SED-EXPR: apply the change to the scratch copy of FILE;
+# exactly LINES lines must differ afterwards, or the tree moved under the
+# pattern and the defect would be injected in part or not at all.
+inject() {
+    sed -i "$3" "$scratch/$1"
+    n=$(diff "$top/$1" "$scratch/$1" | grep -c '^>' || true)
+    if [ "$n" -ne "$2" ]; then
+        echo "inject.sh: $defect changed $n lines of $1, not $2: the pattern no longer matches" >&2
+        exit 2
+    fi
+}
 case $defect in
-noflag)  sed -i 's|now >= atomic_load_explicit(&h->expiry_ms, memory_order_relaxed)|(now < 0 \&\& now >= atomic_load_explicit(\&h->expiry_ms, memory_order_relaxed))|' "$scratch/src/holds.c";;
-noincr)  sed -i "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.call('get', KEYS[2]) or '1')|" "$scratch/src/lua/acquire.lua";;
-nodelay) sed -i "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|" "$scratch/src/lua/acquire.lua";;
-nofair)  sed -i "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|" "$scratch/src/lua/fair_acquire.lua";;
-nofifo)  sed -i "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|" "$scratch/src/lua/lib/fair_look.lua";;
-drift0)  sed -i "s|^    return lease_ms / 100 + 2;|    return lease_ms * 0;|" "$scratch/src/holds.c";;
-noreader) sed -i "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|" "$scratch/src/lua/rw_acquire.lua";;
-wdblock) sed -i "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|" "$scratch/src/renew.c";;
-stalerenew) sed -i "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|" "$scratch/src/redlock.c";;
+noflag) inject src/holds.c 1 's|now >= atomic_load_explicit(&h->expiry_ms, memory_order_relaxed)|(now < 0 \&\& now >= atomic_load_explicit(\&h->expiry_ms, memory_order_relaxed))|';;
+noincr) inject src/lua/acquire.lua 1 "s|token = redis.call('incr', KEYS\[2\])|token = tonumber(redis.call('get', KEYS[2]) or '1')|";;
+nodelay) inject src/lua/acquire.lua 1 "s|^  local delay = tonumber(ARGV\[6\])|  local delay = nil|";;
+nofair) inject src/lua/fair_acquire.lua 1 "s|  if h and h ~= ARGV\[2\] then wait = until_ms - now end|  if false and h ~= ARGV[2] then wait = until_ms - now end|";;
+nofifo) inject src/lua/lib/fair_look.lua 1 "s|local h = redis.call('zrange', KEYS\[2\], i, i)\[1\]|local h = redis.call('zrevrange', KEYS[2], i, i)[1]|";;
+drift0) inject src/holds.c 1 "s|^    return lease_ms / 100 + 2;|    return lease_ms * 0;|";;
+noreader) inject src/lua/rw_acquire.lua 2 "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|";;
+wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|";;
+stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
-if (cd "$top" && git ls-files -z | xargs -0 -I{} cmp -s "{}" "$scratch/{}"); then
-    echo "inject.sh: the change did not apply" >&2; exit 2
-fi
 cmake -S "$scratch" -B "$scratch/build" -DCMAKE_C_COMPILER=gcc -DRLOCK_BUILD_TESTS=ON \
       -DRLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build "$scratch/build" -j2 --target rlnemesis >/dev/null

@@ -395,12 +395,24 @@ static void child_main(nm_wk *wk, int tid, int k, long budget_ms)
     _exit(0);
 }
 
-/* SIGUSR1: fork while the other threads hold and wait; reap the child. */
+/* SIGUSR1: fork while the other threads hold and wait, and while the
+ * forking thread itself holds a name if it can take one within 1 s (the
+ * child's copy of this thread must hold nothing); reap the child, then
+ * write and release as any holder. */
 static void fork_child(nm_wk *wk, int tid, long budget_ms)
 {
-    int k = wk->nforks++, st = 0;
+    const nm_plan *p = &wk->plan;
+    int k = wk->nforks++, st = 0, name = (wk->index + k) % p->nnames, held, flagged = 0;
+    int side = p->names[name].family == NM_RW ? NM_SIDE_WRITE : NM_SIDE_EXCL;
+    nm_th th;
     pid_t pid;
 
+    memset(&th, 0, sizeof th);
+    th.wk = wk;
+    th.tid = tid;
+    th.h = slot_enter(wk, name, side);
+    if ((held = acquire(&th, name, side, 1000) == RL_OK))
+        flagged = write_once(&th, name, side);
     hist(wk, tid, "F fork %d", k);
     pid = fork();
     if (pid == 0)
@@ -408,6 +420,9 @@ static void fork_child(nm_wk *wk, int tid, long budget_ms)
     while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     hist(wk, tid, "F reap %d %d %d", k, (int)pid, pid > 0 ? st : errno);
+    if (held)
+        hold_and_release(&th, name, side, 1, 1, flagged);
+    slot_leave(wk, name);
 }
 
 /* The signal thread: SIGUSR1 and SIGUSR2 are blocked in every thread (the

@@ -629,14 +629,15 @@ static void check_fencing(nm_hist *h)
     }
 }
 
-/* Whether a fault other than a fork touches [from, to]. */
-static int other_fault_in(const nm_hist *h, int64_t from, int64_t to)
+/* Whether a fault other than a fork (and, when `skip` is NM_F_SHUTDOWN, a
+ * shutdown: the one that cut the hold) touches [from, to]. */
+static int other_fault_in(const nm_hist *h, int skip, int64_t from, int64_t to)
 {
     int i;
 
     for (i = 0; i < h->nfaults; i++)
-        if (h->faults[i].kind != NM_F_FORK && h->faults[i].start <= to &&
-            h->faults[i].end >= from)
+        if (h->faults[i].kind != NM_F_FORK && h->faults[i].kind != skip &&
+            h->faults[i].start <= to && h->faults[i].end >= from)
             return 1;
     return 0;
 }
@@ -655,7 +656,7 @@ static int64_t lost_at(const nm_hist *h, const nm_hold *a)
     if (!a->cut)
         return a->good_end;
     start = h->wrecs[a->cut - 1].start;
-    if ((a->flag_at != 0 && a->flag_at < start) || other_fault_in(h, a->inv - before, start - 1) ||
+    if ((a->flag_at != 0 && a->flag_at < start) || other_fault_in(h, NM_F_SHUTDOWN, a->inv - before, start - 1) ||
         (n->fixed && start > a->inv + n->lease_ms * 9 / 10 * NM_MS))
         return a->good_end;
     return start > a->good_end ? start : a->good_end;
@@ -908,7 +909,7 @@ static void check_fork_parent(nm_hist *h)
             const nm_name *n = &h->plan.names[x->name];
             if (x->proc != f->proc || x->ret > f->start || (x->closed && x->rel_ret < f->start))
                 continue;
-            if (other_fault_in(h, x->inv - before, x->rel_ret) ||
+            if (other_fault_in(h, NM_F_FORK, x->inv - before, x->rel_ret) ||
                 (n->fixed && x->rel_ret > x->inv + n->lease_ms * 9 / 10 * NM_MS))
                 continue;
             if (x->flagged || x->bad_release || !x->closed)

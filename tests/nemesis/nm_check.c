@@ -21,7 +21,14 @@
  *              a fair waiter that arrived NM_FAIR_GAP_MS before another is
  *              not granted only after that other's hold was valid.
  *   bookkeeping  each cleanly ended process's rl_client_stats equal its
- *              history's counts; no key of the run left; no worker crashed.
+ *              history's counts, and each client shut down's its own;
+ *              no key of the run left; no worker crashed.
+ *   fork       a fork child sees hold count 0 on every inherited handle,
+ *              re-enters nothing it did not take, exits 0; the parent's
+ *              holds live at the fork are neither flagged nor lost.
+ *   shutdown   no call begun after a shutdown returned gives RL_OK; a hold
+ *              the shutdown cut: its thread saw the flag, then it was gone.
+ * A hold's validity ends at its first flagged write.
  */
 #include <dirent.h>
 #include <stdio.h>

@@ -41,6 +41,7 @@
 #define NM_DELAY_TOL_NS   (30LL * 1000000)   /* timestamps are read around the events */
 #define NM_LIVE_BOUND_MS  1000               /* a free name is granted to a waiter within it */
 #define NM_FAIR_GAP_MS    100                /* arrival order the history can tell */
+#define NM_FAIR_PLACE_MS  2500               /* a place not renewed runs out (2 s + 500 ms) */
 #define NM_MS             1000000LL
 #define NM_PRINT_MAX      5                  /* violations printed per invariant */
 #define NM_FOREVER        INT64_MAX
@@ -791,7 +792,10 @@ static int not_alone(const nm_hist *h, const nm_hold *x)
  * process stopped or killed, the queue's data lost or moved, its connection
  * cut by a proxy) touches [from, to]. SCRIPT FLUSH, CLIENT KILL (a waiter
  * asks again within 500 ms, and a free name stays promised to the head) and
- * a force-release (the queue is left as it is) cannot. */
+ * a force-release (the queue is left as it is) cannot. Nor can a place
+ * left after such a fault by a wait that ended unreachable (it could not
+ * leave the queue: another thread of its process is served from it) once
+ * it has run out: NM_FAIR_PLACE_MS after the fault. */
 static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
 {
     int i;
@@ -800,7 +804,7 @@ static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
         int k = h->faults[i].kind;
         if (k == NM_F_FLUSH || k == NM_F_CKILL || k == NM_F_FORCE)
             continue;
-        if (h->faults[i].start <= to && h->faults[i].end >= from)
+        if (h->faults[i].start <= to && h->faults[i].end + NM_FAIR_PLACE_MS * NM_MS >= from)
             return 0;
     }
     return 1;

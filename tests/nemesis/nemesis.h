@@ -88,6 +88,8 @@ enum {
     NM_F_FAILOVER,      /* Sentinel: SENTINEL FAILOVER (a replica promoted, no data lost) */
     NM_F_CFAILOVER,     /* Cluster with replicas: CLUSTER FAILOVER asked of the replica of
                            name `arg`'s master (coordinated, no data lost) */
+    NM_F_FORK,          /* worker `arg` forks; the child takes names for up to dur_ms */
+    NM_F_SHUTDOWN,      /* worker `arg` shuts down name `name`'s client and opens a new one */
     NM_F_KINDS
 };
 
@@ -97,6 +99,7 @@ typedef struct nm_fault {
     long dur_ms;      /* 0 for instant faults */
     int arg;          /* worker index or name index, as the kind says */
     int node;         /* server faults: which node */
+    int name;         /* NM_F_SHUTDOWN: the name whose client is shut down */
 } nm_fault;
 
 typedef struct nm_plan {
@@ -143,8 +146,13 @@ int64_t nm_now_ns(void);
 int nm_worker_main(int argc, char **argv);
 
 /* Violations by invariant, as counted by the checker. */
-enum { NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK, NM_INV_ISO,
-       NM_INV_COUNT };
+enum {
+    NM_INV_EXCL, NM_INV_FENCE, NM_INV_DELAY, NM_INV_LIVE, NM_INV_BOOK,
+    NM_INV_ISO,        /* a stopped node cost only its own holds */
+    NM_INV_FORK,       /* a fork child held nothing and took nothing of its parent's */
+    NM_INV_SHUT,       /* a client shut down mid-call: flags seen once, nothing RL_OK after */
+    NM_INV_COUNT
+};
 
 typedef struct nm_verdict {
     long violations[NM_INV_COUNT];

@@ -26,12 +26,19 @@
  *              that timed out nor a writer is passed by a hold (a reader,
  *              for the writer) that arrived NM_FAIR_GAP_MS after it.
  *   bookkeeping  each cleanly ended process's rl_client_stats equal its
- *              history's counts; no key of the run left; no worker crashed.
+ *              history's counts, and each client shut down's its own;
+ *              no key of the run left; no worker crashed.
+ *   fork       a fork child sees hold count 0 on every inherited handle,
+ *              re-enters nothing it did not take, exits 0; the parent's
+ *              holds live at the fork are neither flagged nor lost.
+ *   shutdown   no call begun after a shutdown returned gives RL_OK; a hold
+ *              the shutdown cut: its thread saw the flag, then it was gone.
  *   isolation  a node stopped or down costs only its own holds: in a
  *              Cluster, a hold whose master was not faulted, in Redlock any
  *              hold (a majority stays), is never flagged while another node
  *              is out, unless something that concerns it happened (see
  *              iso_excused()).
+ * A hold's validity ends at its first flagged write.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -44,6 +51,7 @@
 #define NM_DELAY_TOL_NS   (30LL * 1000000)   /* timestamps are read around the events */
 #define NM_LIVE_BOUND_MS  1000               /* a free name is granted to a waiter within it */
 #define NM_FAIR_GAP_MS    100                /* arrival order the history can tell */
+#define NM_FAIR_PLACE_MS  2500               /* a place not renewed runs out (2 s + 500 ms) */
 #define NM_MS             1000000LL
 #define NM_PRINT_MAX      5                  /* violations printed per invariant */
 #define NM_FOREVER        INT64_MAX
@@ -58,6 +66,10 @@ typedef struct nm_hold {
     int closed;                /* its last release returned */
     int64_t rel_ret;           /* when it did */
     int64_t first_flag;        /* t1 of its first write that saw the flag; 0: none */
+    int cut;                   /* released with RL_EINVAL/RL_ECANCELED during a
+                                * shutdown of its client: 1 + the shutdown's index */
+    int64_t flag_at;           /* the line time of its first flagged write; 0: none */
+    int seen, reads, last_read;/* a cut hold: flag seen; I lines; their last value */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -72,7 +84,20 @@ typedef struct nm_proc {
     int index, gen, ended, killed, has_stats[NM_NAMES_MAX];
     long acq[NM_NAMES_MAX], reent[NM_NAMES_MAX], rel[NM_NAMES_MAX];
     unsigned long long s_acq[NM_NAMES_MAX], s_reent[NM_NAMES_MAX], s_rel[NM_NAMES_MAX];
+    /* Worker-side faults: a fork child (1 + its k), a name's client being
+     * shut down (1: begun, 2: returned; shut_rec: its record), what the
+     * client's history and its last stats line say. */
+    int child, shut[NM_NAMES_MAX], shut_rec[NM_NAMES_MAX];
+    long canc[NM_NAMES_MAX], cut[NM_NAMES_MAX];
+    unsigned long long s_lost[NM_NAMES_MAX], s_canc[NM_NAMES_MAX];
+    unsigned long long s_gauges[NM_NAMES_MAX];
 } nm_proc;
+
+/* A fork or a shutdown as the worker recorded it. */
+typedef struct nm_wrec {
+    int kind, proc, name, status;
+    int64_t start, mid, end;   /* fork: forked, -, reaped; shutdown: begun, returned, new client */
+} nm_wrec;
 
 typedef struct nm_fwin {
     int kind, arg;
@@ -99,6 +124,8 @@ typedef struct nm_hist {
     int nfaults;
     nm_nodelog nodes[(NM_FAULTS_MAX * 2 + 1) * NM_NAMES_MAX];
     int nnodelog;
+    nm_wrec wrecs[NM_FAULTS_MAX * 4];
+    int nwrecs;
     long keys_left;
     int bad_exits;
     nm_verdict *v;
@@ -107,8 +134,8 @@ typedef struct nm_hist {
 const char *nm_inv_name(int inv)
 {
     static const char *const names[NM_INV_COUNT] = { "exclusion", "fencing", "delay",
-                                                     "liveness", "bookkeeping",
-                                                     "isolation" };
+                                                     "liveness", "bookkeeping", "isolation",
+                                                     "fork", "shutdown" };
     return inv >= 0 && inv < NM_INV_COUNT ? names[inv] : "?";
 }
 
@@ -169,6 +196,8 @@ typedef struct nm_tstate {
     long hold;               /* index in holds, -1: none */
     int64_t inv;
     long wait;
+    long last_hold;          /* the hold its last release closed, -1: none */
+    int inv_shut;            /* its call began on a client shut down (D shut seen) */
 } nm_tstate;
 
 static nm_tstate *tstate(nm_tstate *ts, int *n, int tid)
@@ -182,7 +211,18 @@ static nm_tstate *tstate(nm_tstate *ts, int *n, int tid)
         return &ts[0];
     ts[*n].tid = tid;
     ts[*n].hold = -1;
+    ts[*n].last_hold = -1;
+    ts[*n].inv_shut = 0;
     return &ts[(*n)++];
+}
+
+static void wfault_violation(nm_hist *h, int inv, int pi, int tid, int64_t ns, const char *what)
+{
+    if (++h->v->violations[inv] > NM_PRINT_MAX)
+        return;
+    printf("VIOLATION %s: %s thread %d at %lld ns: %s\n  replay: rlnemesis run --seed 0x%llx"
+           "   (histories: %s)\n", nm_inv_name(inv), h->procs[pi].file, tid, (long long)ns, what,
+           (unsigned long long)h->plan.seed, h->dir);
 }
 
 static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
@@ -201,9 +241,17 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     c->newhold = f[2] == RL_OK && f[3] == 1;
     c->side = f[1];
     h->v->ops++;
+    if (f[2] == RL_ECANCELED)
+        h->procs[pi].canc[f[0]]++;
+    if (f[2] == RL_OK && t->inv_shut)
+        wfault_violation(h, NM_INV_SHUT, pi, t->tid, ns, "an acquisition begun on a client "
+                         "shut down returned RL_OK");
     if (f[2] != RL_OK)
         return;
     if (f[3] > 1) {
+        if (h->procs[pi].child && (t->hold < 0 || h->holds[t->hold].name != f[0]))
+            wfault_violation(h, NM_INV_FORK, pi, t->tid, ns, "the fork child re-entered a "
+                             "hold it never took (the parent's?)");
         h->procs[pi].reent[f[0]]++;
         return;
     }
@@ -232,13 +280,16 @@ static void on_write(nm_hist *h, nm_tstate *t, int64_t t1, int before, long long
     if (t->hold < 0)
         return;
     x = &h->holds[t->hold];
-    if (before == 0 && after == 0)
+    /* Validity ends at the first flagged write: after a shutdown the flag
+     * is seen once and later writes look clean. */
+    if (before == 0 && after == 0 && !x->flagged) {
         x->good_end = t2;
-    else {
-        if (!x->flagged)
-            x->first_flag = t1;
+    } else if (!x->flagged) {
         x->flagged = 1;
+        x->first_flag = t1;
+        x->flag_at = t2;
     }
+    x->seen |= before || after;
     x->rel_ret = t2;
 }
 
@@ -249,16 +300,155 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     h->v->ops++;
     if (f[2] == RL_OK)
         h->procs[pi].rel[f[0]]++;
+    if (f[2] == RL_OK && t->inv_shut)
+        wfault_violation(h, NM_INV_SHUT, pi, t->tid, ns, "a release begun on a client shut "
+                         "down returned RL_OK");
     if (x == NULL)
         return;
+    if ((f[2] == RL_EINVAL || f[2] == RL_ECANCELED) && h->procs[pi].shut[f[0]] && !x->cut) {
+        x->cut = h->procs[pi].shut_rec[f[0]] + 1;
+        h->procs[pi].cut[f[0]]++;
+    }
     /* RL_ECONN: nothing was sent, the hold stands (the worker calls again). */
     if (f[2] != RL_OK && f[2] != RL_ECONN)
         x->bad_release = 1;
     x->rel_ret = ns;
     if (f[3] <= 0) {
         x->closed = 1;
+        t->last_hold = t->hold;
         t->hold = -1;
     }
+}
+
+static nm_wrec *new_wrec(nm_hist *h, int kind, int pi, int name, int64_t ns)
+{
+    nm_wrec *r;
+
+    if (h->nwrecs >= (int)(sizeof h->wrecs / sizeof h->wrecs[0]))
+        return NULL;
+    r = &h->wrecs[h->nwrecs++];
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->proc = pi;
+    r->name = name;
+    r->start = r->mid = r->end = ns;
+    return r;
+}
+
+/* Stats against the history, for one client of a name; 0 when they agree.
+ * A client shut down also has its cancellations, its holds lost (at least
+ * those the shutdown cut) and no hold or waiter left in its gauges. */
+static int books_differ(const nm_proc *p, int n, int shut)
+{
+    if (!p->has_stats[n] || p->s_acq[n] != (unsigned long long)p->acq[n] ||
+        p->s_reent[n] != (unsigned long long)p->reent[n] ||
+        p->s_rel[n] != (unsigned long long)p->rel[n] ||
+        p->s_canc[n] != (unsigned long long)p->canc[n])
+        return 1;
+    return shut && (p->s_lost[n] < (unsigned long long)p->cut[n] || p->s_gauges[n] != 0);
+}
+
+/* "D n free": every call before this line went to the client shut down. */
+static void books_of_shut_client(nm_hist *h, int pi, int n)
+{
+    nm_proc *p = &h->procs[pi];
+
+    if (books_differ(p, n, 1)) {
+        h->v->violations[NM_INV_BOOK]++;
+        printf("VIOLATION bookkeeping name n%d: %s, client shut down: stats acq/reent/rel/"
+               "canceled/lost/gauges %llu/%llu/%llu/%llu/%llu/%llu, history %ld/%ld/%ld/%ld/"
+               ">=%ld/0\n", n, p->file, p->s_acq[n], p->s_reent[n], p->s_rel[n], p->s_canc[n],
+               p->s_lost[n], p->s_gauges[n], p->acq[n], p->reent[n], p->rel[n], p->canc[n],
+               p->cut[n]);
+    }
+    p->acq[n] = p->reent[n] = p->rel[n] = p->canc[n] = p->cut[n] = 0;
+    p->has_stats[n] = 0;
+}
+
+static void on_shutdown_line(nm_hist *h, int pi, int64_t ns, int n, const char *word, int rc)
+{
+    nm_proc *p = &h->procs[pi];
+    nm_wrec *r;
+
+    if (strcmp(word, "start") == 0 && (r = new_wrec(h, NM_F_SHUTDOWN, pi, n, ns)) != NULL) {
+        p->shut[n] = 1;
+        p->shut_rec[n] = (int)(r - h->wrecs);
+    } else if (p->shut[n] && strcmp(word, "shut") == 0) {
+        p->shut[n] = 2;
+        h->wrecs[p->shut_rec[n]].mid = ns;
+    } else if (p->shut[n] && strcmp(word, "free") == 0) {
+        books_of_shut_client(h, pi, n);
+        p->shut[n] = 0;
+        h->wrecs[p->shut_rec[n]].end = ns;
+    } else if (strcmp(word, "new") == 0) {
+        h->wrecs[p->shut_rec[n]].end = ns;
+        h->wrecs[p->shut_rec[n]].status = rc;
+    }
+}
+
+static void on_fork_line(nm_hist *h, int pi, int tid, int64_t ns, const char *word, int k,
+                         int st)
+{
+    int i;
+
+    if (strcmp(word, "fork") == 0) {
+        new_wrec(h, NM_F_FORK, pi, k, ns);
+        return;
+    }
+    for (i = 0; i < h->nwrecs; i++)
+        if (h->wrecs[i].kind == NM_F_FORK && h->wrecs[i].proc == pi && h->wrecs[i].name == k) {
+            h->wrecs[i].end = ns;
+            h->wrecs[i].status = st;
+        }
+    if (st != 0)
+        wfault_violation(h, NM_INV_FORK, pi, tid, ns, "a fork child did not exit with 0");
+}
+
+/* The events of worker-side faults (fork, shutdown); 1 when line was one. */
+static int parse_wfault_line(nm_hist *h, int pi, nm_tstate *t, int64_t ns, char ev,
+                             const char *line)
+{
+    long long a[9];
+    char word[16];
+    nm_proc *p = &h->procs[pi];
+    int n;
+
+    if ((ev == 'A' || ev == 'L') && sscanf(line, "%lld", &a[0]) == 1 && a[0] >= 0 &&
+        a[0] < h->plan.nnames) {
+        t->inv_shut = p->shut[a[0]] == 2;
+        return ev == 'L';
+    }
+    if (ev == 'D' && (n = sscanf(line, "%lld %15s %lld", &a[0], word, &a[1])) >= 2 &&
+        a[0] >= 0 && a[0] < h->plan.nnames) {
+        on_shutdown_line(h, pi, ns, (int)a[0], word, n == 3 ? (int)a[1] : 0);
+        return 1;
+    }
+    if (ev == 'F' && (n = sscanf(line, "%15s %lld %*d %lld", word, &a[0], &a[1])) >= 2) {
+        on_fork_line(h, pi, t->tid, ns, word, (int)a[0], n == 3 ? (int)a[1] : 0);
+        return 1;
+    }
+    if (ev == 'H' && sscanf(line, "%lld %lld %lld", &a[0], &a[1], &a[2]) == 3) {
+        if (a[2] != 0)
+            wfault_violation(h, NM_INV_FORK, pi, t->tid, ns, "the fork child saw a hold "
+                             "count other than 0 on an inherited handle");
+        return 1;
+    }
+    if (ev == 'I' && sscanf(line, "%lld %lld %lld %lld %lld", &a[0], &a[1], &a[2], &a[3],
+                            &a[4]) == 5 && t->last_hold >= 0) {
+        nm_hold *x = &h->holds[t->last_hold];
+        x->reads++;
+        x->last_read = (int)a[4];
+        x->seen |= a[2] || a[3] || a[4];
+        return 1;
+    }
+    if (ev == 'S' && sscanf(line, "%lld %*d %*d %*d %lld %lld %lld %lld %lld", &a[0], &a[1],
+                            &a[2], &a[3], &a[4], &a[5]) == 6 && a[0] >= 0 &&
+        a[0] < h->plan.nnames) {
+        p->s_lost[a[0]] = (unsigned long long)a[1];
+        p->s_canc[a[0]] = (unsigned long long)a[2];
+        p->s_gauges[a[0]] = (unsigned long long)(a[4] + a[5]);
+    }
+    return 0;
 }
 
 static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
@@ -272,6 +462,8 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         return;
     t = tstate(ts, nts, tid);
     line = strchr(strchr(line, ' ') + 1, ' ') + 3;
+    if (parse_wfault_line(h, pi, t, ns, ev, line))
+        return;
     if (ev == 'A' && sscanf(line, "%lld %lld %lld", &a1, &a2, &a3) == 3) {
         t->inv = ns;
         t->wait = (long)a3;
@@ -300,7 +492,7 @@ static int read_worker(nm_hist *h, const char *file)
 {
     char path[1100], line[512];
     nm_tstate ts[16];
-    int nts = 0, pi;
+    int nts = 0, pi, k;
     FILE *fp;
 
     if (h->nprocs >= 64)
@@ -308,7 +500,8 @@ static int read_worker(nm_hist *h, const char *file)
     pi = h->nprocs++;
     memset(&h->procs[pi], 0, sizeof h->procs[pi]);
     snprintf(h->procs[pi].file, sizeof h->procs[pi].file, "%s", file);
-    sscanf(file, "w%d.%d", &h->procs[pi].index, &h->procs[pi].gen);
+    if (sscanf(file, "w%d.%d.c%d", &h->procs[pi].index, &h->procs[pi].gen, &k) == 3)
+        h->procs[pi].child = k + 1;
     snprintf(path, sizeof path, "%s/%s", h->dir, file);
     if ((fp = fopen(path, "r")) == NULL)
         return -1;
@@ -344,7 +537,7 @@ static void parse_ctl_line(nm_hist *h, const char *line)
     } else if (sscanf(line, "%lld 0 X %d %d %d %d %d", &ns, &a, &b, &c, &d, &e) == 6) {
         int i;
         for (i = 0; i < h->nprocs; i++)
-            if (h->procs[i].index == a && h->procs[i].gen == b)
+            if (h->procs[i].index == a && h->procs[i].gen == b && !h->procs[i].child)
                 h->procs[i].killed = e;
         if (e == 0 && d != 0) {
             h->bad_exits++;
@@ -477,28 +670,63 @@ static void check_fencing(nm_hist *h)
     }
 }
 
+/* Whether a fault other than a fork (and, when `skip` is NM_F_SHUTDOWN, a
+ * shutdown: the one that cut the hold) touches [from, to]. */
+static int other_fault_in(const nm_hist *h, int skip, int64_t from, int64_t to)
+{
+    int i;
+
+    for (i = 0; i < h->nfaults; i++)
+        if (h->faults[i].kind != NM_F_FORK && h->faults[i].kind != skip &&
+            h->faults[i].start <= to && h->faults[i].end >= from)
+            return 1;
+    return 0;
+}
+
+/* When a lost hold was lost, for the lock-delay rule: its last valid write,
+ * or for a hold still held when its client was shut down, the shutdown's
+ * start (the library gives it up then, and the delay applies). A hold held
+ * for sure at the shutdown: no earlier fault could have cost it its lease
+ * (a lease and a delay and 2.5 s before it), no flag seen before, and a
+ * fixed lease not near its end. */
+static int64_t lost_at(const nm_hist *h, const nm_hold *a)
+{
+    const nm_name *n = &h->plan.names[a->name];
+    int64_t start, before = (nm_plan_lease_delay_max(&h->plan) + 2500) * NM_MS;
+
+    if (!a->cut)
+        return a->good_end;
+    start = h->wrecs[a->cut - 1].start;
+    if ((a->flag_at != 0 && a->flag_at < start) || other_fault_in(h, NM_F_SHUTDOWN, a->inv - before, start - 1) ||
+        (n->fixed && start > a->inv + n->lease_ms * 9 / 10 * NM_MS))
+        return a->good_end;
+    return start > a->good_end ? start : a->good_end;
+}
+
 static void check_delay(nm_hist *h)
 {
     size_t i, j;
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS;
+        int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS, end;
         int lost = a->bad_release || !a->closed;
         if (delay == 0 || !lost || a->good_end == 0)
             continue;
+        end = lost_at(h, a);
         for (j = 0; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
             if (j == i || b->name != a->name || b->good_end <= b->ret)
                 continue;
-            if (b->ret <= a->good_end || b->ret >= a->good_end + delay - NM_DELAY_TOL_NS)
+            if (b->ret <= end || b->ret >= end + delay - NM_DELAY_TOL_NS)
                 continue;
             /* Forcing the name again ends the block; an empty restart
              * (drawn only longer than every lease + delay) loses it. */
             if (fault_in(h, NM_F_FORCE, a->name, a->ret, b->ret) ||
                 fault_in(h, NM_F_SRV_KILL_EMPTY, -1, a->ret, b->ret))
                 continue;
-            violation(h, NM_INV_DELAY, a->name, a, b,
+            violation(h, NM_INV_DELAY, a->name, a, b, a->cut && end > a->good_end ?
+                      "granted again before the shutdown that cut the hold + delay" :
                       "granted again before the lost hold's last valid moment + delay");
         }
     }
@@ -597,7 +825,10 @@ static int not_alone(const nm_hist *h, const nm_hold *x)
  * process stopped or killed, the queue's data lost or moved, its connection
  * cut by a proxy) touches [from, to]. SCRIPT FLUSH, CLIENT KILL (a waiter
  * asks again within 500 ms, and a free name stays promised to the head) and
- * a force-release (the queue is left as it is) cannot. */
+ * a force-release (the queue is left as it is) cannot. Nor can a place
+ * left after such a fault by a wait that ended unreachable (it could not
+ * leave the queue: another thread of its process is served from it) once
+ * it has run out: NM_FAIR_PLACE_MS after the fault. */
 static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
 {
     int i;
@@ -606,7 +837,7 @@ static int fair_quiet(const nm_hist *h, int64_t from, int64_t to)
         int k = h->faults[i].kind;
         if (k == NM_F_FLUSH || k == NM_F_CKILL || k == NM_F_FORCE)
             continue;
-        if (h->faults[i].start <= to && h->faults[i].end >= from)
+        if (h->faults[i].start <= to && h->faults[i].end + NM_FAIR_PLACE_MS * NM_MS >= from)
             return 0;
     }
     return 1;
@@ -891,14 +1122,78 @@ static void check_books(nm_hist *h)
             continue;
         }
         for (n = 0; n < h->plan.nnames; n++)
-            if (!p->has_stats[n] || p->s_acq[n] != (unsigned long long)p->acq[n] ||
-                p->s_reent[n] != (unsigned long long)p->reent[n] ||
-                p->s_rel[n] != (unsigned long long)p->rel[n]) {
+            if (books_differ(p, n, 0)) {
                 h->v->violations[NM_INV_BOOK]++;
                 printf("VIOLATION bookkeeping name n%d: %s stats acq/reent/rel %llu/%llu/%llu, "
                        "history %ld/%ld/%ld\n", n, p->file, p->s_acq[n], p->s_reent[n],
                        p->s_rel[n], p->acq[n], p->reent[n], p->rel[n]);
             }
+    }
+}
+
+/* A hold cut by a shutdown: its thread saw the flag, then the stale hold
+ * was forgotten (the last of its three reads after the section is 0). */
+static void check_shutdown(nm_hist *h)
+{
+    size_t i;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        if (!x->cut || x->reads == 0)
+            continue;
+        if (!x->seen)
+            violation(h, NM_INV_SHUT, x->name, x, NULL, "a hold cut by a shutdown of its "
+                      "client: its thread never saw rl_interrupted() return 1");
+        else if (x->last_read != 0)
+            violation(h, NM_INV_SHUT, x->name, x, NULL, "a hold cut by a shutdown of its "
+                      "client: rl_interrupted() still 1 after it reported the loss");
+    }
+}
+
+/* A fork leaves the parent's holds alone: a hold of the forking process
+ * live at the fork, with no other fault near it, is not flagged and is
+ * released with RL_OK (watchdog holds: still renewed). */
+static void check_fork_parent(nm_hist *h)
+{
+    int64_t before = (nm_plan_lease_delay_max(&h->plan) + 2500) * NM_MS;
+    size_t i;
+    int r;
+
+    for (r = 0; r < h->nwrecs; r++) {
+        const nm_wrec *f = &h->wrecs[r];
+        if (f->kind != NM_F_FORK)
+            continue;
+        for (i = 0; i < h->nholds; i++) {
+            const nm_hold *x = &h->holds[i];
+            const nm_name *n = &h->plan.names[x->name];
+            if (x->proc != f->proc || x->ret > f->start || (x->closed && x->rel_ret < f->start))
+                continue;
+            if (other_fault_in(h, NM_F_FORK, x->inv - before, x->rel_ret) ||
+                (n->fixed && x->rel_ret > x->inv + n->lease_ms * 9 / 10 * NM_MS))
+                continue;
+            if (x->flagged || x->bad_release || !x->closed)
+                violation(h, NM_INV_FORK, x->name, x, NULL, "a hold of the parent, live at "
+                          "the fork, was flagged or lost");
+        }
+    }
+}
+
+/* A fork's or a shutdown's fault lasts until the worker says it is over
+ * (the child reaped, the new client open). */
+static void extend_wfault_windows(nm_hist *h)
+{
+    int i, r;
+
+    for (i = 0; i < h->nfaults; i++) {
+        nm_fwin *w = &h->faults[i];
+        if (w->kind != NM_F_FORK && w->kind != NM_F_SHUTDOWN)
+            continue;
+        for (r = 0; r < h->nwrecs; r++) {
+            const nm_wrec *x = &h->wrecs[r];
+            if (x->kind == w->kind && h->procs[x->proc].index == w->arg &&
+                x->start >= w->start && x->start <= w->end + 10000 * NM_MS && x->end > w->end)
+                w->end = x->end;
+        }
     }
 }
 
@@ -915,12 +1210,15 @@ int nm_check_dir(const char *dir, nm_verdict *v)
         fprintf(stderr, "rlnemesis: cannot read the histories in %s\n", dir);
         return -1;
     }
+    extend_wfault_windows(&h);
     check_exclusion(&h);
     check_fencing(&h);
     check_delay(&h);
     check_liveness(&h);
     check_books(&h);
     check_isolation(&h);
+    check_shutdown(&h);
+    check_fork_parent(&h);
     free(h.holds);
     free(h.calls);
     return 0;

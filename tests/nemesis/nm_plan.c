@@ -259,6 +259,30 @@ static void draw_deployment(nm_plan *p, uint64_t seed)
     }
 }
 
+/* Worker-side faults come from a stream of their own: a drawn fault is
+ * replaced, in its slot of the schedule, by a fork in a worker or a
+ * shutdown of one name's client in a worker (the other draws of a seed stay
+ * what they were). A fork's child lives until the next fault at most. */
+static void draw_worker_faults(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x7766617531746b21ULL);
+    for (i = 0; i < p->nfaults; i++) {
+        nm_fault *f = &p->faults[i];
+        long room = i + 1 < p->nfaults ? p->faults[i + 1].at_ms - f->at_ms - 200 : 2000;
+        if (!nm_rng_pct(&r, 25))
+            continue;
+        f->kind = nm_rng_pct(&r, 50) ? NM_F_FORK : NM_F_SHUTDOWN;
+        f->arg = (int)nm_rng_range(&r, 0, p->nprocs - 1);
+        f->name = (int)nm_rng_range(&r, 0, p->nnames - 1);
+        f->dur_ms = 0;
+        if (f->kind == NM_F_FORK)
+            f->dur_ms = nm_rng_range(&r, 300, room > 300 ? (room < 2000 ? room : 2000) : 300);
+    }
+}
+
 /* Redlock and Cluster: in about a third of the seeds, sections long enough
  * to outlive their lease (a pause between writes up to a lease), so that
  * renewals during a node's fault decide whether a hold stays valid: what
@@ -315,6 +339,8 @@ static void draw_queue_profile(nm_plan *p, uint64_t seed)
         if (p->faults[i].kind == NM_F_FORCE || p->faults[i].kind == NM_F_MIGRATE ||
             p->faults[i].kind == NM_F_CFAILOVER)
             p->faults[i].arg = 0;   /* a name's index: the one name left */
+        else if (p->faults[i].kind == NM_F_SHUTDOWN)
+            p->faults[i].name = 0;
 }
 
 int nm_is_cluster(int deploy)
@@ -348,6 +374,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     p->run_ms = nm_rng_range(&r, 8000, 12000);
     p->proxied = nm_rng_pct(&r, 50) ? (int)nm_rng_range(&r, 0, p->nprocs - 1) : -1;
     draw_faults(&r, p);
+    draw_worker_faults(p, seed);
     draw_deployment(p, seed);
     draw_long_holds(p, seed);
     draw_queue_profile(p, seed);
@@ -358,7 +385,7 @@ const char *nm_fault_name(int kind)
     static const char *const names[NM_F_KINDS] = {
         "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
         "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
-        "migrate", "failover", "cluster_failover",
+        "migrate", "failover", "cluster_failover", "wrk_fork", "wrk_shutdown",
     };
 
     return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";

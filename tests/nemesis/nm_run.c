@@ -432,6 +432,22 @@ static int fault_proxy(nm_ctl *c, const nm_fault *f)
     }
 }
 
+/* Fork in a worker (SIGUSR1, the child's time as its value) or shut one
+ * name's client down in it (SIGUSR2, the name): its signal thread does it. */
+static int fault_wsignal(nm_ctl *c, const nm_fault *f)
+{
+    pid_t pid = c->pid[f->arg];
+    union sigval v;
+
+    if (pid <= 0)
+        return -1;
+    v.sival_int = f->kind == NM_F_FORK ? (int)f->dur_ms : f->name;
+    if (sigqueue(pid, f->kind == NM_F_FORK ? SIGUSR1 : SIGUSR2, v) != 0)
+        return -1;
+    rt_sleep_ms(f->dur_ms);
+    return 0;
+}
+
 static int play_fault(nm_ctl *c, const nm_fault *f)
 {
     int rc;
@@ -441,6 +457,8 @@ static int play_fault(nm_ctl *c, const nm_fault *f)
         rc = fault_worker(c, f);
     else if (f->kind == NM_F_FORCE)
         rc = rl_lock_force_release(c->handle[f->arg]) == RL_OK ? 0 : -1;
+    else if (f->kind == NM_F_FORK || f->kind == NM_F_SHUTDOWN)
+        rc = fault_wsignal(c, f);
     else if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT)
         rc = fault_proxy(c, f);
     else
@@ -668,6 +686,18 @@ static int play(nm_ctl *c)
     return 0;
 }
 
+/* Workers inherit the mask across fork and exec: SIGUSR1 and SIGUSR2 wait
+ * for their signal thread, even when sent before it has started. */
+static void block_worker_signals(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
 static void remove_dir(const char *dir)
 {
     char cmd[600];
@@ -724,6 +754,7 @@ int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap, nm_verdict *sum)
         return -1;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    block_worker_signals();
     rc = setup(&c) == 0 ? play(&c) : -1;
     teardown(&c);
     if (rc == 0 && nm_check_dir(c.dir, &v) == 0) {

@@ -12,7 +12,20 @@
  *                                          after t2_ns (after it)
  *   L <name> <side>                        release invoked
  *   l <name> <side> <status> <count>       ...returned
- *   S <name> <acq> <reent> <rel> <lost>    rl_client_stats at the end
+ *   S <name> <acq> <reent> <rel> <lost> <canceled> <lost_shutdown> <holds> <waiters>
+ *                                          rl_client_stats at the end, or of a
+ *                                          client shut down, before it is freed
+ *   I <name> <side> <v1> <v2> <v3>         rl_interrupted() read three times after
+ *                                          a section whose client was shut down
+ *   F fork <k> | F reap <k> <pid> <status> fork child k begun / reaped
+ *   D <name> start | shut <rc> | free | new <rc>  a shutdown of the name's
+ *                                          client: begun, returned, the old one
+ *                                          freed (every call before this line
+ *                                          went to it), a new one opened
+ * A fork child writes w<index>.<gen>.c<k>.hist: "P child <parent pid>", then
+ * "H <name> <side> <count>", the hold count of every inherited handle, then
+ * sections and stats like any process. The worker's signal thread (sigwait,
+ * SIGUSR1: fork, SIGUSR2: shut down a name's client) makes both.
  * Each line is one write() on an O_APPEND descriptor, so lines of threads
  * never mix and a SIGKILL leaves at most the last line cut short.
  */
@@ -25,24 +38,41 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nemesis.h"
 #include "rlock.h"
 #include "rt_util.h"
 
+/* One name's client as a shutdown swaps it: sections take its handles in
+ * slot_enter() and leave in slot_leave(); the swap waits until none is in. */
+typedef struct nm_slot {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int busy;          /* threads in a section on the current client */
+    int swapping;      /* the client is being replaced: sections wait */
+} nm_slot;
+
 typedef struct nm_wk {
     nm_plan plan;
     int index, gen, fd;
     int64_t end_ns;
+    const char *dir, *url;
     rl_client *client[NM_NAMES_MAX];
     rl_lock *handle[NM_NAMES_MAX][3];   /* by side */
+    nm_slot slot[NM_NAMES_MAX];
+    int nforks, failed;
+    volatile sig_atomic_t stop;         /* the signal thread ends */
 } nm_wk;
 
 typedef struct nm_th {
     nm_wk *wk;
     int tid;
     nm_rng rng;
+    rl_lock *h;                         /* the section's handle */
+    int64_t wait_end;                   /* a fork child: no wait past it (0: none) */
+    int last_st;                        /* the status of its last release */
 } nm_th;
 
 static void hist(nm_wk *wk, int tid, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -61,7 +91,8 @@ static void hist(nm_wk *wk, int tid, const char *fmt, ...)
         _exit(3);
 }
 
-static void write_once(nm_th *th, int name, int side)
+/* Returns whether either check saw the flag. */
+static int write_once(nm_th *th, int name, int side)
 {
     int64_t t1 = nm_now_ns(), t2;
     int before = rl_interrupted(), after;
@@ -78,6 +109,7 @@ static void write_once(nm_th *th, int name, int side)
         if (write(th->wk->fd, line, (size_t)n) != n)
             _exit(3);
     }
+    return before || after;
 }
 
 static void nap(nm_th *th, long max_ms)
@@ -91,7 +123,7 @@ static void nap(nm_th *th, long max_ms)
 static int acquire(nm_th *th, int name, int side, long wait)
 {
     const nm_name *n = &th->wk->plan.names[name];
-    rl_lock *h = th->wk->handle[name][side];
+    rl_lock *h = th->h;
     long lease = n->fixed ? n->lease_ms : RL_LEASE_WATCHDOG;
     unsigned long long tok = 0;
     int st, count;
@@ -110,7 +142,7 @@ static int acquire(nm_th *th, int name, int side, long wait)
  * until it is settled or the deadline passes. Returns the count left. */
 static int release(nm_th *th, int name, int side)
 {
-    rl_lock *h = th->wk->handle[name][side];
+    rl_lock *h = th->h;
     int64_t deadline = rt_now_ms() + 10000;
     int st, count;
 
@@ -119,41 +151,98 @@ static int release(nm_th *th, int name, int side)
         st = rl_lock_release(h);
         count = rl_lock_hold_count(h);
         hist(th->wk, th->tid, "l %d %d %d %d", name, side, st, count);
+        th->last_st = st;
         if (st != RL_ECONN || count <= 0 || rt_now_ms() >= deadline)
             return count;
         rt_sleep_ms(50);
     }
 }
 
+static rl_lock *slot_enter(nm_wk *wk, int name, int side)
+{
+    nm_slot *s = &wk->slot[name];
+    rl_lock *h;
+
+    pthread_mutex_lock(&s->mu);
+    while (s->swapping)
+        pthread_cond_wait(&s->cond, &s->mu);
+    s->busy++;
+    h = wk->handle[name][side];
+    pthread_mutex_unlock(&s->mu);
+    return h;
+}
+
+static void slot_leave(nm_wk *wk, int name)
+{
+    nm_slot *s = &wk->slot[name];
+
+    pthread_mutex_lock(&s->mu);
+    if (--s->busy == 0)
+        pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* A hold's client was shut down: the flag must be seen once, then the
+ * stale hold forgotten. */
+static void read_flags(nm_th *th, int name, int side)
+{
+    int v1 = rl_interrupted(), v2 = rl_interrupted(), v3 = rl_interrupted();
+
+    hist(th->wk, th->tid, "I %d %d %d %d %d", name, side, v1, v2, v3);
+}
+
+/* The writes of a held section, then one release per level. No write
+ * follows one that saw the flag (after a shutdown the flag is seen once,
+ * and later writes would look clean). */
+static void hold_and_release(nm_th *th, int name, int side, int depth, int writes, int flagged)
+{
+    const nm_plan *p = &th->wk->plan;
+    int k, count = 0;
+
+    for (k = 0; k < writes && !flagged; k++) {
+        nap(th, p->hold_ms_max);
+        flagged = write_once(th, name, side);
+    }
+    /* One release per level; a release that leaves the count as it was
+     * (RL_EPROTO, RL_EREDIS: flagged, unchanged) is not repeated forever. */
+    for (k = 0; k <= depth + 1; k++) {
+        if ((count = release(th, name, side)) <= 0)
+            break;
+        if (!flagged)
+            flagged = write_once(th, name, side);
+    }
+    if (th->last_st == RL_EINVAL || th->last_st == RL_ECANCELED)   /* shut down */
+        read_flags(th, name, side);
+}
+
 static void section(nm_th *th)
 {
     const nm_plan *p = &th->wk->plan;
     int name = (int)nm_rng_range(&th->rng, 0, p->nnames - 1);
-    int side = NM_SIDE_EXCL, depth, level, k, writes;
+    int side = NM_SIDE_EXCL, depth, level, writes, flagged = 0;
     long wait = nm_rng_pct(&th->rng, 20) ? 0 : nm_rng_range(&th->rng, 100, 3000);
 
     if (p->names[name].family == NM_RW)
         side = nm_rng_pct(&th->rng, 60) ? NM_SIDE_READ : NM_SIDE_WRITE;
     depth = (int)nm_rng_range(&th->rng, 1, p->depth_max);
     writes = (int)nm_rng_range(&th->rng, 2, 4);
+    if (th->wait_end > 0) {         /* a fork child: its own handles, a deadline */
+        int64_t left = (th->wait_end - nm_now_ns()) / 1000000;
+        wait = wait < left ? wait : left > 0 ? (long)left : 0;
+        th->h = th->wk->handle[name][side];
+    } else {
+        th->h = slot_enter(th->wk, name, side);
+    }
     for (level = 0; level < depth; level++) {
         if (acquire(th, name, side, wait) != RL_OK)
             break;
-        write_once(th, name, side);
+        if (!flagged)
+            flagged = write_once(th, name, side);
     }
-    if (level == 0)
-        return;
-    for (k = 0; k < writes; k++) {
-        nap(th, p->hold_ms_max);
-        write_once(th, name, side);
-    }
-    /* One release per level; a release that leaves the count as it was
-     * (RL_EPROTO, RL_EREDIS: flagged, unchanged) is not repeated forever. */
-    for (k = 0; k <= depth + 1; k++) {
-        if (release(th, name, side) <= 0)
-            break;
-        write_once(th, name, side);
-    }
+    if (level > 0)
+        hold_and_release(th, name, side, depth, writes, flagged);
+    if (th->wait_end == 0)
+        slot_leave(th->wk, name);
 }
 
 static void *thread_main(void *arg)
@@ -207,35 +296,182 @@ static int open_client(nm_wk *wk, int i, const char *url)
     return 0;
 }
 
+static void stats_line(nm_wk *wk, int tid, int i)
+{
+    rl_stats s;
+
+    memset(&s, 0, sizeof s);
+    s.version = RL_STATS_VERSION;
+    if (wk->client[i] != NULL && rl_client_stats(&s, wk->client[i]) == RL_OK)
+        hist(wk, tid, "S %d %llu %llu %llu %llu %llu %llu %llu %llu", i, s.acquisitions,
+             s.reentries, s.releases,
+             s.lost_unconfirmed + s.lost_lease_ended + s.lost_gone + s.lost_forced +
+                 s.lost_unresolved + s.lost_shutdown + s.lost_other,
+             s.cancellations, s.lost_shutdown, s.holds, s.waiters);
+}
+
+static void close_client(nm_wk *wk, int i)
+{
+    int side;
+
+    for (side = 0; side < 3; side++) {
+        rl_lock_free(wk->handle[i][side]);
+        wk->handle[i][side] = NULL;
+    }
+    rl_client_free(wk->client[i]);
+    wk->client[i] = NULL;
+}
+
 static void finish(nm_wk *wk)
 {
-    int i, side;
+    int i;
 
     for (i = 0; i < wk->plan.nnames; i++) {
-        rl_stats s;
-        memset(&s, 0, sizeof s);
-        s.version = RL_STATS_VERSION;
-        if (wk->client[i] != NULL && rl_client_stats(&s, wk->client[i]) == RL_OK)
-            hist(wk, 0, "S %d %llu %llu %llu %llu", i, s.acquisitions, s.reentries,
-                 s.releases,
-                 s.lost_unconfirmed + s.lost_lease_ended + s.lost_gone + s.lost_forced +
-                     s.lost_unresolved + s.lost_shutdown + s.lost_other);
-        for (side = 0; side < 3; side++)
-            rl_lock_free(wk->handle[i][side]);
-        rl_client_free(wk->client[i]);
+        stats_line(wk, 0, i);
+        close_client(wk, i);
     }
+}
+
+/* SIGUSR2: shut name i's client down while its threads wait, hold and
+ * release through it; once none is in a section on it, record its stats,
+ * free it and open a new one, so that the run goes on. */
+static void shutdown_name(nm_wk *wk, int tid, int i)
+{
+    nm_slot *s = &wk->slot[i];
+    int rc;
+
+    if (i < 0 || i >= wk->plan.nnames)
+        return;
+    hist(wk, tid, "D %d start", i);
+    rc = rl_client_shutdown(wk->client[i]);
+    hist(wk, tid, "D %d shut %d", i, rc);
+    pthread_mutex_lock(&s->mu);
+    s->swapping = 1;
+    while (s->busy > 0)
+        pthread_cond_wait(&s->cond, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    stats_line(wk, tid, i);
+    close_client(wk, i);
+    hist(wk, tid, "D %d free", i);
+    rc = open_client(wk, i, wk->url);
+    hist(wk, tid, "D %d new %d", i, rc);
+    if (rc != 0)
+        wk->failed = 1;
+    pthread_mutex_lock(&s->mu);
+    s->swapping = 0;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The fork child k: a new owner. It must see hold count 0 on every
+ * inherited handle, then takes names through the inherited clients (the
+ * library rebuilds them), records all of it in its own history and ends. */
+static void child_main(nm_wk *wk, int tid, int k, long budget_ms)
+{
+    char path[600];
+    nm_th th;
+    int i, side, n;
+
+    snprintf(path, sizeof path, "%s/w%d.%d.c%d.hist", wk->dir, wk->index, wk->gen, k);
+    close(wk->fd);
+    if ((wk->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+        _exit(2);
+    hist(wk, 0, "P start %d %d", (int)getpid(), wk->gen);
+    hist(wk, 0, "P child %d", (int)getppid());
+    for (i = 0; i < wk->plan.nnames; i++)
+        for (side = 0; side < 3; side++)
+            if (wk->handle[i][side] != NULL)
+                hist(wk, tid, "H %d %d %d", i, side, rl_lock_hold_count(wk->handle[i][side]));
+    memset(&th, 0, sizeof th);
+    th.wk = wk;
+    th.tid = tid;
+    th.wait_end = nm_now_ns() + (int64_t)budget_ms * 1000000;
+    nm_rng_seed(&th.rng, wk->plan.seed ^ ((uint64_t)(wk->index * 64 + wk->gen * 8 + k + 1) << 48));
+    for (n = 0; n < 2 && nm_now_ns() < th.wait_end; n++)
+        section(&th);
+    finish(wk);
+    hist(wk, 0, "P end");
+    _exit(0);
+}
+
+/* SIGUSR1: fork while the other threads hold and wait, and while the
+ * forking thread itself holds a name if it can take one within 1 s (the
+ * child's copy of this thread must hold nothing); reap the child, then
+ * write and release as any holder. */
+static void fork_child(nm_wk *wk, int tid, long budget_ms)
+{
+    const nm_plan *p = &wk->plan;
+    int k = wk->nforks++, st = 0, name = (wk->index + k) % p->nnames, held, flagged = 0;
+    int side = p->names[name].family == NM_RW ? NM_SIDE_WRITE : NM_SIDE_EXCL;
+    nm_th th;
+    pid_t pid;
+
+    memset(&th, 0, sizeof th);
+    th.wk = wk;
+    th.tid = tid;
+    th.h = slot_enter(wk, name, side);
+    if ((held = acquire(&th, name, side, 1000) == RL_OK))
+        flagged = write_once(&th, name, side);
+    hist(wk, tid, "F fork %d", k);
+    pid = fork();
+    if (pid == 0)
+        child_main(wk, tid, k, budget_ms);
+    while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    hist(wk, tid, "F reap %d %d %d", k, (int)pid, pid > 0 ? st : errno);
+    if (held)
+        hold_and_release(&th, name, side, 1, 1, flagged);
+    slot_leave(wk, name);
+}
+
+/* The signal thread: SIGUSR1 and SIGUSR2 are blocked in every thread (the
+ * controller spawns workers with them blocked), taken here by sigwait. */
+static void *signal_main(void *arg)
+{
+    nm_wk *wk = arg;
+    int tid = wk->plan.nthreads + 1;
+    siginfo_t si;
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    for (;;) {
+        if (sigwaitinfo(&set, &si) < 0)
+            continue;
+        if (wk->stop)
+            return NULL;
+        if (si.si_code != SI_QUEUE)
+            continue;
+        if (si.si_signo == SIGUSR1)
+            fork_child(wk, tid, si.si_value.sival_int);
+        else
+            shutdown_name(wk, tid, si.si_value.sival_int);
+    }
+}
+
+static void stop_signal_thread(nm_wk *wk, pthread_t t)
+{
+    wk->stop = 1;
+    pthread_kill(t, SIGUSR1);
+    pthread_join(t, NULL);
 }
 
 int nm_worker_main(int argc, char **argv)
 {
     static nm_wk wk;
     nm_th th[8];
-    pthread_t tids[8];
+    pthread_t tids[8], sigtid;
     char path[512];
+    sigset_t set;
     int i;
 
     if (argc < 8)
         return 2;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != (pid_t)atol(argv[7]))
         return 2;
@@ -243,15 +479,23 @@ int nm_worker_main(int argc, char **argv)
     wk.index = atoi(argv[2]);
     wk.gen = atoi(argv[3]);
     wk.end_ns = strtoll(argv[6], NULL, 10);
+    wk.dir = argv[4];
+    wk.url = argv[5];
     snprintf(path, sizeof path, "%s/w%d.%d.hist", argv[4], wk.index, wk.gen);
     wk.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (wk.fd < 0)
         return 2;
     hist(&wk, 0, "P start %d %d", (int)getpid(), wk.gen);
-    for (i = 0; i < wk.plan.nnames; i++)
+    for (i = 0; i < wk.plan.nnames; i++) {
+        pthread_mutex_init(&wk.slot[i].mu, NULL);
+        pthread_cond_init(&wk.slot[i].cond, NULL);
         if (open_client(&wk, i, argv[5]) != 0)
             return 4;
+    }
+    if (pthread_create(&sigtid, NULL, signal_main, &wk) != 0)
+        return 5;
     for (i = 0; i < wk.plan.nthreads; i++) {
+        memset(&th[i], 0, sizeof th[i]);
         th[i].wk = &wk;
         th[i].tid = i + 1;
         nm_rng_seed(&th[i].rng, wk.plan.seed ^ ((uint64_t)(wk.index * 64 + wk.gen * 8 + i + 1)
@@ -261,8 +505,9 @@ int nm_worker_main(int argc, char **argv)
     }
     for (i = 0; i < wk.plan.nthreads; i++)
         pthread_join(tids[i], NULL);
+    stop_signal_thread(&wk, sigtid);
     finish(&wk);
     hist(&wk, 0, "P end");
     close(wk.fd);
-    return 0;
+    return wk.failed ? 4 : 0;
 }

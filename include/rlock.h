@@ -578,7 +578,8 @@ typedef struct rl_stats {
     unsigned long long busy;
     /* ...that returned RL_ETIMEDOUT: the wait ran out while it was held. */
     unsigned long long timeouts;
-    /* ...that returned RL_ECANCELED: the client was shut down during it. */
+    /* ...that returned RL_ECANCELED: the client was shut down during the
+     * call or before it. */
     unsigned long long cancellations;
 
     /* ---- waiting */

@@ -367,8 +367,12 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
     rl__op o;
     int rc;
 
-    if ((rc = begin(lock)) != RL_OK)
+    if ((rc = begin(lock)) != RL_OK) {
+        /* A client shut down (not freed): counted as every RL_ECANCELED. */
+        if (rc == RL_ECANCELED)
+            count_acquire(lock->client, rc, 0);
         return rc;
+    }
     if ((wait_ms < 0 && wait_ms != RL_WAIT_FOREVER) || wait_ms > RL_TIME_MAX_MS) {
         rc = rl__err(RL_EINVAL, "wait_ms must be 0..%ld or RL_WAIT_FOREVER", RL_TIME_MAX_MS);
     } else if ((lease_ms < RL_LEASE_MIN_MS && lease_ms != RL_LEASE_WATCHDOG) ||

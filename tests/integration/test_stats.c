@@ -210,6 +210,11 @@ static void test_shutdown_cancels(void **state)
     IT_EQ(s.holds, 0);
     IT_EQ(s.acquisitions, 1);
     IT_EQ(rl_interrupted(), 1);     /* the dropped hold, reported once */
+    /* An acquisition begun after the shutdown returns RL_ECANCELED too, and
+     * counts as every other: cancellations are the calls that returned it. */
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_acquire(l), RL_ECANCELED);
+    IT_EQ(stats_of(c).cancellations, 3);
 
     rl_client_free(c);
     /* Freed (its handles keep the memory): refused, nothing written. */

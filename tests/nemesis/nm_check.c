@@ -7,8 +7,8 @@
  *              fair, write) of a name overlap, and no write hold's overlaps
  *              a read hold's, across threads. A force-release by the
  *              controller is documented to reach holders in other processes
- *              only at their next renewal: without lock-delay, a hold the
- *              force fell inside is left out.
+ *              only at their next renewal: without lock-delay, an overlap
+ *              from a force's start to a lease after its end is left out.
  *   fencing    when hold A returned before hold B was invoked, A's token is
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out.
@@ -393,12 +393,32 @@ static int exclusive_pair(const nm_hold *a, const nm_hold *b)
     return a->side != NM_SIDE_READ || b->side != NM_SIDE_READ;
 }
 
-/* Whether a force-release of the name fell inside the hold: without
- * lock-delay, a holder in another process learns it at its next renewal. */
-static int forced_inside(const nm_hist *h, const nm_hold *x)
+/* Whether a force-release of the name excuses the overlap of a and b:
+ * without lock-delay, a holder in another process learns of it at its next
+ * renewal, or when its fixed lease runs out; within a lease of the force at
+ * the latest. Only the overlap inside that stretch, from the force's start
+ * to a lease after its end, of a hold that was asked for before the force
+ * ended is excused: what the two did before the force, or a lease after
+ * it, is checked. */
+static int force_excuses(const nm_hist *h, const nm_hold *a, const nm_hold *b)
 {
-    return h->plan.names[x->name].delay_ms == 0 &&
-           fault_in(h, NM_F_FORCE, x->name, x->ret - 5 * NM_MS, x->good_end);
+    const nm_name *n = &h->plan.names[a->name];
+    int64_t lo = a->ret > b->ret ? a->ret : b->ret;
+    int64_t hi = a->good_end < b->good_end ? a->good_end : b->good_end;
+    int64_t first = a->inv < b->inv ? a->inv : b->inv;
+    int i;
+
+    if (n->delay_ms != 0)
+        return 0;
+    for (i = 0; i < h->nfaults; i++) {
+        const nm_fwin *f = &h->faults[i];
+        int64_t until = f->end == NM_FOREVER ? NM_FOREVER
+                                              : f->end + n->lease_ms * NM_MS + NM_DELAY_TOL_NS;
+        if (f->kind == NM_F_FORCE && f->arg == a->name && first <= f->end &&
+            f->start <= lo && hi <= until)
+            return 1;
+    }
+    return 0;
 }
 
 static void check_exclusion(nm_hist *h)
@@ -407,7 +427,7 @@ static void check_exclusion(nm_hist *h)
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        if (a->good_end <= a->ret || forced_inside(h, a))
+        if (a->good_end <= a->ret)
             continue;
         for (j = i + 1; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
@@ -415,7 +435,7 @@ static void check_exclusion(nm_hist *h)
                 continue;
             if (a->proc == b->proc && a->tid == b->tid)
                 continue;
-            if (a->ret < b->good_end && b->ret < a->good_end && !forced_inside(h, b))
+            if (a->ret < b->good_end && b->ret < a->good_end && !force_excuses(h, a, b))
                 violation(h, NM_INV_EXCL, a->name, a, b, "two valid holds overlap");
         }
     }

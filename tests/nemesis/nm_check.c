@@ -300,6 +300,22 @@ static int read_worker(nm_hist *h, const char *file)
     return 0;
 }
 
+/* A fault whose end logged a status other than 0 did not happen as
+ * logged, yet its window still excuses what it would have excused: the
+ * run does not stand. */
+static void fault_failed(nm_hist *h, const char *line, int kind, int arg)
+{
+    long long ns;
+    int a, b, rc;
+    char word[16];
+
+    if (sscanf(line, "%lld 0 F %d %d %15s %d", &ns, &a, &b, word, &rc) != 5 || rc == 0)
+        return;
+    h->bad_exits++;
+    printf("VIOLATION bookkeeping: fault %s (arg %d) was not carried out (status %d)\n",
+           nm_fault_name(kind), arg, rc);
+}
+
 static void parse_ctl_line(nm_hist *h, const char *line)
 {
     long long ns, seed;
@@ -319,6 +335,7 @@ static void parse_ctl_line(nm_hist *h, const char *line)
             h->v->faults++;
         } else if (h->nfaults > 0) {
             h->faults[h->nfaults - 1].end = ns;
+            fault_failed(h, line, a, b);
         }
     } else if (sscanf(line, "%lld 0 X %d %d %d %d %d", &ns, &a, &b, &c, &d, &e) == 6) {
         int i;

@@ -327,6 +327,21 @@ static int fault_proxy(nm_ctl *c, const nm_fault *f)
     }
 }
 
+/* rl_lock_force_release(), called again while it sent nothing (RL_ECONN:
+ * a pooled connection a restart broke), so that the fault logged happens. */
+static int force_release(nm_ctl *c, int arg)
+{
+    int64_t deadline = rt_now_ms() + 5000;
+    int st;
+
+    while ((st = rl_lock_force_release(c->handle[arg])) == RL_ECONN && rt_now_ms() < deadline)
+        rt_sleep_ms(50);
+    if (st != RL_OK)
+        fprintf(stderr, "rlnemesis: seed 0x%llx: force-release: %s\n",
+                (unsigned long long)c->plan.seed, rl_last_error());
+    return st == RL_OK ? 0 : -1;
+}
+
 static int play_fault(nm_ctl *c, const nm_fault *f)
 {
     int rc;
@@ -335,7 +350,7 @@ static int play_fault(nm_ctl *c, const nm_fault *f)
     if (f->kind == NM_F_WRK_STOP || f->kind == NM_F_WRK_KILL)
         rc = fault_worker(c, f);
     else if (f->kind == NM_F_FORCE)
-        rc = rl_lock_force_release(c->handle[f->arg]) == RL_OK ? 0 : -1;
+        rc = force_release(c, f->arg);
     else if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT)
         rc = fault_proxy(c, f);
     else

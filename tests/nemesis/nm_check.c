@@ -9,6 +9,8 @@
  *              controller is documented to reach holders in other processes
  *              only at their next renewal: without lock-delay, an overlap
  *              from a force's start to a lease after its end is left out.
+ *              A flag, once up, stays up under its hold (a write of the
+ *              hold that saw it down again is a violation).
  *   fencing    when hold A returned before hold B was invoked, A's token is
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out.
@@ -51,6 +53,8 @@ typedef struct nm_hold {
     int bad_release;           /* a release returned neither RL_OK nor RL_ECONN */
     int closed;                /* its last release returned */
     int64_t rel_ret;           /* when it did */
+    int64_t lowered;           /* t2 of a write that saw the flag down after it was up; 0: none */
+    int others;                /* its thread kept an earlier hold it never saw released */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -196,6 +200,7 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         h->holds[t->hold].rel_ret = ns;   /* dropped without a release we saw */
     h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
     memset(&h->holds[h->nholds], 0, sizeof *h->holds);
+    h->holds[h->nholds].others = t->hold >= 0;
     h->holds[h->nholds].proc = pi;
     h->holds[h->nholds].tid = t->tid;
     h->holds[h->nholds].name = f[0];
@@ -216,6 +221,8 @@ static void on_write(nm_hist *h, nm_tstate *t, int before, long long t2, int aft
     if (t->hold < 0)
         return;
     x = &h->holds[t->hold];
+    if (x->lowered == 0 && ((x->flagged && after == 0) || (before != 0 && after == 0)))
+        x->lowered = t2;
     if (before == 0 && after == 0)
         x->good_end = t2;
     else
@@ -455,6 +462,23 @@ static void check_exclusion(nm_hist *h)
             if (a->ret < b->good_end && b->ret < a->good_end && !force_excuses(h, a, b))
                 violation(h, NM_INV_EXCL, a->name, a, b, "two valid holds overlap");
         }
+    }
+}
+
+/* rl_interrupted() stays 1 while the thread holds a lost lease (a lost
+ * hold never comes back): a write that saw it down after a write of the
+ * same hold saw it up is a flag that fell, and the writes it credits may
+ * overlap no one. Left out: a thread that kept an earlier hold (its flag
+ * is the thread's, and that hold may have been forgotten since). */
+static void check_flag_stays(nm_hist *h)
+{
+    size_t i;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        if (x->lowered != 0 && !x->others)
+            violation(h, NM_INV_EXCL, x->name, x, NULL,
+                      "rl_interrupted() went down again under a hold it had flagged");
     }
 }
 
@@ -804,6 +828,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
         return -1;
     }
     check_exclusion(&h);
+    check_flag_stays(&h);
     check_fencing(&h);
     check_delay(&h);
     check_liveness(&h);

@@ -488,8 +488,12 @@ static void check_fencing(nm_hist *h)
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        if (!h->plan.names[a->name].fencing || a->token < 0)
+        if (!h->plan.names[a->name].fencing)
             continue;
+        if (a->token < 0) {     /* rl_lock_token() failed on a fencing client's hold */
+            violation(h, NM_INV_FENCE, a->name, a, NULL, "a hold of a fencing name has no token");
+            continue;
+        }
         for (j = 0; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
             int64_t from, to;

@@ -787,6 +787,38 @@ static void check_liveness(nm_hist *h)
         check_waiter_order(h, i);
 }
 
+/* How much the liveness checks could look at: a run whose every wait fell
+ * in a fault's shadow checked nothing, and says so. */
+static void print_live_coverage(const nm_hist *h)
+{
+    long timeouts = 0, quiet_to = 0, fair = 0, fair_ok = 0, waits = 0, waits_ok = 0;
+    int64_t gap = NM_FAIR_GAP_MS * NM_MS;
+    size_t i;
+
+    for (i = 0; i < h->ncalls; i++) {
+        const nm_call *c = &h->calls[i];
+        int family = h->plan.names[c->name].family;
+        if (c->status == RL_ETIMEDOUT) {
+            timeouts++;
+            quiet_to += quiet(h, c->inv, c->ret);
+        }
+        if (c->wait > 0 && (family == NM_FAIR || (family == NM_RW && c->side == NM_SIDE_WRITE)) &&
+            (c->newhold || c->status == RL_ETIMEDOUT)) {
+            waits++;
+            waits_ok += call_alone(h, c) && (family == NM_FAIR ? fair_quiet(h, c->inv - gap, c->ret)
+                                                                : intent_quiet(h, c->inv - gap, c->ret));
+        }
+    }
+    for (i = 0; i < h->nholds; i++)
+        if (h->plan.names[h->holds[i].name].family == NM_FAIR) {
+            fair++;
+            fair_ok += !not_alone(h, &h->holds[i]) &&
+                       fair_quiet(h, h->holds[i].inv - gap, h->holds[i].ret);
+        }
+    printf("liveness checked: %ld of %ld timed-out calls, %ld of %ld fair grants, %ld of %ld "
+           "queued waits (fair, writer)\n", quiet_to, timeouts, fair_ok, fair, waits_ok, waits);
+}
+
 static void check_books(nm_hist *h)
 {
     int i, n;
@@ -837,6 +869,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     check_delay(&h);
     check_liveness(&h);
     check_books(&h);
+    print_live_coverage(&h);
     free(h.holds);
     free(h.calls);
     return 0;

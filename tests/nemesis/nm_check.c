@@ -55,6 +55,8 @@ typedef struct nm_hold {
     int64_t rel_ret;           /* when it did */
     int64_t lowered;           /* t2 of a write that saw the flag down after it was up; 0: none */
     int others;                /* its thread kept an earlier hold it never saw released */
+    int count;                 /* the hold count its thread last saw */
+    int last_release_open;     /* its last level's release was invoked and never returned */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -193,6 +195,8 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         return;
     if (f[3] > 1) {
         h->procs[pi].reent[f[0]]++;
+        if (t->hold >= 0)
+            h->holds[t->hold].count = f[3];
         return;
     }
     h->procs[pi].acq[f[0]]++;
@@ -201,6 +205,7 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
     memset(&h->holds[h->nholds], 0, sizeof *h->holds);
     h->holds[h->nholds].others = t->hold >= 0;
+    h->holds[h->nholds].count = 1;
     h->holds[h->nholds].proc = pi;
     h->holds[h->nholds].tid = t->tid;
     h->holds[h->nholds].name = f[0];
@@ -243,10 +248,21 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     if (f[2] != RL_OK && f[2] != RL_ECONN)
         x->bad_release = 1;
     x->rel_ret = ns;
+    x->count = f[3];
+    x->last_release_open = 0;
     if (f[3] <= 0) {
         x->closed = 1;
         t->hold = -1;
     }
+}
+
+/* A release invoked: when it is the last level's and its process is
+ * killed before it returns, the key may have gone cleanly (no lock-delay
+ * then) or stayed: the history cannot tell. */
+static void on_release_invoked(nm_hist *h, nm_tstate *t)
+{
+    if (t->hold >= 0 && h->holds[t->hold].count == 1)
+        h->holds[t->hold].last_release_open = 1;
 }
 
 static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
@@ -267,6 +283,8 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
             on_acquired(h, pi, t, ns, f, a5);
+    } else if (ev == 'L') {
+        on_release_invoked(h, t);
     } else if (ev == 'W' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
         on_write(h, t, (int)a3, a4, (int)a5);
     } else if (ev == 'l' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
@@ -519,7 +537,7 @@ static void check_delay(nm_hist *h)
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
         int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS;
-        int lost = a->bad_release || !a->closed;
+        int lost = a->bad_release || (!a->closed && !a->last_release_open);
         if (delay == 0 || !lost || a->good_end == 0)
             continue;
         for (j = 0; j < h->nholds; j++) {

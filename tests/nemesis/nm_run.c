@@ -170,6 +170,26 @@ static int server_cmd(rt_redis *srv, const char *cmd)
     return ok ? 0 : -1;
 }
 
+/* CLIENT KILL TYPE normal on a fresh connection (skipped itself): 0 when
+ * it cut at least one connection, 1 when there was none to cut (the fault
+ * did not happen), -1 on an error. */
+static int client_kill(rt_redis *srv)
+{
+    redisContext *rc = rt_redis_connect(srv);
+    redisReply *rep;
+    int st = -1;
+
+    if (rc == NULL)
+        return -1;
+    rep = redisCommand(rc, "CLIENT KILL TYPE normal");
+    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER)
+        st = rep->integer > 0 ? 0 : 1;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    return st;
+}
+
 /* Wait, without reaping it, until the server process has exited. */
 static int server_exited(const rt_redis *srv)
 {
@@ -285,7 +305,7 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
     case NM_F_FLUSH:
         return server_cmd(srv, "SCRIPT FLUSH");
     case NM_F_CKILL:
-        return server_cmd(srv, "CLIENT KILL TYPE normal");
+        return client_kill(srv);
     default:
         return -1;
     }

@@ -331,6 +331,21 @@ static int fault_worker(nm_ctl *c, const nm_fault *f)
     return spawn_worker(c, f->arg) > 0 ? 0 : -1;
 }
 
+/* Arm a dropped reply and wait until it was dropped, so that the window
+ * logged ends when the fault happened (the drop and its cut come with the
+ * worker's next command, not at the arming); none within 3 s: cancelled,
+ * status 1 (the fault did not happen). */
+static int drop_one_reply(rt_proxy *px)
+{
+    long before = rt_proxy_dropped(px);
+
+    rt_proxy_drop_next_reply(px);
+    if (RT_WAIT_UNTIL(rt_proxy_dropped(px) > before, 3000))
+        return 0;
+    rt_proxy_drop_cancel(px);
+    return rt_proxy_dropped(px) > before ? 0 : 1;
+}
+
 static int fault_proxy(nm_ctl *c, const nm_fault *f)
 {
     switch (f->kind) {
@@ -340,8 +355,7 @@ static int fault_proxy(nm_ctl *c, const nm_fault *f)
         rt_sleep_ms(f->dur_ms);
         return rt_proxy_stall(c->px, 0);
     case NM_F_PX_DROP:
-        rt_proxy_drop_next_reply(c->px);
-        return 0;
+        return drop_one_reply(c->px);
     default:
         return rt_proxy_cut_all(c->px) >= 0 ? 0 : -1;
     }

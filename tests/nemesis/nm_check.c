@@ -7,8 +7,10 @@
  *              fair, write) of a name overlap, and no write hold's overlaps
  *              a read hold's, across threads. A force-release by the
  *              controller is documented to reach holders in other processes
- *              only at their next renewal: without lock-delay, a hold the
- *              force fell inside is left out.
+ *              only at their next renewal: without lock-delay, an overlap
+ *              from a force's start to a lease after its end is left out.
+ *              A flag, once up, stays up under its hold (a write of the
+ *              hold that saw it down again is a violation).
  *   fencing    when hold A returned before hold B was invoked, A's token is
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out,
@@ -70,6 +72,10 @@ typedef struct nm_hold {
                                 * shutdown of its client: 1 + the shutdown's index */
     int64_t flag_at;           /* the line time of its first flagged write; 0: none */
     int seen, reads, last_read;/* a cut hold: flag seen; I lines; their last value */
+    int64_t lowered;           /* t2 of a write that saw the flag down after it was up; 0: none */
+    int others;                /* its thread kept an earlier hold it never saw released */
+    int count;                 /* the hold count its thread last saw */
+    int last_release_open;     /* its last level's release was invoked and never returned */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -253,6 +259,8 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
             wfault_violation(h, NM_INV_FORK, pi, t->tid, ns, "the fork child re-entered a "
                              "hold it never took (the parent's?)");
         h->procs[pi].reent[f[0]]++;
+        if (t->hold >= 0)
+            h->holds[t->hold].count = f[3];
         return;
     }
     h->procs[pi].acq[f[0]]++;
@@ -260,6 +268,8 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         h->holds[t->hold].rel_ret = ns;   /* dropped without a release we saw */
     h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
     memset(&h->holds[h->nholds], 0, sizeof *h->holds);
+    h->holds[h->nholds].others = t->hold >= 0;
+    h->holds[h->nholds].count = 1;
     h->holds[h->nholds].proc = pi;
     h->holds[h->nholds].tid = t->tid;
     h->holds[h->nholds].name = f[0];
@@ -280,6 +290,8 @@ static void on_write(nm_hist *h, nm_tstate *t, int64_t t1, int before, long long
     if (t->hold < 0)
         return;
     x = &h->holds[t->hold];
+    if (x->lowered == 0 && ((x->flagged && after == 0) || (before != 0 && after == 0)))
+        x->lowered = t2;
     /* Validity ends at the first flagged write: after a shutdown the flag
      * is seen once and later writes look clean. */
     if (before == 0 && after == 0 && !x->flagged) {
@@ -313,6 +325,8 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     if (f[2] != RL_OK && f[2] != RL_ECONN)
         x->bad_release = 1;
     x->rel_ret = ns;
+    x->count = f[3];
+    x->last_release_open = 0;
     if (f[3] <= 0) {
         x->closed = 1;
         t->last_hold = t->hold;
@@ -416,7 +430,7 @@ static int parse_wfault_line(nm_hist *h, int pi, nm_tstate *t, int64_t ns, char 
     if ((ev == 'A' || ev == 'L') && sscanf(line, "%lld", &a[0]) == 1 && a[0] >= 0 &&
         a[0] < h->plan.nnames) {
         t->inv_shut = p->shut[a[0]] == 2;
-        return ev == 'L';
+        return 0;   /* parse_worker_line reads them too */
     }
     if (ev == 'D' && (n = sscanf(line, "%lld %15s %lld", &a[0], word, &a[1])) >= 2 &&
         a[0] >= 0 && a[0] < h->plan.nnames) {
@@ -451,6 +465,15 @@ static int parse_wfault_line(nm_hist *h, int pi, nm_tstate *t, int64_t ns, char 
     return 0;
 }
 
+/* A release invoked: when it is the last level's and its process is
+ * killed before it returns, the key may have gone cleanly (no lock-delay
+ * then) or stayed: the history cannot tell. */
+static void on_release_invoked(nm_hist *h, nm_tstate *t)
+{
+    if (t->hold >= 0 && h->holds[t->hold].count == 1)
+        h->holds[t->hold].last_release_open = 1;
+}
+
 static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
 {
     long long ns, a1, a2, a3, a4, a5, a6;
@@ -471,6 +494,8 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
             on_acquired(h, pi, t, ns, f, a5);
+    } else if (ev == 'L') {
+        on_release_invoked(h, t);
     } else if (ev == 'W' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
         on_write(h, t, ns, (int)a3, a4, (int)a5);
     } else if (ev == 'l' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
@@ -512,6 +537,22 @@ static int read_worker(nm_hist *h, const char *file)
     return 0;
 }
 
+/* A fault whose end logged a status other than 0 did not happen as
+ * logged, yet its window still excuses what it would have excused: the
+ * run does not stand. */
+static void fault_failed(nm_hist *h, const char *line, int kind, int arg)
+{
+    long long ns;
+    int a, b, rc;
+    char word[16];
+
+    if (sscanf(line, "%lld 0 F %d %d %15s %d", &ns, &a, &b, word, &rc) != 5 || rc == 0)
+        return;
+    h->bad_exits++;
+    printf("VIOLATION bookkeeping: fault %s (arg %d) was not carried out (status %d)\n",
+           nm_fault_name(kind), arg, rc);
+}
+
 static void parse_ctl_line(nm_hist *h, const char *line)
 {
     long long ns, seed;
@@ -533,6 +574,7 @@ static void parse_ctl_line(nm_hist *h, const char *line)
             h->v->faults++;
         } else if (h->nfaults > 0) {
             h->faults[h->nfaults - 1].end = ns;
+            fault_failed(h, line, a, b);
         }
     } else if (sscanf(line, "%lld 0 X %d %d %d %d %d", &ns, &a, &b, &c, &d, &e) == 6) {
         int i;
@@ -612,12 +654,32 @@ static int exclusive_pair(const nm_hold *a, const nm_hold *b)
     return a->side != NM_SIDE_READ || b->side != NM_SIDE_READ;
 }
 
-/* Whether a force-release of the name fell inside the hold: without
- * lock-delay, a holder in another process learns it at its next renewal. */
-static int forced_inside(const nm_hist *h, const nm_hold *x)
+/* Whether a force-release of the name excuses the overlap of a and b:
+ * without lock-delay, a holder in another process learns of it at its next
+ * renewal, or when its fixed lease runs out; within a lease of the force at
+ * the latest. Only the overlap inside that stretch, from the force's start
+ * to a lease after its end, of a hold that was asked for before the force
+ * ended is excused: what the two did before the force, or a lease after
+ * it, is checked. */
+static int force_excuses(const nm_hist *h, const nm_hold *a, const nm_hold *b)
 {
-    return h->plan.names[x->name].delay_ms == 0 &&
-           fault_in(h, NM_F_FORCE, x->name, x->ret - 5 * NM_MS, x->good_end);
+    const nm_name *n = &h->plan.names[a->name];
+    int64_t lo = a->ret > b->ret ? a->ret : b->ret;
+    int64_t hi = a->good_end < b->good_end ? a->good_end : b->good_end;
+    int64_t first = a->inv < b->inv ? a->inv : b->inv;
+    int i;
+
+    if (n->delay_ms != 0)
+        return 0;
+    for (i = 0; i < h->nfaults; i++) {
+        const nm_fwin *f = &h->faults[i];
+        int64_t until = f->end == NM_FOREVER ? NM_FOREVER
+                                              : f->end + n->lease_ms * NM_MS + NM_DELAY_TOL_NS;
+        if (f->kind == NM_F_FORCE && f->arg == a->name && first <= f->end &&
+            f->start <= lo && hi <= until)
+            return 1;
+    }
+    return 0;
 }
 
 static void check_exclusion(nm_hist *h)
@@ -626,7 +688,7 @@ static void check_exclusion(nm_hist *h)
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        if (a->good_end <= a->ret || forced_inside(h, a))
+        if (a->good_end <= a->ret)
             continue;
         for (j = i + 1; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
@@ -634,10 +696,41 @@ static void check_exclusion(nm_hist *h)
                 continue;
             if (a->proc == b->proc && a->tid == b->tid)
                 continue;
-            if (a->ret < b->good_end && b->ret < a->good_end && !forced_inside(h, b))
+            if (a->ret < b->good_end && b->ret < a->good_end && !force_excuses(h, a, b))
                 violation(h, NM_INV_EXCL, a->name, a, b, "two valid holds overlap");
         }
     }
+}
+
+/* rl_interrupted() stays 1 while the thread holds a lost lease (a lost
+ * hold never comes back): a write that saw it down after a write of the
+ * same hold saw it up is a flag that fell, and the writes it credits may
+ * overlap no one. Left out: a thread that kept an earlier hold (its flag
+ * is the thread's, and that hold may have been forgotten since). */
+static void check_flag_stays(nm_hist *h)
+{
+    size_t i;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        /* A hold its client's shutdown cut: rl_interrupted() reports it
+         * once, then forgets it (rlock.h): the flag falls by design. */
+        if (x->lowered != 0 && !x->others && !x->cut)
+            violation(h, NM_INV_EXCL, x->name, x, NULL,
+                      "rl_interrupted() went down again under a hold it had flagged");
+    }
+}
+
+/* Whether the data went with an empty restart in [from, to]. Sentinel's
+ * kill is a failover to a replica that acknowledged every change (the
+ * workers' wait_replicas 2: the documented condition), the old primary
+ * coming back empty as a replica: nothing acknowledged is lost. */
+static int data_lost(const nm_hist *h, int64_t from, int64_t to)
+{
+    /* Sentinel and a Cluster with replicas fail over to a replica that
+     * acknowledged every change (wait_replicas): nothing is lost there. */
+    return h->plan.deploy != NM_SENTINEL && h->plan.deploy != NM_CLUSTER_R &&
+           fault_in(h, NM_F_SRV_KILL_EMPTY, -1, from, to);
 }
 
 static void check_fencing(nm_hist *h)
@@ -646,8 +739,12 @@ static void check_fencing(nm_hist *h)
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        if (!h->plan.names[a->name].fencing || a->token < 0)
+        if (!h->plan.names[a->name].fencing)
             continue;
+        if (a->token < 0) {     /* rl_lock_token() failed on a fencing client's hold */
+            violation(h, NM_INV_FENCE, a->name, a, NULL, "a hold of a fencing name has no token");
+            continue;
+        }
         for (j = 0; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
             int64_t from, to;
@@ -655,12 +752,8 @@ static void check_fencing(nm_hist *h)
                 continue;
             from = a->inv < b->inv ? a->inv : b->inv;
             to = a->ret > b->ret ? a->ret : b->ret;
-            /* The counter went with the data: outside the guarantee. In a
-             * Cluster with replicas a killed master's replica, which
-             * acknowledged every token handed out, takes over: checked. */
-            if (h->plan.deploy != NM_CLUSTER_R &&
-                fault_in(h, NM_F_SRV_KILL_EMPTY, -1, from, to))
-                continue;
+            if (data_lost(h, from, to))
+                continue;   /* the counter went with the data: outside the guarantee */
             if (i < j && a->token == b->token)
                 violation(h, NM_INV_FENCE, a->name, a, b, "one token handed out twice");
             else if (a->ret < b->inv && a->token >= b->token)
@@ -710,7 +803,7 @@ static void check_delay(nm_hist *h)
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
         int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS, end;
-        int lost = a->bad_release || !a->closed;
+        int lost = a->bad_release || (!a->closed && !a->last_release_open);
         if (delay == 0 || !lost || a->good_end == 0)
             continue;
         end = lost_at(h, a);
@@ -723,7 +816,7 @@ static void check_delay(nm_hist *h)
             /* Forcing the name again ends the block; an empty restart
              * (drawn only longer than every lease + delay) loses it. */
             if (fault_in(h, NM_F_FORCE, a->name, a->ret, b->ret) ||
-                fault_in(h, NM_F_SRV_KILL_EMPTY, -1, a->ret, b->ret))
+                data_lost(h, a->ret, b->ret))
                 continue;
             violation(h, NM_INV_DELAY, a->name, a, b, a->cut && end > a->good_end ?
                       "granted again before the shutdown that cut the hold + delay" :
@@ -1102,6 +1195,38 @@ static void check_isolation(nm_hist *h)
     }
 }
 
+/* How much the liveness checks could look at: a run whose every wait fell
+ * in a fault's shadow checked nothing, and says so. */
+static void print_live_coverage(const nm_hist *h)
+{
+    long timeouts = 0, quiet_to = 0, fair = 0, fair_ok = 0, waits = 0, waits_ok = 0;
+    int64_t gap = NM_FAIR_GAP_MS * NM_MS;
+    size_t i;
+
+    for (i = 0; i < h->ncalls; i++) {
+        const nm_call *c = &h->calls[i];
+        int family = h->plan.names[c->name].family;
+        if (c->status == RL_ETIMEDOUT) {
+            timeouts++;
+            quiet_to += quiet(h, c->inv, c->ret);
+        }
+        if (c->wait > 0 && (family == NM_FAIR || (family == NM_RW && c->side == NM_SIDE_WRITE)) &&
+            (c->newhold || c->status == RL_ETIMEDOUT)) {
+            waits++;
+            waits_ok += call_alone(h, c) && (family == NM_FAIR ? fair_quiet(h, c->inv - gap, c->ret)
+                                                                : intent_quiet(h, c->inv - gap, c->ret));
+        }
+    }
+    for (i = 0; i < h->nholds; i++)
+        if (h->plan.names[h->holds[i].name].family == NM_FAIR) {
+            fair++;
+            fair_ok += !not_alone(h, &h->holds[i]) &&
+                       fair_quiet(h, h->holds[i].inv - gap, h->holds[i].ret);
+        }
+    printf("liveness checked: %ld of %ld timed-out calls, %ld of %ld fair grants, %ld of %ld "
+           "queued waits (fair, writer)\n", quiet_to, timeouts, fair_ok, fair, waits_ok, waits);
+}
+
 static void check_books(nm_hist *h)
 {
     int i, n;
@@ -1212,6 +1337,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     }
     extend_wfault_windows(&h);
     check_exclusion(&h);
+    check_flag_stays(&h);
     check_fencing(&h);
     check_delay(&h);
     check_liveness(&h);
@@ -1219,6 +1345,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     check_isolation(&h);
     check_shutdown(&h);
     check_fork_parent(&h);
+    print_live_coverage(&h);
     free(h.holds);
     free(h.calls);
     return 0;

@@ -172,6 +172,26 @@ static int server_cmd(rt_redis *srv, const char *cmd)
     return ok ? 0 : -1;
 }
 
+/* CLIENT KILL TYPE normal on a fresh connection (skipped itself): 0 when
+ * it cut at least one connection, 1 when there was none to cut (the fault
+ * did not happen), -1 on an error. */
+static int client_kill(rt_redis *srv)
+{
+    redisContext *rc = rt_redis_connect(srv);
+    redisReply *rep;
+    int st = -1;
+
+    if (rc == NULL)
+        return -1;
+    rep = redisCommand(rc, "CLIENT KILL TYPE normal");
+    if (rep != NULL && rep->type == REDIS_REPLY_INTEGER)
+        st = rep->integer > 0 ? 0 : 1;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    redisFree(rc);
+    return st;
+}
+
 /* Wait, without reaping it, until the server process has exited. */
 static int server_exited(const rt_redis *srv)
 {
@@ -390,7 +410,7 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
     case NM_F_FLUSH:
         return server_cmd(srv, "SCRIPT FLUSH");
     case NM_F_CKILL:
-        return server_cmd(srv, "CLIENT KILL TYPE normal");
+        return client_kill(srv);
     default:
         return -1;
     }
@@ -416,6 +436,21 @@ static int fault_worker(nm_ctl *c, const nm_fault *f)
     return spawn_worker(c, f->arg) > 0 ? 0 : -1;
 }
 
+/* Arm a dropped reply and wait until it was dropped, so that the window
+ * logged ends when the fault happened (the drop and its cut come with the
+ * worker's next command, not at the arming); none within 3 s: cancelled,
+ * status 1 (the fault did not happen). */
+static int drop_one_reply(rt_proxy *px)
+{
+    long before = rt_proxy_dropped(px);
+
+    rt_proxy_drop_next_reply(px);
+    if (RT_WAIT_UNTIL(rt_proxy_dropped(px) > before, 3000))
+        return 0;
+    rt_proxy_drop_cancel(px);
+    return rt_proxy_dropped(px) > before ? 0 : 1;
+}
+
 static int fault_proxy(nm_ctl *c, const nm_fault *f)
 {
     switch (f->kind) {
@@ -425,8 +460,7 @@ static int fault_proxy(nm_ctl *c, const nm_fault *f)
         rt_sleep_ms(f->dur_ms);
         return rt_proxy_stall(c->px, 0);
     case NM_F_PX_DROP:
-        rt_proxy_drop_next_reply(c->px);
-        return 0;
+        return drop_one_reply(c->px);
     default:
         return rt_proxy_cut_all(c->px) >= 0 ? 0 : -1;
     }
@@ -448,6 +482,21 @@ static int fault_wsignal(nm_ctl *c, const nm_fault *f)
     return 0;
 }
 
+/* rl_lock_force_release(), called again while it sent nothing (RL_ECONN:
+ * a pooled connection a restart broke), so that the fault logged happens. */
+static int force_release(nm_ctl *c, int arg)
+{
+    int64_t deadline = rt_now_ms() + 5000;
+    int st;
+
+    while ((st = rl_lock_force_release(c->handle[arg])) == RL_ECONN && rt_now_ms() < deadline)
+        rt_sleep_ms(50);
+    if (st != RL_OK)
+        fprintf(stderr, "rlnemesis: seed 0x%llx: force-release: %s\n",
+                (unsigned long long)c->plan.seed, rl_last_error());
+    return st == RL_OK ? 0 : -1;
+}
+
 static int play_fault(nm_ctl *c, const nm_fault *f)
 {
     int rc;
@@ -456,7 +505,7 @@ static int play_fault(nm_ctl *c, const nm_fault *f)
     if (f->kind == NM_F_WRK_STOP || f->kind == NM_F_WRK_KILL)
         rc = fault_worker(c, f);
     else if (f->kind == NM_F_FORCE)
-        rc = rl_lock_force_release(c->handle[f->arg]) == RL_OK ? 0 : -1;
+        rc = force_release(c, f->arg);
     else if (f->kind == NM_F_FORK || f->kind == NM_F_SHUTDOWN)
         rc = fault_wsignal(c, f);
     else if (f->kind >= NM_F_PX_STALL && f->kind <= NM_F_PX_CUT)

@@ -174,12 +174,38 @@ static const char *const owned[][2] = {
     { "--force", "release" }, { "-f", "release" },
 };
 
+/* The options that take no value, for "--json=1". */
+static const struct {
+    const char *name;
+    int val;
+} flags[] = { { "--json", 'j' }, { "--help", 'h' }, { "--version", 'V' }, { "--force", 'f' } };
+
+/* Whether the argument `arg` ("--js=1", say) is a flag's long name (or an
+ * abbreviation of it) given a value: getopt_long() refuses it with the
+ * flag's letter in optopt, as if that letter were unknown. */
+static const char *flag_given_value(const char *arg)
+{
+    size_t i, n = strcspn(arg, "=");
+
+    if (strncmp(arg, "--", 2) != 0 || !arg[n] || n < 3)
+        return NULL;
+    for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].val == optopt && strncmp(arg, flags[i].name, n) == 0)
+            return flags[i].name;
+    return NULL;
+}
+
 /* An option getopt_long() refused: one line that names it. */
 static void bad_option(int opt, char **argv, const char *cmd)
 {
+    const char *flag = opt == '?' && optind > 0 ? flag_given_value(argv[optind - 1]) : NULL;
     char text[64];
     size_t i;
 
+    if (flag) {
+        rt_err("%s%s%s takes no value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", flag);
+        return;
+    }
     /* A long option's name is in argv (optopt is 0 when it is unknown, its
      * value when its argument is missing); a short one's is optopt. */
     if (!optopt || (opt == ':' && strncmp(argv[optind - 1], "--", 2) == 0))

@@ -373,6 +373,12 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
     a->name = argv[optind++];
     if (strcmp(argv[optind], "--") == 0)
         optind++;
+    else if (argv[optind][0] == '-') {
+        /* "exec job --wait 0 make": an option misplaced, not a command. */
+        rt_err("exec: '%s' after NAME: exec's options go before NAME, the command after it "
+               "(a command that begins with '-' after --)", argv[optind]);
+        return RT_EXIT_USAGE;
+    }
     if (optind >= argc)
         return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->cmd = argv + optind;

@@ -566,6 +566,11 @@ static void test_option_errors(void **state)
         { { "exec", "n" }, "exec takes [OPTIONS] NAME [--] CMD", "Usage" },
         { { "show" }, "show takes [OPTIONS] NAME", "Usage" },
         { { "frobnicate" }, "unknown command 'frobnicate': exec, list", "Usage" },
+        { { "list", "--json=1" }, "list: --json takes no value", "'-j'" },
+        { { "--help=x", "list" }, "--help takes no value", "'-h'" },
+        { { "release", "--force=yes", "n" }, "release: --force takes no value", "'-f'" },
+        { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },
+        { { "exec", "n", "-w0", "--", "true" }, "exec: '-w0' after NAME", "No such file" },
     };
     char out[4096];
     size_t i;

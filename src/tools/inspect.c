@@ -132,7 +132,8 @@ static void json_holder(FILE *f, const rl_holder_info *h, long long now)
     char *end;
     long long tid = strtoll(h->thread, &end, 10);
 
-    fprintf(f, "{\"owner\": \"%s\"", h->owner);
+    fputs("{\"owner\": ", f);
+    json_str(f, h->owner, strlen(h->owner));
     json_num(f, "thread", *h->thread && !*end ? tid : -1);
     fprintf(f, ", \"reader\": %s, \"count\": %lld", h->side == RL_KIND_READ ? "true" : "false",
             h->count);
@@ -192,7 +193,6 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
     int c;
 
     snprintf(b[C_NODE], sizeof b[0], "%s", w->node);
-    snprintf(b[C_OWNER], sizeof b[0], "%.8s", h->owner);
     snprintf(b[C_HOST], sizeof b[0], "%s", h->known ? h->host : "unknown");
     snprintf(b[C_PID], sizeof b[0], "%s", h->known ? pid_of(h, pid, sizeof pid) : "-");
     tid_of(h, b[C_TID], sizeof b[0]);
@@ -207,8 +207,10 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
     else
         snprintf(b[C_WAITERS], sizeof b[0], "?");
     cells[C_NAME] = printable(w->name, w->name_len);
+    /* A field written by hand is an owner of any bytes: never the
+     * terminal's escapes. */
     for (c = 1; c < C_N; c++)
-        cells[c] = strdup(b[c]);
+        cells[c] = c == C_OWNER ? printable(h->owner, strnlen(h->owner, 8)) : strdup(b[c]);
 }
 
 static void print_cells(FILE *f, char *const *cells, const size_t *width, int with_node)
@@ -257,10 +259,11 @@ static void print_table(const rl_lock_list *l, FILE *f)
 
 static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
 {
-    char t[64], d[64], tid[64], pid[32];
+    char t[64], d[64], tid[64], pid[32], *po = printable(h->owner, strlen(h->owner));
+    const char *owner = po ? po : "?";
 
     tid_of(h, tid, sizeof tid);
-    fprintf(f, "holder:      %s:%s\n", h->owner, tid);
+    fprintf(f, "holder:      %s:%s\n", owner, tid);
     fprintf(f, "  count:     %lld\n", h->count);
     iso_time(t, sizeof t, h->since_ms);
     duration(d, sizeof d, h->since_ms >= 0 ? now - h->since_ms : -1);
@@ -274,8 +277,9 @@ static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
         fprintf(f, "  started:   %s\n", t);
         fprintf(f, "  version:   %s\n", h->version);
     } else {
-        fprintf(f, "  owner:     unknown (no owner record for %s)\n", h->owner);
+        fprintf(f, "  owner:     unknown (no owner record for %s)\n", owner);
     }
+    free(po);
 }
 
 static void print_detail(const rl_lock_list *l, const char *name, FILE *f)

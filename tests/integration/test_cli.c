@@ -653,6 +653,29 @@ static void test_json_types(void **state)
     rl_client_free(c);
 }
 
+/* A field written by hand is shown as a holder whose owner is the
+ * field's text: JSON escapes it like every other string, the table and
+ * show print its control bytes as \xNN (the owner was put between quotes
+ * as it was, "a"b", and its escapes reached the terminal). */
+static void test_json_odd_fields(void **state)
+{
+    it_env *e = *state;
+    char out[4096];
+    redisReply *r;
+
+    r = redisCommand(e->rc, "HSET rl:{odd} %s 1", "q\"b\\s\x1b[2J");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "--json", "show", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "\"owner\": \"q\\\"b\\\\s\\u001b[2J\""))
+        fail_msg("show --json:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "list", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (strchr(out, 0x1b) || !strstr(out, "q\"b\\x5cs\\x1b"))
+        fail_msg("list:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "show", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (strchr(out, 0x1b) || !strstr(out, "q\"b\\x5cs\\x1b[2J"))
+        fail_msg("show:\n%s", out);
+}
+
 /* The command exits and leaves a child behind in its group: stopped too
  * before the release; rlock exits with the command's status. */
 static void test_exec_group_on_exit(void **state)
@@ -1766,6 +1789,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_types, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_odd_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),

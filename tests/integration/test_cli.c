@@ -400,6 +400,50 @@ static void test_exec_sigterm(void **state)
 /* rlock exec NAME -- sh -c '<trap> sleep 60 & echo $! > gpid; <then>':
  * started; returns the grandchild's pid (the sleep) once the lock is held.
  * `then` is "wait" (the shell waits for the sleep) or an exit. */
+/* SIGUSR1, SIGUSR2 and SIGALRM sent to rlock reach the command, which
+ * decides (here: it notes it, goes on, then exits 7): rlock was killed by
+ * them, the command ran on with nobody renewing the lease and the name
+ * stayed blocked until it ran out. While rlock waits for the lock, one
+ * ends the wait like SIGTERM. */
+static void test_exec_relays_user_signals(void **state)
+{
+    static const int sigs[] = { SIGUSR1, SIGUSR2, SIGALRM };
+    it_env *e = *state;
+    char pidfile[350], seen[350], script[2400];
+    const char *args[] = { "exec", "relay", "--", "sh", "-c", NULL, NULL };
+    pid_t child;
+    size_t i;
+    cli x;
+
+    for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        snprintf(pidfile, sizeof pidfile, "%s/relay%zu.pid", tmpdir, i);
+        snprintf(seen, sizeof seen, "%s/relay%zu.seen", tmpdir, i);
+        snprintf(script, sizeof script, "trap 'touch %s' USR1 USR2 ALRM; echo $$ > %s.tmp && "
+                 "mv %s.tmp %s; n=0; while [ ! -e %s ] && [ $n -lt 200 ]; do sleep 0.05; "
+                 "n=$((n+1)); done; [ -e %s ] && exit 7; exit 9", seen, pidfile, pidfile,
+                 pidfile, seen, seen);
+        args[5] = script;
+        cli_start(&x, args);
+        IT_WAIT((child = read_pid(pidfile)) > 0 || cli_reaped(&x), 10000);
+        IT_EQ(kill(x.pid, sigs[i]), 0);
+        IT_EQ(cli_wait(&x, 10000), 7);
+        assert_true(gone(child));
+        IT_EQ(key_exists(e, "relay"), 0);
+    }
+    {
+        rl_client *c = it_client(e, 0);
+        rl_lock *l = it_lock(c, "relay2");
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        cli_start(&x, (const char *[]){ "exec", "relay2", "--", "true", NULL });
+        IT_WAIT(rt_redis_numsub(e->rc, "rl:{relay2}:release", 19) == 1, 10000);
+        IT_EQ(kill(x.pid, SIGUSR1), 0);
+        IT_EQ(cli_wait(&x, 10000), 128 + SIGUSR1);
+        IT_RC(rl_lock_release(l), RL_OK);
+        rl_lock_free(l);
+        rl_client_free(c);
+    }
+}
+
 static pid_t start_grandparent(cli *x, const char *name, const char *const *opts,
                                const char *trap, const char *then)
 {
@@ -1793,6 +1837,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_relays_user_signals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_z, setup, teardown),

@@ -1301,6 +1301,15 @@ static void test_cluster_and_redlock(void **state)
     IT_RC(rl_lock_release(l[0]), RL_ELOST);
     rl_lock_free(l[0]);
     rl_client_free(c);
+    /* A key of the name not rlock's on a majority: exec says so at once,
+     * naming it (was "cannot reach Redis", retried for the whole wait:
+     * forever by default, without a word). */
+    freeReplyObject(redisCommand(ctl[1], "SET rl:{rk} v"));
+    freeReplyObject(redisCommand(ctl[2], "SET rl:{rk} v"));
+    IT_EQ(cli_run_out((const char *[]){ "--url", url, "exec", "rk", "--", "true", NULL }, 1,
+                      out, sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{rk} of lock 'rk'") || strstr(out, "cannot reach"))
+        fail_msg("redlock exec on a foreign key:\n%s", out);
     for (i = 0; i < 3; i++) {
         redisFree(ctl[i]);
         rt_redis_stop(node[i]);

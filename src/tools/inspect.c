@@ -366,6 +366,10 @@ int rt_cmd_list(int argc, char **argv, rt_common *co)
         return rt_args_error("list", "[PATTERN]");
     if (argc - at == 1)
         pattern = argv[at];
+    if (strlen(pattern) > RL_NAME_MAX) {
+        rt_err("list: a pattern is at most %d bytes", RL_NAME_MAX);
+        return RT_EXIT_USAGE;
+    }
     if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
         return rc;
     rc = rl_client_list_locks(&l, c, pattern, RL_INFO_VERSION);

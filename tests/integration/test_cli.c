@@ -616,7 +616,7 @@ static void test_option_errors(void **state)
         { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },
         { { "exec", "n", "-w0", "--", "true" }, "exec: '-w0' after NAME", "No such file" },
     };
-    char out[4096];
+    char out[4096], pattern[RL_NAME_MAX + 2];
     size_t i;
     int st;
     (void)state;
@@ -629,6 +629,13 @@ static void test_option_errors(void **state)
                      cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
                      cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
     }
+    /* A pattern longer than a name is the command line's fault (it was
+     * 125, "invalid argument", as if Redis had failed). */
+    memset(pattern, '*', RL_NAME_MAX + 1);
+    pattern[RL_NAME_MAX + 1] = '\0';
+    st = cli_run_out((const char *[]){ "list", pattern, NULL }, 1, out, sizeof out, 10000);
+    if (st != ST_USAGE || !strstr(out, "list: a pattern is at most 1024 bytes"))
+        fail_msg("rlock list <%d bytes>: exit %d:\n%s", RL_NAME_MAX + 1, st, out);
 }
 
 /* A key of the name that is not rlock's (a string SET by hand) blocks the

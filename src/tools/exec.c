@@ -379,6 +379,11 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
             return rc > 0 ? RT_EXIT_OK : RT_EXIT_USAGE;
         }
     }
+    if (a->lease_ms != RL_LEASE_WATCHDOG && co->lease_ms) {
+        rt_err("exec: --lease (a fixed lease) and --watchdog-lease (a renewed one) exclude "
+               "each other: give one");
+        return RT_EXIT_USAGE;
+    }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
     if (argc - optind < 2)

@@ -610,6 +610,8 @@ static void test_option_errors(void **state)
         { { "exec", "n" }, "exec takes [OPTIONS] NAME [--] CMD", "Usage" },
         { { "show" }, "show takes [OPTIONS] NAME", "Usage" },
         { { "frobnicate" }, "unknown command 'frobnicate': exec, list", "Usage" },
+        { { "exec", "-l", "100", "-W", "100", "n", "true" }, "exec: --lease (a fixed lease) and "
+          "--watchdog-lease (a renewed one) exclude each other", "Usage" },
         { { "list", "--json=1" }, "list: --json takes no value", "'-j'" },
         { { "--help=x", "list" }, "--help takes no value", "'-h'" },
         { { "release", "--force=yes", "n" }, "release: --force takes no value", "'-f'" },

@@ -348,8 +348,12 @@ static int reported(int rc, const rl_lock_list *l)
         rt_err("%s (%s)", rl_strerror(rc), rl_last_error());
         return -1;
     }
-    for (i = 0; i < l->nfailures; i++)
-        rt_err("%s", l->failures[i]);
+    /* A failure may name a key, of any bytes: never the terminal's escapes. */
+    for (i = 0; i < l->nfailures; i++) {
+        char *p = printable(l->failures[i], strlen(l->failures[i]));
+        rt_err("%s", p ? p : l->failures[i]);
+        free(p);
+    }
     return rc == RL_OK ? 0 : -1;
 }
 

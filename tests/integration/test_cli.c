@@ -668,6 +668,14 @@ static void test_foreign_key(void **state)
     r = redisCommand(e->rc, "GET rl:{job1}");
     assert_string_equal(r->str, "v");   /* left as it was */
     freeReplyObject(r);
+    /* Its name's control bytes are shown as \xNN, as in the table: the
+     * line that names it printed them as they were, to the terminal. */
+    r = redisCommand(e->rc, "SET %s v", "rl:{j\x1b]0;t\x07}");
+    freeReplyObject(r);
+    st = cli_run_out((const char *[]){ "list", "j*", NULL }, 1, out, sizeof out, 20000);
+    if (st != ST_FAILED || strchr(out, 0x1b) || strchr(out, 0x07) ||
+        !strstr(out, "key rl:{j\\x1b]0;t\\x07} of lock 'j\\x1b]0;t\\x07'"))
+        fail_msg("rlock list j*: exit %d:\n%s", st, out);
 }
 
 /* JSON: a number is a number (null when unknown), never a string; the

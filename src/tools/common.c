@@ -236,6 +236,7 @@ int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_com
     case 'n': co->name = arg; return 0;
     case 'j': co->json = 1; return 0;
     case 'h': rt_usage(stdout); return 1;
+    case 'V': printf("rlock %s\n", rl_version()); return 1;
     default: bad_option(opt, argv, cmd); return -1;
     }
 }

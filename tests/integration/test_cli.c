@@ -631,6 +631,14 @@ static void test_option_errors(void **state)
                      cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
                      cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
     }
+    /* --help lists --version among the options "before or after COMMAND":
+     * after it, it was an unknown option. */
+    st = cli_run_out((const char *[]){ "list", "--version", NULL }, 1, out, sizeof out, 10000);
+    if (st != 0 || strncmp(out, "rlock ", 6) != 0)
+        fail_msg("rlock list --version: exit %d:\n%s", st, out);
+    st = cli_run_out((const char *[]){ "exec", "-V", NULL }, 1, out, sizeof out, 10000);
+    if (st != 0 || strncmp(out, "rlock ", 6) != 0)
+        fail_msg("rlock exec -V: exit %d:\n%s", st, out);
     /* A pattern longer than a name is the command line's fault (it was
      * 125, "invalid argument", as if Redis had failed). */
     memset(pattern, '*', RL_NAME_MAX + 1);

@@ -1284,6 +1284,22 @@ static void test_cluster_and_redlock(void **state)
                                      NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n4", "--", "true",
                                      NULL }, NULL, 0, 20000), 0);
+    /* A key of a name not rlock's, on the master of its slot: exec and
+     * show name it (the slot's master is the one that takes the SET). */
+    for (i = 0; i < 3; i++) {
+        redisContext *n = redisConnect("127.0.0.1", cl->node[i]->port);
+        redisReply *r = n ? redisCommand(n, "SET rl:{ck} v") : NULL;
+        freeReplyObject(r);
+        redisFree(n);
+    }
+    IT_EQ(cli_run_out((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "ck", "--",
+                                         "true", NULL }, 1, out, sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{ck} of lock 'ck'"))
+        fail_msg("cluster exec on a foreign key:\n%s", out);
+    IT_EQ(cli_run_out((const char *[]){ "--url", cl->url, "show", "ck", NULL }, 1, out,
+                      sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{ck} of lock 'ck'"))
+        fail_msg("cluster show on a foreign key:\n%s", out);
     for (i = 0; i < 6; i++)
         rl_lock_free(l[i]);
     rl_client_free(c);

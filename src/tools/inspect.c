@@ -98,19 +98,58 @@ static void lease_left(char *buf, size_t cap, long long pttl)
         duration(buf, cap, pttl);
 }
 
+/* The length of the UTF-8 sequence of 2 to 4 bytes at s (n bytes left), 0
+ * when it is not one (a stray byte, an overlong form, a surrogate, past
+ * U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t len, i;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f;
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/* A JSON string: valid UTF-8 whatever the bytes (a name is any bytes):
+ * each byte that is not part of a UTF-8 sequence is U+FFFD, as jq does. */
 static void json_str(FILE *f, const char *s, size_t len)
 {
-    size_t i;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i, k;
 
     fputc('"', f);
     for (i = 0; i < len; i++) {
-        unsigned char b = (unsigned char)s[i];
-        if (b == '"' || b == '\\')
-            fprintf(f, "\\%c", b);
-        else if (b < 0x20 || b == 0x7f)
-            fprintf(f, "\\u%04x", b);
-        else
-            fputc(b, f);
+        if (u[i] == '"' || u[i] == '\\')
+            fprintf(f, "\\%c", u[i]);
+        else if (u[i] < 0x20 || u[i] == 0x7f)
+            fprintf(f, "\\u%04x", u[i]);
+        else if (u[i] < 0x80)
+            fputc(u[i], f);
+        else if ((k = utf8_seq(u + i, len - i)) > 0) {
+            fwrite(u + i, 1, k, f);
+            i += k - 1;
+        } else
+            fputs("\\ufffd", f);
     }
     fputc('"', f);
 }

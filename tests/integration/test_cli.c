@@ -743,6 +743,20 @@ static void test_json_odd_fields(void **state)
     IT_EQ(cli_run((const char *[]){ "show", "odd", NULL }, out, sizeof out, 20000), 0);
     if (strchr(out, 0x1b) || !strstr(out, "q\"b\\x5cs\\x1b[2J"))
         fail_msg("show:\n%s", out);
+    /* A name is any bytes; JSON is UTF-8: a byte that is not part of a
+     * UTF-8 sequence is U+FFFD (it was written as it was: invalid JSON). */
+    {
+        rl_client *c = it_client(e, 0);
+        rl_lock *l = it_lock(c, "utf\xe9 \xc3\xa9 \xed\xa0\x80");
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_EQ(cli_run((const char *[]){ "--json", "list", "utf*", NULL }, out, sizeof out,
+                      20000), 0);
+        if (!strstr(out, "\"name\": \"utf\\ufffd \xc3\xa9 \\ufffd\\ufffd\\ufffd\""))
+            fail_msg("list --json:\n%s", out);
+        IT_RC(rl_lock_release(l), RL_OK);
+        rl_lock_free(l);
+        rl_client_free(c);
+    }
 }
 
 /* The command exits and leaves a child behind in its group: stopped too

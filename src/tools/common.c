@@ -124,14 +124,14 @@ int rt_args_error(const char *cmd, const char *wanted)
 }
 
 /* The option a refusal of rl_client_new() is about: its detail names the
- * field (rl_options), or the URL. */
-static const char *option_of(const char *detail)
+ * field (rl_options), or the URL (from --url or $RLOCK_URL). */
+static const char *option_of(const char *detail, const rt_common *co)
 {
     if (strncmp(detail, "client_name", 11) == 0)
         return "--name";
     if (strncmp(detail, "key_prefix", 10) == 0)
         return "--prefix";
-    return "--url";
+    return co->url_from;
 }
 
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
@@ -156,8 +156,8 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
         rt_err("cannot use %s: %s (%s)", safe, rl_strerror(rc), rl_last_error());
         return RT_EXIT_REDIS;
     }
-    opt = option_of(rl_last_error());
-    rt_err("%s '%s': %s", opt, strcmp(opt, "--url") == 0 ? safe
+    opt = option_of(rl_last_error(), co);
+    rt_err("%s '%s': %s", opt, opt == co->url_from ? safe
            : strcmp(opt, "--name") == 0 && co->name ? co->name
            : co->prefix ? co->prefix : "", rl_last_error());
     return RT_EXIT_USAGE;
@@ -231,7 +231,7 @@ static void bad_option(int opt, char **argv, const char *cmd)
 int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co)
 {
     switch (opt) {
-    case 'u': co->url = arg; return 0;
+    case 'u': co->url = arg; co->url_from = "--url"; return 0;
     case 'p': co->prefix = arg; return 0;
     case 'n': co->name = arg; return 0;
     case 'j': co->json = 1; return 0;

@@ -33,6 +33,7 @@ typedef struct rt_common {
     const char *name;       /* --name: the client name shown to others */
     int json;               /* --json */
     long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
+    const char *url_from;   /* where url came from, for a refusal: "--url", "RLOCK_URL" */
 } rt_common;
 
 /* ---- common.c ---- */

@@ -618,10 +618,12 @@ static void test_option_errors(void **state)
         { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },
         { { "exec", "n", "-w0", "--", "true" }, "exec: '-w0' after NAME", "No such file" },
     };
-    char out[4096], pattern[RL_NAME_MAX + 2];
+    char out[4096], pattern[RL_NAME_MAX + 2], url[256];
     size_t i;
     int st;
     (void)state;
+
+    snprintf(url, sizeof url, "%s", getenv("RLOCK_URL"));
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = cli_run_out(cases[i].args, 1, out, sizeof out, 10000);
@@ -631,6 +633,17 @@ static void test_option_errors(void **state)
                      cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
                      cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
     }
+    /* A bad URL from the environment names it, not an option not given. */
+    setenv("RLOCK_URL", "redis://:pw@h:notaport", 1);
+    st = cli_run_out((const char *[]){ "list", NULL }, 1, out, sizeof out, 10000);
+    if (st != ST_USAGE || !strstr(out, "RLOCK_URL 'redis://***': bad URL: port") ||
+        strstr(out, "--url"))
+        fail_msg("RLOCK_URL=redis://:pw@h:notaport rlock list: exit %d:\n%s", st, out);
+    st = cli_run_out((const char *[]){ "-u", "redis://h:x", "list", NULL }, 1, out, sizeof out,
+                     10000);
+    if (st != ST_USAGE || !strstr(out, "--url 'redis://***': bad URL"))
+        fail_msg("rlock -u redis://h:x list (RLOCK_URL set): exit %d:\n%s", st, out);
+    setenv("RLOCK_URL", url, 1);
     /* --help lists --version among the options "before or after COMMAND":
      * after it, it was an unknown option. */
     st = cli_run_out((const char *[]){ "list", "--version", NULL }, 1, out, sizeof out, 10000);

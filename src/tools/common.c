@@ -42,7 +42,7 @@ static const char usage_text[] =
     "        delete the lock whoever holds it and wake its waiters at once\n"
     "        (never use a plain DEL: waiters would sleep a whole lease)\n"
     "\n"
-    "Options (before or after COMMAND):\n"
+    "Options (before or after COMMAND; for exec, before NAME):\n"
     "  -u, --url URL      Redis: redis://[[user]:pass@]host[:port][/db],\n"
     "                     unix:///path, a Cluster node, sentinel://...,\n"
     "                     redlock://... (default: $RLOCK_URL, else\n"

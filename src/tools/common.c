@@ -196,6 +196,17 @@ static const char *flag_given_value(const char *arg)
     return NULL;
 }
 
+/* The long options of exec that share a beginning ("--w"): getopt_long()
+ * refuses an abbreviation of both as if it were unknown. Whether `text`
+ * is one (no other command has two options of one beginning). */
+static int ambiguous(const char *text, const char *cmd)
+{
+    size_t n = strlen(text);
+
+    return cmd && strcmp(cmd, "exec") == 0 && n > 2 && strncmp(text, "--wait", n) == 0 &&
+           strncmp(text, "--watchdog-lease", n) == 0;
+}
+
 /* An option getopt_long() refused: one line that names it. */
 static void bad_option(int opt, char **argv, const char *cmd)
 {
@@ -216,6 +227,10 @@ static void bad_option(int opt, char **argv, const char *cmd)
         snprintf(text, sizeof text, "-%c", optopt);
     if (opt == ':') {
         rt_err("%s%s%s needs a value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
+        return;
+    }
+    if (ambiguous(text, cmd)) {
+        rt_err("exec: '%s' is ambiguous: --wait or --watchdog-lease (rlock --help)", text);
         return;
     }
     for (i = 0; i < sizeof owned / sizeof owned[0]; i++) {

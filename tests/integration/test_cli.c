@@ -613,6 +613,8 @@ static void test_option_errors(void **state)
         { { "exec", "-l", "100", "-W", "100", "n", "true" }, "exec: --lease (a fixed lease) and "
           "--watchdog-lease (a renewed one) exclude each other", "Usage" },
         { { "list", "--json=1" }, "list: --json takes no value", "'-j'" },
+        { { "exec", "--wa", "5", "n", "true" }, "exec: '--wa' is ambiguous: --wait or "
+          "--watchdog-lease", "unknown" },
         { { "--help=x", "list" }, "--help takes no value", "'-h'" },
         { { "release", "--force=yes", "n" }, "release: --force takes no value", "'-f'" },
         { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },

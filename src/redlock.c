@@ -265,6 +265,27 @@ static void skip_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid, 
             v[i].state = V_SKIP;
 }
 
+/* Too few masters answered an acquisition: RL_ECONN (waited out), unless
+ * so many refused it (an error reply: a key of the name that is not
+ * rlock's, an ACL) that no majority can grant it even once every master
+ * is back: that refusal, at once. */
+static int not_answered(rl_client *c, const vote *v, int answered)
+{
+    int i, refused = 0, why = RL_ECONN;
+
+    for (i = 0; i < c->nnodes; i++) {
+        if (v[i].state == V_FAIL && v[i].rc != RL_ECONN) {
+            refused++;
+            why = v[i].rc;
+        }
+    }
+    if (refused > c->nnodes - c->quorum)
+        return rl__err(why, "%d of %d Redlock masters refused the lock (%d needed): %s",
+                       refused, c->nnodes, c->quorum, rl_last_error());
+    return rl__err(RL_ECONN, "only %d of %d Redlock masters answered (%d needed): %s",
+                   answered, c->nnodes, c->quorum, rl_last_error());
+}
+
 int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *res, int *split)
 {
     rl_client *c = o->c;
@@ -325,8 +346,7 @@ int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *re
         return rl__err(RL_ECONN, "a majority granted the lock, but too late: %lld ms of "
                        "the %ld ms lease were gone", (long long)(now - *sent_ms), h->lease_ms);
     if (answered < c->quorum)
-        return rl__err(RL_ECONN, "only %d of %d Redlock masters answered (%d needed): %s",
-                       answered, c->nnodes, c->quorum, rl_last_error());
+        return not_answered(c, v, answered);
     /* Held elsewhere: wait until enough of the holders' leases have run out
      * for a majority to be free (a notice comes sooner, as a rule). */
     for (i = 1; i < busy; i++)

@@ -30,7 +30,8 @@ static const char usage_text[] =
     "        (default 5000 ms); SIGTERM, SIGINT, SIGHUP and SIGQUIT sent to\n"
     "        rlock are passed to the group, and what CMD leaves behind when it\n"
     "        exits is stopped the same way. The lock is released once no\n"
-    "        process of the group is left.\n"
+    "        process of the group is left. SIGUSR1, SIGUSR2 and SIGALRM are\n"
+    "        passed to the group and stop nothing.\n"
     "  list [PATTERN]\n"
     "        every held lock whose name matches the glob PATTERN (default *),\n"
     "        with its holders: host, pid, thread, client name, hold count,\n"
@@ -41,7 +42,7 @@ static const char usage_text[] =
     "        delete the lock whoever holds it and wake its waiters at once\n"
     "        (never use a plain DEL: waiters would sleep a whole lease)\n"
     "\n"
-    "Options (before or after COMMAND):\n"
+    "Options (before or after COMMAND; for exec, before NAME):\n"
     "  -u, --url URL      Redis: redis://[[user]:pass@]host[:port][/db],\n"
     "                     unix:///path, a Cluster node, sentinel://...,\n"
     "                     redlock://... (default: $RLOCK_URL, else\n"
@@ -123,14 +124,14 @@ int rt_args_error(const char *cmd, const char *wanted)
 }
 
 /* The option a refusal of rl_client_new() is about: its detail names the
- * field (rl_options), or the URL. */
-static const char *option_of(const char *detail)
+ * field (rl_options), or the URL (from --url or $RLOCK_URL). */
+static const char *option_of(const char *detail, const rt_common *co)
 {
     if (strncmp(detail, "client_name", 11) == 0)
         return "--name";
     if (strncmp(detail, "key_prefix", 10) == 0)
         return "--prefix";
-    return "--url";
+    return co->url_from;
 }
 
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
@@ -155,8 +156,8 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
         rt_err("cannot use %s: %s (%s)", safe, rl_strerror(rc), rl_last_error());
         return RT_EXIT_REDIS;
     }
-    opt = option_of(rl_last_error());
-    rt_err("%s '%s': %s", opt, strcmp(opt, "--url") == 0 ? safe
+    opt = option_of(rl_last_error(), co);
+    rt_err("%s '%s': %s", opt, opt == co->url_from ? safe
            : strcmp(opt, "--name") == 0 && co->name ? co->name
            : co->prefix ? co->prefix : "", rl_last_error());
     return RT_EXIT_USAGE;
@@ -174,12 +175,49 @@ static const char *const owned[][2] = {
     { "--force", "release" }, { "-f", "release" },
 };
 
+/* The options that take no value, for "--json=1". */
+static const struct {
+    const char *name;
+    int val;
+} flags[] = { { "--json", 'j' }, { "--help", 'h' }, { "--version", 'V' }, { "--force", 'f' } };
+
+/* Whether the argument `arg` ("--js=1", say) is a flag's long name (or an
+ * abbreviation of it) given a value: getopt_long() refuses it with the
+ * flag's letter in optopt, as if that letter were unknown. */
+static const char *flag_given_value(const char *arg)
+{
+    size_t i, n = strcspn(arg, "=");
+
+    if (strncmp(arg, "--", 2) != 0 || !arg[n] || n < 3)
+        return NULL;
+    for (i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (flags[i].val == optopt && strncmp(arg, flags[i].name, n) == 0)
+            return flags[i].name;
+    return NULL;
+}
+
+/* The long options of exec that share a beginning ("--w"): getopt_long()
+ * refuses an abbreviation of both as if it were unknown. Whether `text`
+ * is one (no other command has two options of one beginning). */
+static int ambiguous(const char *text, const char *cmd)
+{
+    size_t n = strlen(text);
+
+    return cmd && strcmp(cmd, "exec") == 0 && n > 2 && strncmp(text, "--wait", n) == 0 &&
+           strncmp(text, "--watchdog-lease", n) == 0;
+}
+
 /* An option getopt_long() refused: one line that names it. */
 static void bad_option(int opt, char **argv, const char *cmd)
 {
+    const char *flag = opt == '?' && optind > 0 ? flag_given_value(argv[optind - 1]) : NULL;
     char text[64];
     size_t i;
 
+    if (flag) {
+        rt_err("%s%s%s takes no value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", flag);
+        return;
+    }
     /* A long option's name is in argv (optopt is 0 when it is unknown, its
      * value when its argument is missing); a short one's is optopt. */
     if (!optopt || (opt == ':' && strncmp(argv[optind - 1], "--", 2) == 0))
@@ -189,6 +227,10 @@ static void bad_option(int opt, char **argv, const char *cmd)
         snprintf(text, sizeof text, "-%c", optopt);
     if (opt == ':') {
         rt_err("%s%s%s needs a value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
+        return;
+    }
+    if (ambiguous(text, cmd)) {
+        rt_err("exec: '%s' is ambiguous: --wait or --watchdog-lease (rlock --help)", text);
         return;
     }
     for (i = 0; i < sizeof owned / sizeof owned[0]; i++) {
@@ -204,11 +246,12 @@ static void bad_option(int opt, char **argv, const char *cmd)
 int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co)
 {
     switch (opt) {
-    case 'u': co->url = arg; return 0;
+    case 'u': co->url = arg; co->url_from = "--url"; return 0;
     case 'p': co->prefix = arg; return 0;
     case 'n': co->name = arg; return 0;
     case 'j': co->json = 1; return 0;
     case 'h': rt_usage(stdout); return 1;
+    case 'V': printf("rlock %s\n", rl_version()); return 1;
     default: bad_option(opt, argv, cmd); return -1;
     }
 }

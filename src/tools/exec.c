@@ -70,6 +70,15 @@ static int stop_signal(int sig)
     return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+/* Signals meant for the command (a log reopen, a reload): passed on to
+ * its group, which decides; they neither stop it nor end rlock. Their
+ * default action would kill rlock and leave the command running on a
+ * lease nobody renews. */
+static int relay_signal(int sig)
+{
+    return sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGALRM;
+}
+
 /* A job control stop of rlock's own group (`kill -TSTP %job`, or another
  * process of its job, the far end of a pipeline, reading the terminal in
  * the background: SIGTTIN goes to the whole group). */
@@ -100,9 +109,10 @@ static void *watch_main(void *arg)
             return NULL;
         if (!(p[0].revents & POLLIN))
             continue;
-        /* Only stop signals are taken here; SIGCHLD cannot come yet. */
+        /* Only stop signals are taken here (and those meant for the
+         * command, which is not there yet); SIGCHLD cannot come yet. */
         while (read(w->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            if (stop_signal((int)si.ssi_signo)) {
+            if (stop_signal((int)si.ssi_signo) || relay_signal((int)si.ssi_signo)) {
                 w->sig = (int)si.ssi_signo;
                 rl_client_shutdown(w->client);
                 return NULL;
@@ -133,6 +143,9 @@ static int spawn(pid_t *pid, char **cmd, const sigset_t *mask, int tty)
     sigaddset(&def, SIGQUIT);
     sigaddset(&def, SIGCHLD);
     sigaddset(&def, SIGTTOU);
+    sigaddset(&def, SIGUSR1);
+    sigaddset(&def, SIGUSR2);
+    sigaddset(&def, SIGALRM);
     posix_spawnattr_setsigmask(&attr, mask);
     posix_spawnattr_setsigdefault(&attr, &def);
     posix_spawnattr_setpgroup(&attr, 0);
@@ -299,7 +312,7 @@ static void run(job *j, rl_lock *lock, int sfd, const char *name, long grace_ms)
                 job_suspend(j);
                 continue;
             }
-            if (j->why) {
+            if (j->why || relay_signal(sig)) {
                 kill(-j->pid, sig);
             } else {
                 j->stop_sig = sig;
@@ -366,6 +379,11 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
             return rc > 0 ? RT_EXIT_OK : RT_EXIT_USAGE;
         }
     }
+    if (a->lease_ms != RL_LEASE_WATCHDOG && co->lease_ms) {
+        rt_err("exec: --lease (a fixed lease) and --watchdog-lease (a renewed one) exclude "
+               "each other: give one");
+        return RT_EXIT_USAGE;
+    }
     if (optind < argc && strcmp(argv[optind], "--") == 0)
         optind++;
     if (argc - optind < 2)
@@ -373,6 +391,12 @@ static int parse_args(int argc, char **argv, rt_common *co, exec_args *a)
     a->name = argv[optind++];
     if (strcmp(argv[optind], "--") == 0)
         optind++;
+    else if (argv[optind][0] == '-') {
+        /* "exec job --wait 0 make": an option misplaced, not a command. */
+        rt_err("exec: '%s' after NAME: exec's options go before NAME, the command after it "
+               "(a command that begins with '-' after --)", argv[optind]);
+        return RT_EXIT_USAGE;
+    }
     if (optind >= argc)
         return rt_args_error("exec", "NAME [--] CMD [ARGS...]");
     a->cmd = argv + optind;
@@ -397,6 +421,9 @@ static int block_signals(sigset_t *old)
     sigaddset(&stops, SIGCHLD);
     sigaddset(&stops, SIGTSTP);
     sigaddset(&stops, SIGTTIN);
+    sigaddset(&stops, SIGUSR1);
+    sigaddset(&stops, SIGUSR2);
+    sigaddset(&stops, SIGALRM);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);

@@ -98,19 +98,58 @@ static void lease_left(char *buf, size_t cap, long long pttl)
         duration(buf, cap, pttl);
 }
 
+/* The length of the UTF-8 sequence of 2 to 4 bytes at s (n bytes left), 0
+ * when it is not one (a stray byte, an overlong form, a surrogate, past
+ * U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t len, i;
+
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f;
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+/* A JSON string: valid UTF-8 whatever the bytes (a name is any bytes):
+ * each byte that is not part of a UTF-8 sequence is U+FFFD, as jq does. */
 static void json_str(FILE *f, const char *s, size_t len)
 {
-    size_t i;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i, k;
 
     fputc('"', f);
     for (i = 0; i < len; i++) {
-        unsigned char b = (unsigned char)s[i];
-        if (b == '"' || b == '\\')
-            fprintf(f, "\\%c", b);
-        else if (b < 0x20 || b == 0x7f)
-            fprintf(f, "\\u%04x", b);
-        else
-            fputc(b, f);
+        if (u[i] == '"' || u[i] == '\\')
+            fprintf(f, "\\%c", u[i]);
+        else if (u[i] < 0x20 || u[i] == 0x7f)
+            fprintf(f, "\\u%04x", u[i]);
+        else if (u[i] < 0x80)
+            fputc(u[i], f);
+        else if ((k = utf8_seq(u + i, len - i)) > 0) {
+            fwrite(u + i, 1, k, f);
+            i += k - 1;
+        } else
+            fputs("\\ufffd", f);
     }
     fputc('"', f);
 }
@@ -132,7 +171,8 @@ static void json_holder(FILE *f, const rl_holder_info *h, long long now)
     char *end;
     long long tid = strtoll(h->thread, &end, 10);
 
-    fprintf(f, "{\"owner\": \"%s\"", h->owner);
+    fputs("{\"owner\": ", f);
+    json_str(f, h->owner, strlen(h->owner));
     json_num(f, "thread", *h->thread && !*end ? tid : -1);
     fprintf(f, ", \"reader\": %s, \"count\": %lld", h->side == RL_KIND_READ ? "true" : "false",
             h->count);
@@ -192,7 +232,6 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
     int c;
 
     snprintf(b[C_NODE], sizeof b[0], "%s", w->node);
-    snprintf(b[C_OWNER], sizeof b[0], "%.8s", h->owner);
     snprintf(b[C_HOST], sizeof b[0], "%s", h->known ? h->host : "unknown");
     snprintf(b[C_PID], sizeof b[0], "%s", h->known ? pid_of(h, pid, sizeof pid) : "-");
     tid_of(h, b[C_TID], sizeof b[0]);
@@ -207,8 +246,10 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
     else
         snprintf(b[C_WAITERS], sizeof b[0], "?");
     cells[C_NAME] = printable(w->name, w->name_len);
+    /* A field written by hand is an owner of any bytes: never the
+     * terminal's escapes. */
     for (c = 1; c < C_N; c++)
-        cells[c] = strdup(b[c]);
+        cells[c] = c == C_OWNER ? printable(h->owner, strnlen(h->owner, 8)) : strdup(b[c]);
 }
 
 static void print_cells(FILE *f, char *const *cells, const size_t *width, int with_node)
@@ -257,10 +298,11 @@ static void print_table(const rl_lock_list *l, FILE *f)
 
 static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
 {
-    char t[64], d[64], tid[64], pid[32];
+    char t[64], d[64], tid[64], pid[32], *po = printable(h->owner, strlen(h->owner));
+    const char *owner = po ? po : "?";
 
     tid_of(h, tid, sizeof tid);
-    fprintf(f, "holder:      %s:%s\n", h->owner, tid);
+    fprintf(f, "holder:      %s:%s\n", owner, tid);
     fprintf(f, "  count:     %lld\n", h->count);
     iso_time(t, sizeof t, h->since_ms);
     duration(d, sizeof d, h->since_ms >= 0 ? now - h->since_ms : -1);
@@ -274,8 +316,9 @@ static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
         fprintf(f, "  started:   %s\n", t);
         fprintf(f, "  version:   %s\n", h->version);
     } else {
-        fprintf(f, "  owner:     unknown (no owner record for %s)\n", h->owner);
+        fprintf(f, "  owner:     unknown (no owner record for %s)\n", owner);
     }
+    free(po);
 }
 
 static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
@@ -344,8 +387,12 @@ static int reported(int rc, const rl_lock_list *l)
         rt_err("%s (%s)", rl_strerror(rc), rl_last_error());
         return -1;
     }
-    for (i = 0; i < l->nfailures; i++)
-        rt_err("%s", l->failures[i]);
+    /* A failure may name a key, of any bytes: never the terminal's escapes. */
+    for (i = 0; i < l->nfailures; i++) {
+        char *p = printable(l->failures[i], strlen(l->failures[i]));
+        rt_err("%s", p ? p : l->failures[i]);
+        free(p);
+    }
     return rc == RL_OK ? 0 : -1;
 }
 
@@ -362,6 +409,10 @@ int rt_cmd_list(int argc, char **argv, rt_common *co)
         return rt_args_error("list", "[PATTERN]");
     if (argc - at == 1)
         pattern = argv[at];
+    if (strlen(pattern) > RL_NAME_MAX) {
+        rt_err("list: a pattern is at most %d bytes", RL_NAME_MAX);
+        return RT_EXIT_USAGE;
+    }
     if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
         return rc;
     rc = rl_client_list_locks(&l, c, pattern, RL_INFO_VERSION);

@@ -21,13 +21,15 @@ int main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    rt_common co = { NULL, NULL, NULL, 0, 0 };
+    rt_common co = { NULL, NULL, NULL, 0, 0, "RLOCK_URL" };
     const char *cmd;
     int opt;
 
     co.url = getenv("RLOCK_URL");
-    if (!co.url || !*co.url)
+    if (!co.url || !*co.url) {
         co.url = "redis://127.0.0.1:6379";
+        co.url_from = "--url";
+    }
     /* Options before the command; "+": stop at the command's name. Every
      * refusal is rlock's own one line (opterr 0, ':' for a missing value). */
     opterr = 0;

@@ -33,6 +33,7 @@ typedef struct rt_common {
     const char *name;       /* --name: the client name shown to others */
     int json;               /* --json */
     long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
+    const char *url_from;   /* where url came from, for a refusal: "--url", "RLOCK_URL" */
 } rt_common;
 
 /* ---- common.c ---- */
@@ -57,14 +58,15 @@ int rt_exit_of(int status);
 /* The common options, for each subcommand's getopt_long. */
 /* ':' first (after '+' where the caller stops at a non-option): a missing
  * value is ':', and getopt prints nothing (opterr 0, rlock.c). */
-#define RT_COMMON_SHORT "u:p:n:jh"
+#define RT_COMMON_SHORT "u:p:n:jhV"
 #define RT_COMMON_LONGS \
     { "url", required_argument, NULL, 'u' }, \
     { "prefix", required_argument, NULL, 'p' }, \
     { "name", required_argument, NULL, 'n' }, \
     { "json", no_argument, NULL, 'j' }, \
-    { "help", no_argument, NULL, 'h' }
-/* Apply a common option: 0 done, 1 --help (printed: exit 0), -1 not a
+    { "help", no_argument, NULL, 'h' }, \
+    { "version", no_argument, NULL, 'V' }
+/* Apply a common option: 0 done, 1 --help or --version (printed: exit 0), -1 not a
  * common option (reported in one line that names it, for the subcommand
  * `cmd`, NULL before one: a usage error). */
 int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co);

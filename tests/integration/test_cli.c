@@ -400,6 +400,50 @@ static void test_exec_sigterm(void **state)
 /* rlock exec NAME -- sh -c '<trap> sleep 60 & echo $! > gpid; <then>':
  * started; returns the grandchild's pid (the sleep) once the lock is held.
  * `then` is "wait" (the shell waits for the sleep) or an exit. */
+/* SIGUSR1, SIGUSR2 and SIGALRM sent to rlock reach the command, which
+ * decides (here: it notes it, goes on, then exits 7): rlock was killed by
+ * them, the command ran on with nobody renewing the lease and the name
+ * stayed blocked until it ran out. While rlock waits for the lock, one
+ * ends the wait like SIGTERM. */
+static void test_exec_relays_user_signals(void **state)
+{
+    static const int sigs[] = { SIGUSR1, SIGUSR2, SIGALRM };
+    it_env *e = *state;
+    char pidfile[350], seen[350], script[2400];
+    const char *args[] = { "exec", "relay", "--", "sh", "-c", NULL, NULL };
+    pid_t child;
+    size_t i;
+    cli x;
+
+    for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        snprintf(pidfile, sizeof pidfile, "%s/relay%zu.pid", tmpdir, i);
+        snprintf(seen, sizeof seen, "%s/relay%zu.seen", tmpdir, i);
+        snprintf(script, sizeof script, "trap 'touch %s' USR1 USR2 ALRM; echo $$ > %s.tmp && "
+                 "mv %s.tmp %s; n=0; while [ ! -e %s ] && [ $n -lt 200 ]; do sleep 0.05; "
+                 "n=$((n+1)); done; [ -e %s ] && exit 7; exit 9", seen, pidfile, pidfile,
+                 pidfile, seen, seen);
+        args[5] = script;
+        cli_start(&x, args);
+        IT_WAIT((child = read_pid(pidfile)) > 0 || cli_reaped(&x), 10000);
+        IT_EQ(kill(x.pid, sigs[i]), 0);
+        IT_EQ(cli_wait(&x, 10000), 7);
+        assert_true(gone(child));
+        IT_EQ(key_exists(e, "relay"), 0);
+    }
+    {
+        rl_client *c = it_client(e, 0);
+        rl_lock *l = it_lock(c, "relay2");
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        cli_start(&x, (const char *[]){ "exec", "relay2", "--", "true", NULL });
+        IT_WAIT(rt_redis_numsub(e->rc, "rl:{relay2}:release", 19) == 1, 10000);
+        IT_EQ(kill(x.pid, SIGUSR1), 0);
+        IT_EQ(cli_wait(&x, 10000), 128 + SIGUSR1);
+        IT_RC(rl_lock_release(l), RL_OK);
+        rl_lock_free(l);
+        rl_client_free(c);
+    }
+}
+
 static pid_t start_grandparent(cli *x, const char *name, const char *const *opts,
                                const char *trap, const char *then)
 {
@@ -566,11 +610,22 @@ static void test_option_errors(void **state)
         { { "exec", "n" }, "exec takes [OPTIONS] NAME [--] CMD", "Usage" },
         { { "show" }, "show takes [OPTIONS] NAME", "Usage" },
         { { "frobnicate" }, "unknown command 'frobnicate': exec, list", "Usage" },
+        { { "exec", "-l", "100", "-W", "100", "n", "true" }, "exec: --lease (a fixed lease) and "
+          "--watchdog-lease (a renewed one) exclude each other", "Usage" },
+        { { "list", "--json=1" }, "list: --json takes no value", "'-j'" },
+        { { "exec", "--wa", "5", "n", "true" }, "exec: '--wa' is ambiguous: --wait or "
+          "--watchdog-lease", "unknown" },
+        { { "--help=x", "list" }, "--help takes no value", "'-h'" },
+        { { "release", "--force=yes", "n" }, "release: --force takes no value", "'-f'" },
+        { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },
+        { { "exec", "n", "-w0", "--", "true" }, "exec: '-w0' after NAME", "No such file" },
     };
-    char out[4096];
+    char out[4096], pattern[RL_NAME_MAX + 2], url[256];
     size_t i;
     int st;
     (void)state;
+
+    snprintf(url, sizeof url, "%s", getenv("RLOCK_URL"));
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st = cli_run_out(cases[i].args, 1, out, sizeof out, 10000);
@@ -580,6 +635,32 @@ static void test_option_errors(void **state)
                      cases[i].args[0] ? cases[i].args[0] : "", cases[i].args[1] ?
                      cases[i].args[1] : "", st, ST_USAGE, cases[i].want, out);
     }
+    /* A bad URL from the environment names it, not an option not given. */
+    setenv("RLOCK_URL", "redis://:pw@h:notaport", 1);
+    st = cli_run_out((const char *[]){ "list", NULL }, 1, out, sizeof out, 10000);
+    if (st != ST_USAGE || !strstr(out, "RLOCK_URL 'redis://***': bad URL: port") ||
+        strstr(out, "--url"))
+        fail_msg("RLOCK_URL=redis://:pw@h:notaport rlock list: exit %d:\n%s", st, out);
+    st = cli_run_out((const char *[]){ "-u", "redis://h:x", "list", NULL }, 1, out, sizeof out,
+                     10000);
+    if (st != ST_USAGE || !strstr(out, "--url 'redis://***': bad URL"))
+        fail_msg("rlock -u redis://h:x list (RLOCK_URL set): exit %d:\n%s", st, out);
+    setenv("RLOCK_URL", url, 1);
+    /* --help lists --version among the options "before or after COMMAND":
+     * after it, it was an unknown option. */
+    st = cli_run_out((const char *[]){ "list", "--version", NULL }, 1, out, sizeof out, 10000);
+    if (st != 0 || strncmp(out, "rlock ", 6) != 0)
+        fail_msg("rlock list --version: exit %d:\n%s", st, out);
+    st = cli_run_out((const char *[]){ "exec", "-V", NULL }, 1, out, sizeof out, 10000);
+    if (st != 0 || strncmp(out, "rlock ", 6) != 0)
+        fail_msg("rlock exec -V: exit %d:\n%s", st, out);
+    /* A pattern longer than a name is the command line's fault (it was
+     * 125, "invalid argument", as if Redis had failed). */
+    memset(pattern, '*', RL_NAME_MAX + 1);
+    pattern[RL_NAME_MAX + 1] = '\0';
+    st = cli_run_out((const char *[]){ "list", pattern, NULL }, 1, out, sizeof out, 10000);
+    if (st != ST_USAGE || !strstr(out, "list: a pattern is at most 1024 bytes"))
+        fail_msg("rlock list <%d bytes>: exit %d:\n%s", RL_NAME_MAX + 1, st, out);
 }
 
 /* A key of the name that is not rlock's (a string SET by hand) blocks the
@@ -610,6 +691,14 @@ static void test_foreign_key(void **state)
     r = redisCommand(e->rc, "GET rl:{job1}");
     assert_string_equal(r->str, "v");   /* left as it was */
     freeReplyObject(r);
+    /* Its name's control bytes are shown as \xNN, as in the table: the
+     * line that names it printed them as they were, to the terminal. */
+    r = redisCommand(e->rc, "SET %s v", "rl:{j\x1b]0;t\x07}");
+    freeReplyObject(r);
+    st = cli_run_out((const char *[]){ "list", "j*", NULL }, 1, out, sizeof out, 20000);
+    if (st != ST_FAILED || strchr(out, 0x1b) || strchr(out, 0x07) ||
+        !strstr(out, "key rl:{j\\x1b]0;t\\x07} of lock 'j\\x1b]0;t\\x07'"))
+        fail_msg("rlock list j*: exit %d:\n%s", st, out);
 }
 
 /* JSON: a number is a number (null when unknown), never a string; the
@@ -646,6 +735,43 @@ static void test_json_types(void **state)
     IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
     rl_client_free(c);
+}
+
+/* A field written by hand is shown as a holder whose owner is the
+ * field's text: JSON escapes it like every other string, the table and
+ * show print its control bytes as \xNN (the owner was put between quotes
+ * as it was, "a"b", and its escapes reached the terminal). */
+static void test_json_odd_fields(void **state)
+{
+    it_env *e = *state;
+    char out[4096];
+    redisReply *r;
+
+    r = redisCommand(e->rc, "HSET rl:{odd} %s 1", "q\"b\\s\x1b[2J");
+    freeReplyObject(r);
+    IT_EQ(cli_run((const char *[]){ "--json", "show", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "\"owner\": \"q\\\"b\\\\s\\u001b[2J\""))
+        fail_msg("show --json:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "list", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (strchr(out, 0x1b) || !strstr(out, "q\"b\\x5cs\\x1b"))
+        fail_msg("list:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "show", "odd", NULL }, out, sizeof out, 20000), 0);
+    if (strchr(out, 0x1b) || !strstr(out, "q\"b\\x5cs\\x1b[2J"))
+        fail_msg("show:\n%s", out);
+    /* A name is any bytes; JSON is UTF-8: a byte that is not part of a
+     * UTF-8 sequence is U+FFFD (it was written as it was: invalid JSON). */
+    {
+        rl_client *c = it_client(e, 0);
+        rl_lock *l = it_lock(c, "utf\xe9 \xc3\xa9 \xed\xa0\x80");
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_EQ(cli_run((const char *[]){ "--json", "list", "utf*", NULL }, out, sizeof out,
+                      20000), 0);
+        if (!strstr(out, "\"name\": \"utf\\ufffd \xc3\xa9 \\ufffd\\ufffd\\ufffd\""))
+            fail_msg("list --json:\n%s", out);
+        IT_RC(rl_lock_release(l), RL_OK);
+        rl_lock_free(l);
+        rl_client_free(c);
+    }
 }
 
 /* The command exits and leaves a child behind in its group: stopped too
@@ -1187,6 +1313,22 @@ static void test_cluster_and_redlock(void **state)
                                      NULL }, NULL, 0, 20000), ST_NOTTAKEN);
     IT_EQ(cli_run((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "n4", "--", "true",
                                      NULL }, NULL, 0, 20000), 0);
+    /* A key of a name not rlock's, on the master of its slot: exec and
+     * show name it (the slot's master is the one that takes the SET). */
+    for (i = 0; i < 3; i++) {
+        redisContext *n = redisConnect("127.0.0.1", cl->node[i]->port);
+        redisReply *r = n ? redisCommand(n, "SET rl:{ck} v") : NULL;
+        freeReplyObject(r);
+        redisFree(n);
+    }
+    IT_EQ(cli_run_out((const char *[]){ "--url", cl->url, "exec", "--wait", "0", "ck", "--",
+                                         "true", NULL }, 1, out, sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{ck} of lock 'ck'"))
+        fail_msg("cluster exec on a foreign key:\n%s", out);
+    IT_EQ(cli_run_out((const char *[]){ "--url", cl->url, "show", "ck", NULL }, 1, out,
+                      sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{ck} of lock 'ck'"))
+        fail_msg("cluster show on a foreign key:\n%s", out);
     for (i = 0; i < 6; i++)
         rl_lock_free(l[i]);
     rl_client_free(c);
@@ -1229,6 +1371,15 @@ static void test_cluster_and_redlock(void **state)
     IT_RC(rl_lock_release(l[0]), RL_ELOST);
     rl_lock_free(l[0]);
     rl_client_free(c);
+    /* A key of the name not rlock's on a majority: exec says so at once,
+     * naming it (was "cannot reach Redis", retried for the whole wait:
+     * forever by default, without a word). */
+    freeReplyObject(redisCommand(ctl[1], "SET rl:{rk} v"));
+    freeReplyObject(redisCommand(ctl[2], "SET rl:{rk} v"));
+    IT_EQ(cli_run_out((const char *[]){ "--url", url, "exec", "rk", "--", "true", NULL }, 1,
+                      out, sizeof out, 20000), ST_FAILED);
+    if (!strstr(out, "key rl:{rk} of lock 'rk'") || strstr(out, "cannot reach"))
+        fail_msg("redlock exec on a foreign key:\n%s", out);
     for (i = 0; i < 3; i++) {
         redisFree(ctl[i]);
         rt_redis_stop(node[i]);
@@ -1761,9 +1912,11 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_option_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_json_types, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_json_odd_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_lost_on_pause, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_sigterm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_relays_user_signals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_c, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exec_terminal_ctrl_z, setup, teardown),

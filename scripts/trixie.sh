@@ -6,8 +6,11 @@
 # valkey-cli), then builds the .deb packages there and installs and purges
 # them (tests/packaging/deb.sh). Prints one line per leg with its time.
 #
-#   scripts/trixie.sh           make the root (or reuse it) and run every leg
-#   scripts/trixie.sh --fresh   remove the root first
+#   scripts/trixie.sh [--fresh] [LEG...]
+#
+# makes the root (or reuses it; --fresh removes it first) and runs the legs
+# named, in this order, or all of them: build, redis, valkey, deb (redis and
+# valkey build first).
 #
 #   RL_TRIXIE_DIR=DIR      the root (DIR/root) and its state (default
 #                          build-trixie/ of the source tree)
@@ -29,11 +32,11 @@ RL_LOG_TAG=trixie.sh
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# The packages of the root: the build, the tests, the packaging, and both
-# servers. policy-rc.d keeps their daemons from starting at installation.
+# The packages of the root: the build, the tests, the packaging (dpkg-dev,
+# file), both servers, and OpenSSL for the TLS transport (issue 24).
 TRIXIE_PKGS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
-             redis-server redis-tools redis-sentinel valkey-server valkey-tools
-             valkey-sentinel dpkg-dev file ca-certificates)
+             libssl-dev redis-server redis-tools redis-sentinel valkey-server
+             valkey-tools valkey-sentinel dpkg-dev file)
 
 # ---------------------------------------------------------------------------
 # Inside the root.
@@ -74,11 +77,16 @@ fi
 # On the host.
 
 fresh=0
-case ${1:-} in
-    '') ;;
-    --fresh) fresh=1 ;;
-    *) rl_die "usage: scripts/trixie.sh [--fresh]" ;;
-esac
+if [[ ${1:-} == --fresh ]]; then
+    fresh=1
+    shift
+fi
+want=" ${*:-build redis valkey deb} "
+for arg in $want; do
+    [[ " build redis valkey deb " == *" $arg "* ]] ||
+        rl_die "usage: scripts/trixie.sh [--fresh] [build|redis|valkey|deb]..."
+done
+[[ $want != *" redis "* && $want != *" valkey "* ]] || want+="build "
 ((EUID == 0)) || rl_die "needs root (debootstrap, chroot, mount): run it with sudo"
 
 dir=${RL_TRIXIE_DIR:-$RL_ROOT/build-trixie}
@@ -238,15 +246,16 @@ leg_begin "packages (apt-get in the root)"
 install_packages
 leg_end
 copy_source
-leg_begin "build (gcc -Werror, hiredis 1.2)"
-in_root bash /rlock/scripts/trixie.sh --inside build
-leg_end
-leg_begin "unit + integration, Redis 8.0"
-in_root bash /rlock/scripts/trixie.sh --inside redis
-leg_end
-leg_begin "unit + integration, Valkey 8.1"
-in_root bash /rlock/scripts/trixie.sh --inside valkey
-leg_end
-leg_begin ".deb packages: build, install, purge"
-in_root bash /rlock/scripts/trixie.sh --inside deb
-leg_end
+
+# leg WORD TITLE: the leg inside the root, if asked for.
+leg() {
+    [[ $want == *" $1 "* ]] || return 0
+    leg_begin "$2"
+    in_root bash /rlock/scripts/trixie.sh --inside "$1"
+    leg_end
+}
+
+leg build "build (gcc -Werror, hiredis 1.2)"
+leg redis "unit + integration, Redis 8.0"
+leg valkey "unit + integration, Valkey 8.1"
+leg deb ".deb packages: build, install, purge"

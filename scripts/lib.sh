@@ -228,7 +228,7 @@ rl_redis_start() {
     RL_TEST_URL=redis://127.0.0.1:$port
     RL_REDIS_SERVER=$(command -v "${RL_REDIS_SERVER:-redis-server}")
     export RL_TEST_URL RL_TEST_REDIS_PORT RL_REDIS_SERVER
-    rl_log "redis-server $RL_REDIS_PID listening on $RL_TEST_URL (dir $RL_REDIS_DIR)"
+    rl_log "${RL_REDIS_SERVER##*/} $RL_REDIS_PID listening on $RL_TEST_URL (dir $RL_REDIS_DIR)"
 }
 
 # SIGTERM to every pid given, SIGKILL to those still there after 10 s, each

@@ -153,6 +153,8 @@ cleanup_root() {
     mapfile -t pids < <(pids_in_root)
     if ((${#pids[@]} > 0)); then
         rl_log "stopping the processes left in the root: ${pids[*]}"
+        # A test may have stopped a server (SIGSTOP): it must run to die.
+        kill -CONT "${pids[@]}" 2>/dev/null || true
         rl__stop_pids "${pids[@]}"
     fi
     for m in $(mounts_under_root); do

@@ -234,6 +234,9 @@ mount_root() {
     mount --bind /dev/pts "$root/dev/pts"
 }
 
+# One run per root: the next one would stop this one's processes.
+exec 9>"$dir/lock"
+flock -n 9 || rl_die "another trixie.sh is using $dir"
 rl_on_exit report
 rl_on_exit cleanup_root
 cleanup_root

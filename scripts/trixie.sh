@@ -120,10 +120,16 @@ report() {
 }
 
 # Runs "$@" in the background and waits for it, so that a signal is handled
-# at once rather than when the command ends.
+# at once rather than when the command ends. Its output goes to the file
+# to_log names, if set: not by redirecting run itself, which would send the
+# exit hooks' output there too when a signal ends the script inside it.
 run() {
     local rc=0
-    "$@" &
+    if [[ -n ${to_log:-} ]]; then
+        "$@" >>"$to_log" 2>&1 &
+    else
+        "$@" &
+    fi
     bg_pid=$!
     wait "$bg_pid" || rc=$?
     bg_pid=
@@ -185,7 +191,8 @@ make_root() {
     fi
     remove_root
     install_debootstrap
-    run debootstrap --variant=minbase trixie "$root" "$mirror" >"$dir/debootstrap.log" 2>&1 ||
+    : >"$dir/debootstrap.log"
+    to_log=$dir/debootstrap.log run debootstrap --variant=minbase trixie "$root" "$mirror" ||
         { tail -n 20 "$dir/debootstrap.log" >&2; rl_die "debootstrap failed (log: $dir/debootstrap.log)"; }
     touch "$dir/root.ok"
 }
@@ -211,10 +218,12 @@ in_root() {
 
 install_packages() {
     # Quick when they are all there already: apt-get installs nothing.
-    in_root apt-get install -y --no-install-recommends "${TRIXIE_PKGS[@]}" >"$dir/apt.log" 2>&1 ||
-        { in_root apt-get update >>"$dir/apt.log" 2>&1 &&
-          in_root apt-get install -y --no-install-recommends "${TRIXIE_PKGS[@]}" >>"$dir/apt.log" 2>&1; } ||
+    local to_log=$dir/apt.log
+    : >"$to_log"
+    in_root apt-get install -y --no-install-recommends "${TRIXIE_PKGS[@]}" ||
+        { in_root apt-get update && in_root apt-get install -y --no-install-recommends "${TRIXIE_PKGS[@]}"; } ||
         { tail -n 20 "$dir/apt.log" >&2; rl_die "apt-get install failed in the root (log: $dir/apt.log)"; }
+    to_log=
     # shellcheck disable=SC2016 # dpkg-query's format, not the shell's
     in_root dpkg-query -W -f '  ${Package} ${Version}\n' libhiredis-dev redis-server valkey-server cmake gcc
 }

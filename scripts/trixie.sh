@@ -155,10 +155,12 @@ pids_in_root() {
 # process inside the root, then every mount under it.
 cleanup_root() {
     local pids m
-    [[ -z $bg_pid ]] || rl__stop_pids "$bg_pid"
+    # All at once: the shell inside the root, told alone, would wait for its
+    # ctest to end before it exits.
     mapfile -t pids < <(pids_in_root)
+    [[ -z $bg_pid ]] || pids+=("$bg_pid")
     if ((${#pids[@]} > 0)); then
-        rl_log "stopping the processes left in the root: ${pids[*]}"
+        rl_log "stopping the background command and the processes left in the root: ${pids[*]}"
         # A test may have stopped a server (SIGSTOP): it must run to die.
         kill -CONT "${pids[@]}" 2>/dev/null || true
         rl__stop_pids "${pids[@]}"

@@ -200,9 +200,12 @@ make_root() {
 }
 
 # What an installed Debian has and debootstrap does not write: /etc/hosts
-# (tests reach their servers as localhost too). And no daemon may start while
-# packages are installed.
+# (tests reach their servers as localhost too). No daemon may start while
+# packages are installed. And /tmp starts empty: an interrupted run leaves
+# its servers' directories there.
 configure_root() {
+    rm -rf --one-file-system -- "$root/tmp"
+    mkdir -m 1777 "$root/tmp"
     printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
         >"$root/etc/hosts"
     printf '#!/bin/sh\n# No daemon starts while packages are installed (scripts/trixie.sh).\nexit 101\n' \

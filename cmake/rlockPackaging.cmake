@@ -87,9 +87,10 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${RLOCK_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-# Depends from the ELF files (dpkg-shlibdeps): libc6, libhiredis0.14,
-# libuuid1. A component's CPACK_COMPONENT_<C>_DEPENDS becomes a dependency on
-# that package at the same version.
+# Depends from the ELF files (dpkg-shlibdeps): libc6, libuuid1 and
+# libhiredis0.14 (Debian 12) or libhiredis1.1.0 (Debian 13). A component's
+# CPACK_COMPONENT_<C>_DEPENDS becomes a dependency on that package at the
+# same version.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 # DEBIAN/shlibs for librlock.so.N (only the runtime package has a shared

@@ -20,7 +20,10 @@
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
 #                              out; CMD sees the exit status in RL_EXIT_STATUS)
 #
-# Never touches the ambient redis-server on 6379.
+# Never touches the ambient redis-server on 6379. The servers are
+# redis-server, or the program RL_REDIS_SERVER names (valkey-server), and
+# they are asked with redis-cli, or RL_REDIS_CLI (valkey-cli): the variables
+# the test harness (tests/common) reads too.
 
 if [[ -n ${RL__LIB_SOURCED:-} ]]; then
     return 0
@@ -125,6 +128,20 @@ rl_build() {
 }
 
 # ---------------------------------------------------------------------------
+# The server program and its client.
+
+rl__cli() {
+    "${RL_REDIS_CLI:-redis-cli}" "$@"
+}
+
+rl__need_server() {
+    command -v "${RL_REDIS_SERVER:-redis-server}" >/dev/null 2>&1 ||
+        rl_die "${RL_REDIS_SERVER:-redis-server} not found"
+    command -v "${RL_REDIS_CLI:-redis-cli}" >/dev/null 2>&1 ||
+        rl_die "${RL_REDIS_CLI:-redis-cli} not found"
+}
+
+# ---------------------------------------------------------------------------
 # Throwaway redis-server.
 
 RL_REDIS_PID=
@@ -139,8 +156,8 @@ rl__port_busy() {
 # Returns non-zero if it died (port taken) or did not answer within 10 s.
 rl__redis_try() {
     local port=$1 deadline
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$RL_REDIS_DIR" --logfile "$RL_REDIS_DIR/redis.log" \
+    "${RL_REDIS_SERVER:-redis-server}" --port "$port" --bind 127.0.0.1 --save '' \
+        --appendonly no --daemonize no --dir "$RL_REDIS_DIR" --logfile "$RL_REDIS_DIR/redis.log" \
         </dev/null >/dev/null 2>&1 &
     RL_REDIS_PID=$!
     if ! rl__redis_answers "$port" "$RL_REDIS_PID"; then
@@ -162,7 +179,7 @@ rl__redis_answers() {
         fi
         # Ask for the server's pid, not just a PONG: another server that took
         # the port first would answer a ping too.
-        if redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null |
+        if rl__cli -h 127.0.0.1 -p "$port" info server 2>/dev/null |
            tr -d '\r' | grep -x "process_id:$pid" >/dev/null; then
             return 0
         fi
@@ -179,8 +196,7 @@ rl__redis_answers() {
 rl_redis_start() {
     local want=${1:-} port attempt
 
-    command -v redis-server >/dev/null 2>&1 || rl_die "redis-server not found"
-    command -v redis-cli >/dev/null 2>&1 || rl_die "redis-cli not found"
+    rl__need_server
     [[ -z $RL_REDIS_PID ]] || rl_die "rl_redis_start: a redis-server is already running (pid $RL_REDIS_PID)"
 
     if [[ -z $RL_REDIS_DIR ]]; then
@@ -210,9 +226,9 @@ rl_redis_start() {
 
     RL_TEST_REDIS_PORT=$port
     RL_TEST_URL=redis://127.0.0.1:$port
-    RL_REDIS_SERVER=$(command -v redis-server)
+    RL_REDIS_SERVER=$(command -v "${RL_REDIS_SERVER:-redis-server}")
     export RL_TEST_URL RL_TEST_REDIS_PORT RL_REDIS_SERVER
-    rl_log "redis-server $RL_REDIS_PID listening on $RL_TEST_URL (dir $RL_REDIS_DIR)"
+    rl_log "${RL_REDIS_SERVER##*/} $RL_REDIS_PID listening on $RL_TEST_URL (dir $RL_REDIS_DIR)"
 }
 
 # SIGTERM to every pid given, SIGKILL to those still there after 10 s, each
@@ -276,7 +292,7 @@ rl__cluster_node_try() {
     local i=$1 port=$2 bus=$3 dir=$RL_CLUSTER_DIR/node-$1 pid
     rm -rf -- "$dir"
     mkdir -p "$dir"
-    redis-server --port "$port" --cluster-port "$bus" --cluster-enabled yes \
+    "${RL_REDIS_SERVER:-redis-server}" --port "$port" --cluster-port "$bus" --cluster-enabled yes \
         --cluster-config-file "$dir/nodes-$i.conf" --cluster-node-timeout 1000 \
         --save '' --appendonly no --bind 127.0.0.1 --daemonize no \
         --dir "$dir" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
@@ -290,10 +306,10 @@ rl__cluster_node_try() {
 rl__cluster_ok() {
     local port
     for port in "$@"; do
-        redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r' |
+        rl__cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r' |
             grep -x 'cluster_state:ok' >/dev/null || return 1
         # Each range reads [start,end,["ip",port,...]...] in JSON.
-        redis-cli -2 --json -h 127.0.0.1 -p "$port" cluster slots 2>/dev/null |
+        rl__cli -2 --json -h 127.0.0.1 -p "$port" cluster slots 2>/dev/null |
             grep -oE '\[[0-9]+,[0-9]+,\["[^"]*",[0-9]+' | tr -d '["' |
             awk -F, -v ours=" $* " '
                 index(ours, " " $4 " ") == 0 { stranger = 1 }
@@ -311,8 +327,7 @@ rl__cluster_ok() {
 rl_cluster_start() {
     local nmasters=${1:-3} i port bus attempt deadline ports=() used=() addrs=()
 
-    command -v redis-server >/dev/null 2>&1 || rl_die "redis-server not found"
-    command -v redis-cli >/dev/null 2>&1 || rl_die "redis-cli not found"
+    rl__need_server
     if ! [[ $nmasters =~ ^[0-9]+$ ]] || ((nmasters < 3)); then
         rl_die "rl_cluster_start: a cluster needs 3 masters or more, not '$nmasters'"
     fi
@@ -342,7 +357,7 @@ rl_cluster_start() {
         addrs+=("127.0.0.1:$port")
     done
 
-    if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
+    if ! rl__cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
             </dev/null >"$RL_CLUSTER_DIR/create.log" 2>&1; then
         tail -n 20 "$RL_CLUSTER_DIR/create.log" >&2
         rl_die "redis-cli --cluster create failed (log: $RL_CLUSTER_DIR/create.log)"
@@ -384,8 +399,8 @@ rl__redlock_node_try() {
     local i=$1 port=$2 dir=$RL_REDLOCK_DIR/node-$1 pid
     rm -rf -- "$dir"
     mkdir -p "$dir"
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-        --daemonize no --dir "$dir" --logfile "$dir/redis.log" \
+    "${RL_REDIS_SERVER:-redis-server}" --port "$port" --bind 127.0.0.1 --save '' \
+        --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" \
         </dev/null >/dev/null 2>&1 &
     pid=$!
     rl__redis_answers "$port" "$pid" || return 1
@@ -399,8 +414,7 @@ rl__redlock_node_try() {
 rl_redlock_start() {
     local nmasters=${1:-5} i port attempt ports=() addrs=()
 
-    command -v redis-server >/dev/null 2>&1 || rl_die "redis-server not found"
-    command -v redis-cli >/dev/null 2>&1 || rl_die "redis-cli not found"
+    rl__need_server
     if ! [[ $nmasters =~ ^[0-9]+$ ]] || ((nmasters < 3 || nmasters > 9 || nmasters % 2 == 0)); then
         rl_die "rl_redlock_start: Redlock takes an odd number of masters, 3 to 9, not '$nmasters'"
     fi

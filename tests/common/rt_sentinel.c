@@ -303,6 +303,14 @@ static redisContext *connect_sentinel_port(int port, long connect_ms)
     return c;
 }
 
+/* Whether an INFO server reply comes from a sentinel: Redis says
+ * "redis_mode:sentinel", Valkey 8 "server_mode:sentinel" (no redis_mode). */
+static int info_says_sentinel(const char *info)
+{
+    return strstr(info, "redis_mode:sentinel\r") != NULL ||
+           strstr(info, "server_mode:sentinel\r") != NULL;
+}
+
 /* Whether the process on sentinel j's port is ours and answers PING. */
 static int sentinel_answers(const rt_sentinel *s, int j)
 {
@@ -317,7 +325,7 @@ static int sentinel_answers(const rt_sentinel *s, int j)
     r = redisCommand(c, "INFO server");
     if (r != NULL && r->type == REDIS_REPLY_STRING) {
         snprintf(want, sizeof want, "process_id:%d\r", (int)p->pid);
-        ours = strstr(r->str, want) != NULL && strstr(r->str, "redis_mode:sentinel") != NULL;
+        ours = strstr(r->str, want) != NULL && info_says_sentinel(r->str);
     }
     freeReplyObject(r);
     if (ours) {

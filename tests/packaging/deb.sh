@@ -152,7 +152,12 @@ fi
 # Sections and dependencies.
 [[ $(field "${debs[0]}" Section) == libs ]] || fail "$lib: Section is not libs"
 [[ $(field "${debs[1]}" Section) == libdevel ]] || fail "librlock-dev: Section is not libdevel"
-for dep in libhiredis0.14 libuuid1 libc6; do
+# hiredis's runtime package is the one libhiredis-dev depends on:
+# libhiredis0.14 on Debian 12, libhiredis1.1.0 on Debian 13.
+hiredis=$(dpkg-query -W -f '${Depends}' libhiredis-dev | tr ',' '\n' |
+    sed -n 's/^ *\(libhiredis[^ ]*\).*/\1/p' | head -n 1)
+[[ -n $hiredis ]] || fail "libhiredis-dev depends on no libhiredis runtime package"
+for dep in "$hiredis" libuuid1 libc6; do
     field "${debs[0]}" Depends | tr ',' '\n' | grep -E "^ *$dep( |$)" >/dev/null ||
         fail "$lib does not depend on $dep: $(field "${debs[0]}" Depends)"
 done

@@ -15,7 +15,11 @@
 #                            under ASan+UBSan and under TSan (one at a time),
 #                            the installed package, rlock as a subproject and
 #                            the Debian packages (installed with apt-get and
-#                            purged again), and fuzzing.
+#                            purged again), fuzzing, and in a Debian 13 root
+#                            (debootstrap, build-trixie/) the build, the unit
+#                            and integration tests against Redis 8.0 and then
+#                            Valkey 8.1, and the .deb packages
+#                            (scripts/trixie.sh).
 #
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
 #   RL_CTEST_JOBS=N   tests at once in the gcc pass (default 4); the sanitizer
@@ -232,5 +236,16 @@ if ((!full)); then
 else
     step_begin "10 fuzz (libFuzzer, ${RL_FUZZ_SECONDS:-30} s per target)"
     bash scripts/fuzz.sh "${RL_FUZZ_SECONDS:-30}"
+    step_end
+fi
+
+if ((!full)); then
+    step_skip "11 Debian 13: hiredis 1.2, Redis 8.0, Valkey 8.1, .deb" "--full"
+else
+    step_begin "11 Debian 13: hiredis 1.2, Redis 8.0, Valkey 8.1, .deb (scripts/trixie.sh)"
+    # A debootstrap root in build-trixie/ (needs root and Debian's mirror);
+    # the unit and integration tests 2 at once in each leg (each test starts
+    # servers of its own on ports the kernel picks).
+    RL_CTEST_JOBS=2 bash scripts/trixie.sh
     step_end
 fi

@@ -266,7 +266,7 @@ int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, in
 
 int rl__conn_command_send(rl__conn *conn, int argc, const char **argv, const size_t *lens)
 {
-    size_t len;
+    size_t len = 0;   /* set by encode_at(); gcc -O3 cannot tell */
     int rc;
 
     conn->rhave = 0;

@@ -158,7 +158,9 @@ static void test_replicas_lost_reply_read_back_skips_wait(void **state)
     assert_non_null(p = rt_proxy_start(primary->port));
     it_options(&o, rt_proxy_url(p), 30000, 500);
     o.wait_replicas = 1;
-    o.wait_replicas_ms = 300;
+    /* Long enough for a loaded machine's replica to answer the sanity
+     * acquisition below; the stopped replica's case then takes this long. */
+    o.wait_replicas_ms = 2000;
     c = it_client_opts(&o);
     l = it_lock(c, "rv-ack");
 

@@ -175,7 +175,11 @@ static void test_unacknowledged_renewals_flag_the_hold(void **state)
     assert_int_equal(rt_redis_pause(replica), 0);
     IT_WAIT(rl_lock_interrupted(l) == 1, 3000);
     flagged = rt_now_ms();
-    IT_RANGE(flagged - t0, 0, 1000);
+    /* The flag is the clock against the confirmed expiry (at most a lease
+     * after t0), read without the watchdog; what is over the lease is this
+     * test's polling and a loaded machine's scheduling (1010 ms seen once
+     * at load 3.7): a quarter of the lease for it. */
+    IT_RANGE(flagged - t0, 0, 1250);
     /* The primary kept our field alive: only the replica fell behind. */
     IT_EQ(count_on(pc, "renew"), 1);
     assert_int_equal(rt_redis_resume(replica), 0);

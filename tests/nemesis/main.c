@@ -24,8 +24,8 @@ static int cmd_check(const char *dir)
 
     if (nm_check_dir(dir, &v) != 0)
         return 2;
-    printf("nemesis check %s: ops=%ld holds=%ld writes=%ld faults=%ld violations:", dir, v.ops,
-           v.holds, v.writes, v.faults);
+    printf("nemesis check %s: ops=%ld holds=%ld writes=%ld faults=%ld undone=%ld violations:",
+           dir, v.ops, v.holds, v.writes, v.faults, v.undone);
     for (i = 0; i < NM_INV_COUNT; i++) {
         printf(" %s=%ld", nm_inv_name(i), v.violations[i]);
         total += v.violations[i];
@@ -62,8 +62,8 @@ static int cmd_run(int argc, char **argv)
             failed++;
     }
     printf("nemesis: %llu runs from 0x%llx: ops=%ld holds=%ld writes=%ld faults=%ld "
-           "violations:", (unsigned long long)n, (unsigned long long)from, sum.ops, sum.holds,
-           sum.writes, sum.faults);
+           "undone=%ld violations:", (unsigned long long)n, (unsigned long long)from, sum.ops,
+           sum.holds, sum.writes, sum.faults, sum.undone);
     for (i = 0; i < NM_INV_COUNT; i++)
         printf(" %s=%ld", nm_inv_name(i), sum.violations[i]);
     printf("; %d with violations, %d could not run\n", failed, broken);

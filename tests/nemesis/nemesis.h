@@ -160,6 +160,7 @@ typedef struct nm_verdict {
     long holds;      /* holds begun */
     long writes;     /* writes recorded */
     long faults;     /* faults the controller logged */
+    long undone;     /* ...of which found nothing to act on (status 1): left out */
 } nm_verdict;
 
 /* Check every history of DIR (the plan is drawn again from the seed written

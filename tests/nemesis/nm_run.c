@@ -762,8 +762,9 @@ static void summary(const nm_ctl *c, const nm_verdict *v, long total)
     int i;
 
     nm_plan_describe(&c->plan, desc, sizeof desc);
-    printf("nemesis seed=0x%llx %s ops=%ld holds=%ld writes=%ld faults=%ld [",
-           (unsigned long long)c->plan.seed, desc, v->ops, v->holds, v->writes, v->faults);
+    printf("nemesis seed=0x%llx %s ops=%ld holds=%ld writes=%ld faults=%ld undone=%ld [",
+           (unsigned long long)c->plan.seed, desc, v->ops, v->holds, v->writes, v->faults,
+           v->undone);
     for (i = 0; i < c->plan.nfaults; i++)
         printf("%s%s", i ? "," : "", nm_fault_name(c->plan.faults[i].kind));
     printf("] violations:");
@@ -785,6 +786,7 @@ static void add_verdict(nm_verdict *sum, const nm_verdict *v)
     sum->holds += v->holds;
     sum->writes += v->writes;
     sum->faults += v->faults;
+    sum->undone += v->undone;
 }
 
 int nm_run(uint64_t seed, int keep, char *dir_out, size_t cap, nm_verdict *sum)

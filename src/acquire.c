@@ -316,7 +316,7 @@ static int acq_try(acquisition *a, int64_t now, int64_t *wake_at)
         rl__leftover *lo = rl__leftover_add(c, e, a->t->id, o->owner, o->owner_len,
                                             &unresolved);
         if (lo && o->place_ms)
-            lo->requeue = 1;
+            atomic_store(&lo->requeue, 1);
     }
     if (rc == RL_OK && a->res.code == RL__R_DONE)
         return acq_taken(a, forced, &unresolved);
@@ -393,7 +393,7 @@ static void acq_dequeue(acquisition *a)
     /* No longer waiting: a lost grant's drop must not queue us again. */
     for (lo = c->leftovers; lo; lo = lo->next)
         if (lo->entry == e && lo->tid == a->t->id)
-            lo->requeue = 0;
+            atomic_store(&lo->requeue, 0);
     if (a->queued && a->h) {
         /* Gave up waiting: leave the queue at once rather than block it
          * until the place runs out. */

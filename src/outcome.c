@@ -511,7 +511,8 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, long within_ms, rl__
             rl__conn_set_timeout(conn, within_ms);
         n = fenced ? 0 : fence(c, conn, &lo->fence);
         fenced = 1;
-        rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len, lo->requeue);
+        rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len,
+                        atomic_load(&lo->requeue));
         n++;
         for (i = 0; i < n; i++) {
             if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK) {
@@ -554,7 +555,7 @@ void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *
             rl__leftover_add_on(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late,
                                 lo->server);
         if (more)
-            more->requeue = lo->requeue;
+            atomic_store(&more->requeue, atomic_load(&lo->requeue));
         return;
     }
     for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {

@@ -511,6 +511,44 @@ static void test_lost_grant_keeps_head(void **state)
     rt_proxy_stop(p);
 }
 
+/* The same lost grant, but the waiter gives up (its wait runs out while
+ * the proxy refuses): the leftover's later drop frees the name without
+ * queueing the waiter again (a stale place would hold the queue back). */
+static void test_lost_grant_given_up(void **state)
+{
+    it_env *e = *state;
+    where w;
+    rt_proxy *p = rt_proxy_start(e->redis->port);
+    rl_client *c0, *c1;
+    rl_lock *l0, *l1;
+    it_acq head;
+
+    assert_non_null(p);
+    where_single(&w, e);
+    c0 = client_at(w.url, 30000);
+    c1 = client_at(rt_proxy_url(p), 30000);
+    l0 = fair(c0, "gaveup");
+    l1 = fair(c1, "gaveup");
+    IT_RC(rl_lock_acquire(l0), RL_OK);
+    it_acq_begin(&head, l1, 1500, 0);
+    IT_WAIT(queued(&w, "gaveup") == 1, 5000);
+    rt_proxy_hold_next_reply_matching(p, "EVAL");
+    IT_RC(rl_lock_release(l0), RL_OK);
+    IT_WAIT(rt_proxy_held(p) > 0 && queued(&w, "gaveup") == 0, 5000);
+    IT_EQ(rt_proxy_refuse(p, 1), 0);
+    assert_true(rt_proxy_cut_all(p) > 0);
+    IT_EQ(it_acq_join(&head, 5000), 0);
+    assert_int_not_equal(head.rc, RL_OK);
+    IT_EQ(rt_proxy_refuse(p, 0), 0);
+    IT_WAIT(cmd_int(&w, "EXISTS rl:{%s}", "gaveup") == 0, 5000);
+    IT_EQ(queue_keys(&w, "gaveup"), 0);
+    rl_lock_free(l0);
+    rl_lock_free(l1);
+    rl_client_free(c0);
+    rl_client_free(c1);
+    rt_proxy_stop(p);
+}
+
 /* Reentry, the watchdog, the value format; a force-release leaves the
  * queue working. */
 static void test_reentry_watchdog_force(void **state)
@@ -727,6 +765,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_reentry_watchdog_force, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_release_queues_next, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_grant_keeps_head, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_grant_given_up, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
     };
     const struct CMUnitTest cluster[] = {

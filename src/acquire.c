@@ -310,8 +310,13 @@ static int acq_try(acquisition *a, int64_t now, int64_t *wake_at)
         pthread_mutex_lock(&c->mu);
     }
     if (rc == RL_ECONN && unresolved.id >= 0) {
-        /* It may have been applied: drop it before anything else. */
-        rl__leftover_add(c, e, a->t->id, o->owner, o->owner_len, &unresolved);
+        /* It may have been applied: drop it before anything else. A fair
+         * waiter was granted as the first one: the drop puts it back
+         * there, not at the tail (a reconnect must not cost its place). */
+        rl__leftover *lo = rl__leftover_add(c, e, a->t->id, o->owner, o->owner_len,
+                                            &unresolved);
+        if (lo && o->place_ms)
+            atomic_store(&lo->requeue, 1);
     }
     if (rc == RL_OK && a->res.code == RL__R_DONE)
         return acq_taken(a, forced, &unresolved);
@@ -379,11 +384,16 @@ static void acq_dequeue(acquisition *a)
     rl__op *o = a->o;
     rl_client *c = o->c;
     rl__entry *e = o->e;
+    rl__leftover *lo;
 
     if (e->hint_serial && e->hint_serial == a->w.serial) {
         e->hint_serial = 0;
         a->queued = 1;
     }
+    /* No longer waiting: a lost grant's drop must not queue us again. */
+    for (lo = c->leftovers; lo; lo = lo->next)
+        if (lo->entry == e && lo->tid == a->t->id)
+            atomic_store(&lo->requeue, 0);
     if (a->queued && a->h) {
         /* Gave up waiting: leave the queue at once rather than block it
          * until the place runs out. */

@@ -488,7 +488,7 @@ static void release_all(rl_client *c)
             to = c->nnodes ? conn_on(c, conn, c->servers[i]) : conn_for(c, conn, h->entry);
             if (!to)
                 continue;
-            rl__append_drop(to, c, h->entry, h->owner, h->owner_len);
+            rl__append_drop(to, c, h->entry, h->owner, h->owner_len, 0);
             sent[to->server->index]++;
         }
     }
@@ -497,7 +497,7 @@ static void release_all(rl_client *c)
             continue;
         /* The change that left it may still be on its way: fence it first. */
         sent[to->server->index] += rl__conn_append_kill(to, &lo->fence);
-        rl__append_drop(to, c, lo->entry, lo->owner, lo->owner_len);
+        rl__append_drop(to, c, lo->entry, lo->owner, lo->owner_len, 0);
         sent[to->server->index]++;
     }
     for (i = 0; i < RL__SERVERS_MAX; i++) {

@@ -38,7 +38,13 @@
  * take turns and each one's threads take turns within it.
  *
  * A lost reply is resolved as for a plain lock (outcome.c: the count read
- * back); queueing is idempotent, so a retry only renews the place.
+ * back); queueing is idempotent, so a retry only renews the place. A
+ * grant that cannot be read back either (the waiter's connections all
+ * cut: CLIENT KILL) is dropped as a leftover, and that drop puts the
+ * waiter, which was first when granted, back at the head of the queue
+ * (fair_release.lua), not behind those who queued meanwhile; when the
+ * waiter has given up by then it is not queued again (a drop already on
+ * its way may still queue it: its place then runs out).
  * Redlock mode does not offer the kind: a queue of places on several
  * independent masters would need its own majority protocol.
  */

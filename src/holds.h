@@ -122,6 +122,8 @@ typedef struct rl__leftover {
     rl__fence fence;
     rl__server *server;             /* Redlock: the node it is on; NULL: the name's server */
     int claimed;                    /* being dropped right now */
+    atomic_int requeue;             /* a fair waiter's grant: the drop puts it back at the
+                                     * head of the queue (fair_release.lua); read unlocked */
 } rl__leftover;
 
 rl__entry *rl__entry_get(rl_client *c, const void *name, size_t len); /* mutex held */

@@ -432,27 +432,26 @@ int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *se
 
 /* ---- leftovers: our field may still be in Redis ------------------------- */
 
-void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
-                      size_t owner_len, const rl__fence *fence)
+rl__leftover *rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                               size_t owner_len, const rl__fence *fence)
 {
     int i;
 
-    if (c->mode != RL__MODE_REDLOCK) {
-        rl__leftover_add_on(c, e, tid, owner, owner_len, fence, NULL);
-        return;
-    }
+    if (c->mode != RL__MODE_REDLOCK)
+        return rl__leftover_add_on(c, e, tid, owner, owner_len, fence, NULL);
     /* Redlock: the field may be on any node. */
     for (i = 0; i < c->nnodes; i++)
         rl__leftover_add_on(c, e, tid, owner, owner_len, fence, c->servers[i]);
+    return NULL;
 }
 
-void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
-                         size_t owner_len, const rl__fence *fence, rl__server *node)
+rl__leftover *rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                                  size_t owner_len, const rl__fence *fence, rl__server *node)
 {
     rl__leftover *lo = calloc(1, sizeof *lo);
 
     if (!lo)
-        return;    /* the field then simply runs out with its lease */
+        return NULL;    /* the field then simply runs out with its lease */
     lo->server = node;
     lo->entry = e;
     lo->tid = tid;
@@ -464,10 +463,11 @@ void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *o
     e->leftovers++;
     c->leftover_retry_at = 0;
     rl__keeper_poke(c);
+    return lo;
 }
 
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
-                     size_t owner_len)
+                     size_t owner_len, int requeue)
 {
     /* held 0 (the whole field), lease untouched; a notice where the name
      * comes free, for the waiters of other processes (Redlock: also where
@@ -479,7 +479,8 @@ void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const cha
     int script = rl__rw_script(e, RL__S_RELEASE), nkeys;
     int nargs = rl__release_args(c, e, owner, owner_len, "0", 1, "0", 1, argv + 3, lens + 3);
 
-    nkeys = rl__fair_args(e, 1, &script, 0, 0, NULL, 0, placebuf, argv + 3, lens + 3, &nargs);
+    nkeys = rl__fair_args(e, 1, &script, 0, 0, requeue ? owner : NULL, owner_len, placebuf,
+                          argv + 3, lens + 3, &nargs);
     argv[1] = c->sha[script];
     argv[2] = nkeys == 3 ? "3" : "1";
     redisAppendCommandArgv(conn->ctx, 3 + nargs, argv, lens);
@@ -510,7 +511,8 @@ int rl__leftover_drop(rl_client *c, const rl__leftover *lo, long within_ms, rl__
             rl__conn_set_timeout(conn, within_ms);
         n = fenced ? 0 : fence(c, conn, &lo->fence);
         fenced = 1;
-        rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len);
+        rl__append_drop(conn, c, lo->entry, lo->owner, lo->owner_len,
+                        atomic_load(&lo->requeue));
         n++;
         for (i = 0; i < n; i++) {
             if (rl__redis_get_reply(conn->ctx, (void **)&r) != REDIS_OK) {
@@ -549,9 +551,11 @@ void rl__leftover_done(rl_client *c, rl__leftover *lo, int rc, const rl__fence *
     pthread_cond_broadcast(&c->leftover_cond);
     if (rc != RL_OK) {
         /* Keep it; and a drop lost on the way is one more to fence. */
-        if (late->id >= 0)
+        rl__leftover *more = late->id < 0 ? NULL :
             rl__leftover_add_on(c, lo->entry, lo->tid, lo->owner, lo->owner_len, late,
                                 lo->server);
+        if (more)
+            atomic_store(&more->requeue, atomic_load(&lo->requeue));
         return;
     }
     for (pp = &c->leftovers; *pp; pp = &(*pp)->next) {

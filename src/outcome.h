@@ -54,11 +54,13 @@ rl__leftover *rl__leftover_find(rl_client *c, const rl__entry *e, uint64_t tid);
 int rl__leftover_try(rl_client *c, rl__leftover *lo);                 /* mutex held */
 void rl__leftovers_free(rl_client *c);       /* fork child, teardown: forget them */
 
-void rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
-                      size_t owner_len, const rl__fence *fence);    /* mutex held */
+/* Returns the leftover added (NULL: none, out of memory, or several:
+ * Redlock). Mutex held. */
+rl__leftover *rl__leftover_add(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                               size_t owner_len, const rl__fence *fence);
 /* The same, for one Redlock node. */
-void rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
-                         size_t owner_len, const rl__fence *fence, rl__server *node);
+rl__leftover *rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, const char *owner,
+                                  size_t owner_len, const rl__fence *fence, rl__server *node);
 /* The release script's arguments (the key, then ARGV) for owner's hold of
  * e counted `held` ("0": the whole field), with the lease Redis is to keep
  * ("0": leave it; else rl__redis_lease()). Returns their number, 6; one
@@ -67,9 +69,11 @@ int rl__release_args(rl_client *c, const rl__entry *e, const char *owner, size_t
                      const char *held, size_t held_len, const char *lease, size_t lease_len,
                      const char **args, size_t *lens);
 /* Queue the release script in its "drop our field" form (whatever its
- * count, with a notice) on conn: the leftovers' drop and the shutdown's. */
+ * count, with a notice) on conn: the leftovers' drop and the shutdown's.
+ * requeue: a fair waiter's lost grant, the owner goes back to the head of
+ * the queue. */
 void rl__append_drop(rl__conn *conn, rl_client *c, const rl__entry *e, const char *owner,
-                     size_t owner_len);
+                     size_t owner_len, int requeue);
 /* Fence and drop; when the drop itself was sent but its reply lost, *late
  * names the connection that carried it (late->id < 0: nothing sent).
  * within_ms > 0: a new connection and each reply within that long (the

@@ -13,6 +13,11 @@
 --          it is the one woken when nobody else waits)
 -- ARGV[7]  its place_ms (without it, ARGV[6] is ignored)
 --
+-- ARGV[6] may be ARGV[1] itself: a waiter's grant whose reply was lost
+-- and could not be read back, given back while that waiter still waits
+-- (outcome.c, the leftovers' drop). It was the first waiter when it was
+-- granted, and goes back to the head of the queue, woken as the head.
+--
 -- As release.lua, but the last release wakes the first waiter's process
 -- only (lib/fair_wake.lua), and the caller's place, if it still has one,
 -- goes too.
@@ -49,11 +54,12 @@ local last = redis.call('hlen', KEYS[1]) == 1
 --@include "lib/fair_wake.lua"
 local nxt, nplace = ARGV[6], tonumber(ARGV[7])
 if not nplace then nxt = nil end
+local back = nxt == ARGV[1]
 local h
 if last and ARGV[4] and ARGV[4] ~= '0' then
-  h = head(ARGV[1]) or nxt
+  h = back and nxt or head(ARGV[1]) or nxt
 end
-settle(nxt, nplace, ARGV[1])
+settle(nxt, nplace, ARGV[1], back)
 redis.call('hdel', KEYS[1], ARGV[1])
 if last and ARGV[4] and ARGV[4] ~= '0' then
   wake(h, ARGV[4], ARGV[5])

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "it_cluster.h"
+#include "proxy.h"
 #include "rt_sentinel.h"
 
 #define PLACE_MS 2000           /* RL__FAIR_PLACE_MS */
@@ -432,6 +433,122 @@ static void test_fair_release_wakes_plain_waiter(void **state)
     rl_client_free(cp);
 }
 
+/* Take lock on a thread, hold it until let go, and note its rank. */
+static void begin_ranked(it_acq *a, rl_lock *lock, atomic_int *order)
+{
+    memset(a, 0, sizeof *a);
+    a->lock = lock;
+    a->wait_ms = 20000;
+    a->lease_ms = RL_LEASE_WATCHDOG;
+    a->hold = 1;
+    a->order = order;
+    it_acq_start(a);
+}
+
+/* Nemesis seed 0x6107: CLIENT KILL cut the first waiter's connections just
+ * as the name came free. Its grant ran in Redis, the reply was lost, and the
+ * count could not be read back: the outcome unknown, the thread's leftover
+ * field was dropped (outcome.c) and the name went to a waiter that had
+ * queued behind it meanwhile; the first waiter, which had the grant taken
+ * from it only because of a reconnect, queued again at the tail. Here the
+ * proxy holds the grant's reply, refuses the read-back and then lets the
+ * client reconnect: the first waiter must be served first. */
+static unsigned long long unresolved(rl_client *c)
+{
+    rl_stats s;
+
+    IT_RC(rl_client_stats(&s, c), RL_OK);
+    return s.replies_unresolved;
+}
+
+static void test_lost_grant_keeps_head(void **state)
+{
+    it_env *e = *state;
+    where w;
+    rt_proxy *p = rt_proxy_start(e->redis->port);
+    rl_client *c[3];
+    rl_lock *l[3];
+    atomic_int order = 0;
+    it_acq head, late;
+    int i;
+
+    assert_non_null(p);
+    where_single(&w, e);
+    c[0] = client_at(w.url, 30000);
+    c[1] = client_at(rt_proxy_url(p), 30000);
+    c[2] = client_at(w.url, 30000);
+    for (i = 0; i < 3; i++)
+        l[i] = fair(c[i], "lostgrant");
+    IT_RC(rl_lock_acquire(l[0]), RL_OK);
+    begin_ranked(&head, l[1], &order);
+    IT_WAIT(queued(&w, "lostgrant") == 1, 5000);
+    /* The release wakes the head; its grant runs, its reply is held. */
+    rt_proxy_hold_next_reply_matching(p, "EVAL");
+    IT_RC(rl_lock_release(l[0]), RL_OK);
+    IT_WAIT(rt_proxy_held(p) > 0 && queued(&w, "lostgrant") == 0, 5000);
+    /* A newcomer queues behind the (unknown) holder. */
+    begin_ranked(&late, l[2], &order);
+    IT_WAIT(queued(&w, "lostgrant") == 1, 5000);
+    /* The head's connections cut, the read-back refused: unresolved. */
+    IT_EQ(rt_proxy_refuse(p, 1), 0);
+    assert_true(rt_proxy_cut_all(p) > 0);
+    IT_WAIT(unresolved(c[1]) >= 1, 5000);
+    IT_EQ(rt_proxy_refuse(p, 0), 0);
+    IT_WAIT(atomic_load(&order) >= 1, 10000);
+    IT_EQ(head.rank, 1);
+    it_acq_let_go(&head);
+    IT_EQ(it_acq_join(&head, 5000), 0);
+    IT_RC(head.rc, RL_OK);
+    IT_WAIT(atomic_load(&order) >= 2, 5000);
+    it_acq_let_go(&late);
+    IT_EQ(it_acq_join(&late, 5000), 0);
+    IT_RC(late.rc, RL_OK);
+    IT_EQ(late.rank, 2);
+    for (i = 0; i < 3; i++) {
+        rl_lock_free(l[i]);
+        rl_client_free(c[i]);
+    }
+    rt_proxy_stop(p);
+}
+
+/* The same lost grant, but the waiter gives up (its wait runs out while
+ * the proxy refuses): the leftover's later drop frees the name without
+ * queueing the waiter again (a stale place would hold the queue back). */
+static void test_lost_grant_given_up(void **state)
+{
+    it_env *e = *state;
+    where w;
+    rt_proxy *p = rt_proxy_start(e->redis->port);
+    rl_client *c0, *c1;
+    rl_lock *l0, *l1;
+    it_acq head;
+
+    assert_non_null(p);
+    where_single(&w, e);
+    c0 = client_at(w.url, 30000);
+    c1 = client_at(rt_proxy_url(p), 30000);
+    l0 = fair(c0, "gaveup");
+    l1 = fair(c1, "gaveup");
+    IT_RC(rl_lock_acquire(l0), RL_OK);
+    it_acq_begin(&head, l1, 1500, 0);
+    IT_WAIT(queued(&w, "gaveup") == 1, 5000);
+    rt_proxy_hold_next_reply_matching(p, "EVAL");
+    IT_RC(rl_lock_release(l0), RL_OK);
+    IT_WAIT(rt_proxy_held(p) > 0 && queued(&w, "gaveup") == 0, 5000);
+    IT_EQ(rt_proxy_refuse(p, 1), 0);
+    assert_true(rt_proxy_cut_all(p) > 0);
+    IT_EQ(it_acq_join(&head, 5000), 0);
+    assert_int_not_equal(head.rc, RL_OK);
+    IT_EQ(rt_proxy_refuse(p, 0), 0);
+    IT_WAIT(cmd_int(&w, "EXISTS rl:{%s}", "gaveup") == 0, 5000);
+    IT_EQ(queue_keys(&w, "gaveup"), 0);
+    rl_lock_free(l0);
+    rl_lock_free(l1);
+    rl_client_free(c0);
+    rl_client_free(c1);
+    rt_proxy_stop(p);
+}
+
 /* Reentry, the watchdog, the value format; a force-release leaves the
  * queue working. */
 static void test_reentry_watchdog_force(void **state)
@@ -647,6 +764,8 @@ int main(int argc, char **argv)
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_watchdog_force, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_release_queues_next, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_grant_keeps_head, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_grant_given_up, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_redlock_refused, it_setup, it_teardown),
     };
     const struct CMUnitTest cluster[] = {

@@ -928,8 +928,10 @@ static int not_alone(const nm_hist *h, const nm_hold *x)
 /* Whether a fault that can cost a waiter its place in the queue (its
  * process stopped or killed, the queue's data lost or moved, its connection
  * cut by a proxy) touches [from, to]. SCRIPT FLUSH, CLIENT KILL (a waiter
- * asks again within 500 ms, and a free name stays promised to the head) and
- * a force-release (the queue is left as it is) cannot. Nor can a place
+ * asks again within 500 ms, a free name stays promised to the head, and a
+ * grant whose reply the kill cut, dropped as a leftover, puts the head back
+ * first: seed 0x6107) and a force-release (the queue is left as it is)
+ * cannot. Nor can a place
  * left after such a fault by a wait that ended unreachable (it could not
  * leave the queue: another thread of its process is served from it) once
  * it has run out: NM_FAIR_PLACE_MS after the fault. */

@@ -457,6 +457,8 @@ static unsigned long long unresolved(rl_client *c)
 {
     rl_stats s;
 
+    memset(&s, 0, sizeof s);
+    s.version = RL_STATS_VERSION;
     IT_RC(rl_client_stats(&s, c), RL_OK);
     return s.replies_unresolved;
 }

@@ -1306,7 +1306,10 @@ static void check_fork_parent(nm_hist *h)
             const nm_name *n = &h->plan.names[x->name];
             if (x->proc != f->proc || x->ret > f->start || (x->closed && x->rel_ret < f->start))
                 continue;
-            if (other_fault_in(h, NM_F_FORK, x->inv - before, x->rel_ret) ||
+            /* A hold never seen released because its process was killed
+             * after the fork (wrk_kill) was lost to the kill, not the fork. */
+            if ((!x->closed && h->procs[x->proc].killed) ||
+                other_fault_in(h, NM_F_FORK, x->inv - before, x->rel_ret) ||
                 (n->fixed && x->rel_ret > x->inv + n->lease_ms * 9 / 10 * NM_MS))
                 continue;
             if (x->flagged || x->bad_release || !x->closed)

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ typedef struct nm_wk {
     rl_lock *handle[NM_NAMES_MAX][3];   /* by side */
     nm_slot slot[NM_NAMES_MAX];
     int nforks, failed;
-    volatile sig_atomic_t stop;         /* the signal thread ends */
+    atomic_int stop;                    /* the signal thread ends */
 } nm_wk;
 
 typedef struct nm_th {
@@ -439,7 +440,7 @@ static void *signal_main(void *arg)
     for (;;) {
         if (sigwaitinfo(&set, &si) < 0)
             continue;
-        if (wk->stop)
+        if (atomic_load(&wk->stop))
             return NULL;
         if (si.si_code != SI_QUEUE)
             continue;
@@ -452,7 +453,7 @@ static void *signal_main(void *arg)
 
 static void stop_signal_thread(nm_wk *wk, pthread_t t)
 {
-    wk->stop = 1;
+    atomic_store(&wk->stop, 1);
     pthread_kill(t, SIGUSR1);
     pthread_join(t, NULL);
 }

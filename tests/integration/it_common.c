@@ -119,6 +119,16 @@ rl_client *it_client(it_env *e, long lease_ms)
     return it_client_opts(&o);
 }
 
+rl_stats it_stats(rl_client *c)
+{
+    rl_stats st;
+
+    memset(&st, 0, sizeof st);
+    st.version = RL_STATS_VERSION;
+    IT_RC(rl_client_stats(&st, c), RL_OK);
+    return st;
+}
+
 rl_lock *it_lock(rl_client *c, const char *name)
 {
     rl_lock *l = NULL;

@@ -47,6 +47,10 @@ void it_options(rl_options *o, const char *url, long lease_ms, long command_time
 
 /** A client on env's server, failing the test when it cannot be made. */
 rl_client *it_client(it_env *e, long lease_ms);
+
+/** The client's rl_client_stats (this header's layout), failing the test when
+ * they cannot be read. */
+rl_stats it_stats(rl_client *c);
 rl_client *it_client_opts(const rl_options *o);
 
 /** A lock handle, failing the test when it cannot be made. */

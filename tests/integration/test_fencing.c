@@ -445,12 +445,7 @@ static void note_flag(const char *name, size_t len, void *payload)
 /* The client's renewal rounds so far. */
 static unsigned long long renewal_rounds(rl_client *c)
 {
-    rl_stats st;
-
-    memset(&st, 0, sizeof st);
-    st.version = RL_STATS_VERSION;
-    IT_RC(rl_client_stats(&st, c), RL_OK);
-    return st.renewal_rounds;
+    return it_stats(c).renewal_rounds;
 }
 
 /* The forcer of test_delay_force_release_outlasts_the_flag: a handle of

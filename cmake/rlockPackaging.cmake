@@ -112,10 +112,10 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
 ${_rl_long}
 This package contains the headers, the static library, the CMake package
 (find_package(rlock)) and the pkg-config file (rlock.pc).")
-# The static library and rlock.pc (Requires.private: hiredis uuid) need
-# hiredis's and libuuid's development files.
+# The static library and rlock.pc (Requires.private: hiredis uuid libssl
+# libcrypto) need hiredis's, libuuid's and OpenSSL's development files.
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, uuid-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhiredis-dev, uuid-dev, libssl-dev")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ${RL_PKG_TOOLS})
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)

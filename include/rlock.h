@@ -91,6 +91,10 @@ typedef struct rl_lock rl_lock;
                               it was undone (rl_options.wait_replicas) */
 #define RL_ENOTSUP   (-13) /* not available in this mode, for this kind of lock, or
                               with these options; see the call's documentation */
+#define RL_ETLS      (-14) /* TLS failed: the server's certificate could not be
+                              verified, or the server would not complete the TLS
+                              handshake (it needs a client certificate, or does not
+                              speak TLS); see rl_last_error() */
 
 /* Log levels passed to rl_options.log. */
 #define RL_LOG_ERROR 0
@@ -99,7 +103,7 @@ typedef struct rl_lock rl_lock;
 #define RL_LOG_DEBUG 3
 
 /** The layout version of rl_options this header describes. */
-#define RL_OPTIONS_VERSION 4
+#define RL_OPTIONS_VERSION 5
 
 /**
  * Settings of a client. Fill it with rl_options_init(), then change what you
@@ -251,6 +255,34 @@ typedef struct rl_options {
      * RL_ENOTSUP from rl_client_new(). 0: off.
      */
     long lock_delay_ms;
+
+    /* ---- version 5 ---- */
+
+    /*
+     * TLS, for a URL that asks for it: "rediss://" (one server or a
+     * Cluster; a Cluster's nodes must run tls-cluster yes), "redlocks://"
+     * (every master) or "sentinels://" (the sentinels and the primary
+     * alike). The server's certificate is verified, by default against the
+     * system's trust store and the host of the URL (or of the node the
+     * Cluster or the sentinels named). A failed verification or handshake
+     * returns RL_ETLS, rl_last_error() saying why. Giving any of these with
+     * a URL without TLS returns RL_EINVAL. All copied or read at creation.
+     */
+    const char *tls_ca_file;    /* PEM file of the CAs to trust (NULL: the system's) */
+    const char *tls_ca_dir;     /* or a directory of them (c_rehash layout) */
+    const char *tls_cert_file;  /* mutual TLS: the client's certificate chain (PEM)... */
+    const char *tls_key_file;   /* ...and its key (PEM, unencrypted); both or neither */
+    /* The name sent (SNI) and checked in every server's certificate instead
+     * of the host connected to: for servers reached by address whose
+     * certificates name a service ("redis.example.com"). NULL: the host. */
+    const char *tls_server_name;
+    /*
+     * DANGER: non-zero turns certificate verification off: anyone on the
+     * path can pose as the server, read the traffic (the password
+     * included) and grant or take locks. For a test bench only; logged at
+     * RL_LOG_WARN on every client created with it. 0: verify.
+     */
+    int tls_insecure_skip_verify;
 } rl_options;
 
 /** Longest rl_options.client_name, in bytes. */

@@ -26,6 +26,7 @@
 #include "stats.h"
 #include "subscriber.h"
 #include "thread.h"
+#include "tls.h"
 #include "url.h"
 #include "util.h"
 #include "watchdog.h"
@@ -51,6 +52,8 @@ static size_t options_size(unsigned int version)
         return offsetof(rl_options, client_name) + sizeof(const char *);
     case 4:
         return offsetof(rl_options, lock_delay_ms) + sizeof(long);
+    case 5:
+        return offsetof(rl_options, tls_insecure_skip_verify) + sizeof(int);
     default:
         return 0;
     }
@@ -236,6 +239,7 @@ static void client_destroy(rl_client *c)
     rl__leftovers_free(c);
     rl__hold_free_spares(c);
     rl__entry_free_all(c);
+    rl__tls_client_free(c);
     rl__url_clear(&c->url);
     free(c->prefix);
     free(c->name);
@@ -305,6 +309,15 @@ static int configure(rl_client *c, const rl_options *opts)
     c->on_lost = opts->on_lost;
     c->log = opts->log;
     c->payload = opts->payload;
+    if ((rc = rl__tls_client_init(c, opts)) != RL_OK) {
+        rl__url_clear(&c->url);
+        free(c->prefix);
+        free(c->name);
+        return rc;
+    }
+    if (c->tls_insecure)
+        rl__log(c, RL_LOG_WARN, "rlock: tls_insecure_skip_verify is set: the servers' "
+                "certificates are not verified, and anyone on the path can pose as them");
     return RL_OK;
 }
 

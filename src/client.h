@@ -32,6 +32,9 @@ struct rl_client {
     void (*on_lost)(const char *name, size_t len, void *payload);
     void (*log)(int level, const char *message, void *payload);
     void *payload;
+    struct ssl_ctx_st *tls_ctx;     /* TLS (tls.c): the OpenSSL context; NULL: plain */
+    char *tls_name;                 /* rl_options.tls_server_name; NULL: each host's own */
+    int tls_insecure;               /* rl_options.tls_insecure_skip_verify */
 
     char uuid[RL__UUID_LEN + 1];
     /* Who we are, for operators (owner.c); set with the uuid, read-only

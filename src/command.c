@@ -18,6 +18,7 @@
 #include "reply.h"
 #include "resp.h"
 #include "scripts.h"
+#include "tls.h"
 #include "util.h"
 
 static int load_one(rl_client *c, rl__conn *conn, int script)
@@ -73,10 +74,7 @@ static int broken(rl__conn *conn, int status, const char *what)
  */
 static int closed_before_use(rl__conn *conn)
 {
-    char b;
-    ssize_t n = recv(conn->ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-
-    return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    return rl__io_readable_now(conn->ctx->fd);
 }
 
 /* Encode argv into conn's write buffer after its first `at` bytes; the
@@ -111,8 +109,8 @@ static int write_all(rl__conn *conn, size_t len)
         return RL__UNSENT;
     }
     while (off < len) {
-        /* MSG_NOSIGNAL: a closed peer is an error to report, not a SIGPIPE. */
-        ssize_t n = send(fd, conn->wbuf + off, len - off, MSG_NOSIGNAL);
+        /* Never a SIGPIPE: a closed peer is an error to report. */
+        ssize_t n = rl__io_send(fd, conn->wbuf + off, len - off, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0 && off == 0) {
@@ -159,8 +157,8 @@ static int read_step(rl__conn *conn, rl__resp *out, int flags)
         if (st < 0 || conn->rhave == sizeof conn->rbuf)
             return broken(conn, RL_EPROTO, st < 0 ? "reply not understood (is the peer Redis?)"
                                                   : "reply too long to be one of rlock's");
-        n = recv(conn->ctx->fd, conn->rbuf + conn->rhave, sizeof conn->rbuf - conn->rhave,
-                 flags);
+        n = rl__io_recv(conn->ctx->fd, conn->rbuf + conn->rhave,
+                        sizeof conn->rbuf - conn->rhave, flags & MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0)
@@ -172,7 +170,8 @@ static int read_step(rl__conn *conn, rl__resp *out, int flags)
             return broken(conn, RL_ECONN, what);
         }
         if (n < 0)
-            return broken(conn, RL_ECONN, strerror(errno));
+            return broken(conn, RL_ECONN, errno == EPROTO && rl__tls_error(conn->ctx->fd)
+                                              ? rl__tls_error(conn->ctx->fd) : strerror(errno));
         conn->rhave += (size_t)n;
     }
 }

@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "router.h"
 #include "stats.h"
+#include "tls.h"
 #include "util.h"
 
 static struct timeval ms_to_tv(long ms)
@@ -184,9 +185,18 @@ static void handshake_reply(rl__conn *conn, const redisReply *r, int i, int n, i
 static int handshake_broken(rl__conn *conn, long reply_ms)
 {
     redisContext *ctx = conn->ctx;
-    int rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
-                     "handshake with %s: %s", conn->server->name,
-                     describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf));
+    const char *tls = rl__tls_error(ctx->fd);
+    int rc;
+
+    if (tls && ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, tls) == 0)
+        rc = rl__err(RL_ETLS, "%s", tls);   /* a client certificate was wanted, say */
+    else
+        rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
+                     "handshake with %s: %s%s", conn->server->name,
+                     describe(ctx, reply_ms, conn->errbuf, sizeof conn->errbuf),
+                     !rl__tls_of(ctx->fd) && (ctx->err == REDIS_ERR_EOF ||
+                                               strcmp(ctx->errstr, strerror(ECONNRESET)) == 0)
+                         ? " (if the server expects TLS: rediss://)" : "");
 
     atomic_store(&conn->server->down_until, rl__now_ms() + 2000);
     return rc;
@@ -206,7 +216,7 @@ static int handshake_end(rl_client *c, rl__conn *conn, int rc, int fenced, long 
     if (rc == RL_OK && reply_ms != c->command_ms)
         rl__conn_set_timeout(conn, c->command_ms);
     if (rc != RL_OK) {
-        redisFree(conn->ctx);
+        rl__redis_free(conn->ctx);
         free(conn);
         return rc;
     }
@@ -232,7 +242,7 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
         return rl__err(RL_ENOMEM, "out of memory connecting to Redis");
     if (ctx->err) {
         rc = rl__err(RL_ECONN, "connect to %s: %s", s->name, ctx->errstr);
-        redisFree(ctx);
+        rl__redis_free(ctx);
         atomic_store(&s->down_until, rl__now_ms() + 2000);
         rl__map_lost(c, s);    /* a Cluster may have moved on without it */
         return rc;
@@ -242,14 +252,21 @@ int rl__conn_open_within(rl_client *c, rl__server *s, long within_ms, rl__conn *
     (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);
     if (redisSetTimeout(ctx, ms_to_tv(reply_ms)) != REDIS_OK) {
         rc = io_error(ctx, reply_ms, "set timeout");
-        redisFree(ctx);
+        rl__redis_free(ctx);
         return rc;
     }
     if (s->host)
         redisEnableKeepAlive(ctx);
+    if ((rc = rl__tls_connect(c, s->host, ctx->fd, s->name)) != RL_OK) {
+        rl__redis_free(ctx);
+        atomic_store(&s->down_until, rl__now_ms() + 2000);
+        if (rc == RL_ECONN)
+            rl__map_lost(c, s);
+        return rc;
+    }
     n = append_handshake(c, ctx, &setname_at);
     if (!(conn = conn_new(c, s, ctx))) {
-        redisFree(ctx);
+        rl__redis_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
     }
     for (i = 0; i < n; i++) {
@@ -270,6 +287,8 @@ struct rl__opening {
     struct addrinfo *addrs, *next;  /* the server's addresses; the next to try */
     int fd;                         /* connecting: the socket (-1: handshaking) */
     int err;                        /* connecting: why the last address failed */
+    rl__tls_link *tls;              /* connected, TLS handshake under way */
+    short tls_events;               /* ...waiting for these */
     rl__conn *conn;                 /* handshaking */
     int owed, got, setname_at, rc, fenced;
     long connect_ms, reply_ms;
@@ -278,10 +297,13 @@ struct rl__opening {
 
 static void opening_free(rl__opening *o)
 {
-    if (o->fd >= 0)
+    rl__tls_abort(o->tls);
+    if (o->fd >= 0) {
+        rl__tls_drop(o->fd);
         close(o->fd);
+    }
     if (o->conn) {
-        redisFree(o->conn->ctx);
+        rl__redis_free(o->conn->ctx);
         free(o->conn);
     }
     if (o->addrs)
@@ -363,7 +385,7 @@ int rl__opening_start(rl_client *c, rl__server *s, long within_ms, rl__opening *
 int64_t rl__opening_poll(const rl__opening *o, struct pollfd *pfd)
 {
     pfd->fd = o->conn ? o->conn->ctx->fd : o->fd;
-    pfd->events = o->conn ? POLLIN : POLLOUT;
+    pfd->events = o->conn ? POLLIN : o->tls ? o->tls_events : POLLOUT;
     pfd->revents = 0;
     return o->deadline;
 }
@@ -386,7 +408,7 @@ static int begin_handshake(rl_client *c, rl__opening *o)
     }
     o->fd = -1;
     if (!(o->conn = conn_new(c, o->server, ctx))) {
-        redisFree(ctx);
+        rl__redis_free(ctx);
         opening_free(o);
         return rl__err(RL_ENOMEM, "out of memory");
     }
@@ -409,6 +431,25 @@ static int begin_handshake(rl_client *c, rl__opening *o)
     return RL_OK;
 }
 
+/* A step of the TLS handshake: 1 more to come (or the Redis handshake
+ * begun), else a status and o is freed. */
+static int step_tls(rl_client *c, rl__opening *o)
+{
+    int st = rl__tls_step(o->tls, o->server->name, &o->tls_events);
+
+    if (st == 1)
+        return 1;
+    if (st != 0) {
+        atomic_store(&o->server->down_until, rl__now_ms() + 2000);
+        if (st == RL_ECONN)
+            rl__map_lost(c, o->server);
+        opening_free(o);
+        return st;
+    }
+    o->tls = NULL;      /* in place: the descriptor's now */
+    return (st = begin_handshake(c, o)) == RL_OK ? 1 : st;
+}
+
 /* The socket is writable: connected, or refused (then the next address). */
 static int step_connect(rl_client *c, rl__opening *o)
 {
@@ -417,6 +458,14 @@ static int step_connect(rl_client *c, rl__opening *o)
 
     if (getsockopt(o->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
         err = errno;
+    if (err == 0 && rl__tls_on(c)) {
+        if ((rc = rl__tls_start(c, o->server->host, o->fd, &o->tls)) != RL_OK) {
+            opening_free(o);
+            return rc;
+        }
+        o->deadline = rl__now_ms() + o->reply_ms;
+        return step_tls(c, o);
+    }
     if (err == 0)
         return (rc = begin_handshake(c, o)) == RL_OK ? 1 : rc;
     close(o->fd);
@@ -432,7 +481,7 @@ static int step_handshake(rl_client *c, rl__opening *o, rl__conn **out)
     rl__conn *conn = o->conn;
     int rc;
 
-    if (redisBufferRead(ctx) != REDIS_OK) {
+    if (rl__redis_buffer_read(ctx) != REDIS_OK) {
         rc = handshake_broken(conn, o->reply_ms);
         opening_free(o);
         return rc;
@@ -459,6 +508,8 @@ int rl__opening_step(rl_client *c, rl__opening *o, short revents, rl__conn **out
 {
     if (!revents)
         return 1;
+    if (o->tls)
+        return step_tls(c, o);
     return o->conn ? step_handshake(c, o, out) : step_connect(c, o);
 }
 
@@ -466,6 +517,13 @@ int rl__opening_expire(rl_client *c, rl__opening *o)
 {
     int rc;
 
+    if (o->tls) {
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms",
+                     o->server->name, o->reply_ms);
+        atomic_store(&o->server->down_until, rl__now_ms() + 2000);
+        opening_free(o);
+        return rc;
+    }
     if (!o->conn) {
         o->err = ETIMEDOUT;
         return connect_failed(c, o);
@@ -539,7 +597,7 @@ void rl__conn_close(rl_client *c, rl__conn *conn)
     /* Every connection found broken ends here, wherever it was used. */
     if (conn->ctx->err)
         RL__STAT_INC(c, disconnects);
-    redisFree(conn->ctx);
+    rl__redis_free(conn->ctx);
     free(conn->wbuf);
     free(conn);
 }

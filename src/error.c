@@ -24,6 +24,7 @@ const char *rl_strerror(int status)
     case RL_ECANCELED: return "cancelled: the client was shut down";
     case RL_EREPLICA:  return "too few replicas acknowledged in time";
     case RL_ENOTSUP:   return "not supported here";
+    case RL_ETLS:      return "TLS failed (certificate or handshake)";
     default:           return "unknown status";
     }
 }

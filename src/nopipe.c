@@ -10,9 +10,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "nopipe.h"
+#include "tls.h"
 
 static void pipe_set(sigset_t *s)
 {
@@ -44,6 +47,96 @@ void rl__nopipe_end(rl__nopipe *np)
     errno = saved;
 }
 
+/* hiredis 1.x names its sds functions hi_sds*. */
+#ifdef RL_HIREDIS_HI_SDS
+#  define rl__sdslen hi_sdslen
+#  define rl__sdsrange hi_sdsrange
+#else
+#  define rl__sdslen sdslen
+#  define rl__sdsrange sdsrange
+#endif
+
+/* ---- over a TLS link: rlock's transport, hiredis's buffers -------------- */
+
+/* A failure on ctx, as hiredis would have set it. */
+static int set_error(redisContext *ctx, ssize_t n)
+{
+    const char *tls = rl__tls_error(ctx->fd);
+
+    if (n == 0) {
+        ctx->err = REDIS_ERR_EOF;
+        snprintf(ctx->errstr, sizeof ctx->errstr, "%s", "Server closed the connection");
+    } else {
+        ctx->err = REDIS_ERR_IO;
+        snprintf(ctx->errstr, sizeof ctx->errstr, "%s",
+                 errno == EPROTO && tls ? tls : strerror(errno));
+    }
+    return REDIS_ERR;
+}
+
+/* Write what ctx has queued: all of it, waiting within the socket's
+ * timeout (wait), or what goes now. */
+static int tls_write(redisContext *ctx, int wait, int *done)
+{
+    for (;;) {
+        size_t len = rl__sdslen(ctx->obuf);
+        ssize_t n;
+
+        if (len == 0) {
+            if (done)
+                *done = 1;
+            return REDIS_OK;
+        }
+        n = rl__io_send(ctx->fd, ctx->obuf, len, !wait);
+        if (n < 0 && errno == EAGAIN && !wait) {
+            if (done)
+                *done = 0;
+            return REDIS_OK;
+        }
+        if (n <= 0)
+            return set_error(ctx, n < 0 ? -1 : 0);
+        rl__sdsrange(ctx->obuf, (int)n, -1);
+    }
+}
+
+/* Read what has come into ctx's reader: waiting for some (wait), or not. */
+static int tls_read(redisContext *ctx, int wait)
+{
+    char buf[16384];
+
+    for (;;) {
+        ssize_t n = rl__io_recv(ctx->fd, buf, sizeof buf, !wait);
+        if (n < 0 && errno == EAGAIN && !wait)
+            return REDIS_OK;
+        if (n <= 0)
+            return set_error(ctx, n);
+        if (redisReaderFeed(ctx->reader, buf, (size_t)n) != REDIS_OK) {
+            ctx->err = ctx->reader->err;
+            snprintf(ctx->errstr, sizeof ctx->errstr, "%s", ctx->reader->errstr);
+            return REDIS_ERR;
+        }
+        /* What the link has decrypted already is taken now, so that a
+         * poll of the socket never misses it. */
+        wait = 0;
+    }
+}
+
+static int tls_get_reply(redisContext *ctx, void **reply)
+{
+    if (tls_write(ctx, 1, NULL) != REDIS_OK)
+        return REDIS_ERR;
+    for (;;) {
+        if (redisGetReplyFromReader(ctx, reply) != REDIS_OK)
+            return REDIS_ERR;
+        if (*reply)
+            return REDIS_OK;
+        if (tls_read(ctx, 1) != REDIS_OK)
+            return REDIS_ERR;
+    }
+}
+
+/* ---- the wrappers -------------------------------------------------------- */
+
 int rl__redis_get_reply(redisContext *ctx, void **reply)
 {
     rl__nopipe np;
@@ -54,6 +147,8 @@ int rl__redis_get_reply(redisContext *ctx, void **reply)
         return REDIS_ERR;
     if (*reply)
         return REDIS_OK;
+    if (rl__tls_of(ctx->fd))
+        return tls_get_reply(ctx, reply);
     rl__nopipe_begin(&np);
     rc = redisGetReply(ctx, reply);
     rl__nopipe_end(&np);
@@ -65,10 +160,19 @@ int rl__redis_buffer_write(redisContext *ctx, int *done)
     rl__nopipe np;
     int rc;
 
+    if (rl__tls_of(ctx->fd))
+        return tls_write(ctx, (ctx->flags & REDIS_BLOCK) != 0, done);
     rl__nopipe_begin(&np);
     rc = redisBufferWrite(ctx, done);
     rl__nopipe_end(&np);
     return rc;
+}
+
+int rl__redis_buffer_read(redisContext *ctx)
+{
+    if (rl__tls_of(ctx->fd))
+        return tls_read(ctx, 0);
+    return redisBufferRead(ctx);
 }
 
 redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **argv,
@@ -77,8 +181,22 @@ redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **arg
     rl__nopipe np;
     void *r;
 
+    if (rl__tls_of(ctx->fd)) {
+        if (redisAppendCommandArgv(ctx, argc, argv, lens) != REDIS_OK ||
+            rl__redis_get_reply(ctx, &r) != REDIS_OK)
+            return NULL;
+        return r;
+    }
     rl__nopipe_begin(&np);
     r = redisCommandArgv(ctx, argc, argv, lens);
     rl__nopipe_end(&np);
     return r;
+}
+
+void rl__redis_free(redisContext *ctx)
+{
+    if (!ctx)
+        return;
+    rl__tls_drop(ctx->fd);
+    redisFree(ctx);
 }

@@ -27,9 +27,15 @@ void rl__nopipe_begin(rl__nopipe *np);
 void rl__nopipe_end(rl__nopipe *np);
 
 /* redisGetReply(), redisBufferWrite() and redisCommandArgv() without
- * SIGPIPE. A reply already read costs no system call. */
+ * SIGPIPE, over the context's TLS link when it has one (tls.h). A reply
+ * already read costs no system call. */
 int rl__redis_get_reply(redisContext *ctx, void **reply);
 int rl__redis_buffer_write(redisContext *ctx, int *done);
+/* redisBufferRead(), for a socket poll() found readable: over a TLS link,
+ * never waits (a record only partly come stays for the next call). */
+int rl__redis_buffer_read(redisContext *ctx);
+/* redisFree(), the context's TLS link dropped first. */
+void rl__redis_free(redisContext *ctx);
 redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **argv,
                                    const size_t *lens);
 

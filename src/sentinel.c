@@ -32,6 +32,7 @@
 #include "router.h"
 #include "sentinel.h"
 #include "server.h"
+#include "tls.h"
 #include "topology.h"
 #include "url.h"
 #include "util.h"
@@ -55,10 +56,18 @@ redisContext *rl__sentinel_connect(rl_client *c, int i)
     if (ctx->err || redisSetTimeout(ctx, tv_of(c->command_ms)) != REDIS_OK) {
         rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port,
                 ctx->errstr[0] ? ctx->errstr : "cannot connect");
-        redisFree(ctx);
+        rl__redis_free(ctx);
         return NULL;
     }
     (void)fcntl(ctx->fd, F_SETFD, FD_CLOEXEC);   /* see rl__conn_open_within */
+    if (rl__tls_on(c)) {
+        char who[RL__HOST_MAX + 32];
+        snprintf(who, sizeof who, "sentinel %s:%d", ep->host, ep->port);
+        if (rl__tls_connect(c, ep->host, ctx->fd, who) != RL_OK) {
+            rl__redis_free(ctx);
+            return NULL;
+        }
+    }
     return ctx;
 }
 
@@ -81,6 +90,8 @@ static long long config_epoch(const redisReply *r)
 /* One sentinel being asked (ask()): its connection, its replies. */
 typedef struct sn_ask {
     redisContext *ctx;          /* NULL: done with it */
+    rl__tls_link *tls;          /* TLS handshake under way (connected once POLLOUT) */
+    short tls_events;           /* ...waiting for these */
     int written;                /* both commands are out */
     redisReply *addr, *master;
     int rc;                     /* RL_OK once it answered well */
@@ -136,11 +147,20 @@ static void ask_begin(rl_client *c, int i, sn_ask *a)
     if (!a->ctx || a->ctx->err) {
         a->rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port,
                         a->ctx ? a->ctx->errstr : "out of memory");
-        redisFree(a->ctx);
+        rl__redis_free(a->ctx);
         a->ctx = NULL;
         return;
     }
     (void)fcntl(a->ctx->fd, F_SETFD, FD_CLOEXEC);   /* see rl__conn_open_within */
+    if (rl__tls_on(c)) {
+        if ((a->rc = rl__tls_start(c, ep->host, a->ctx->fd, &a->tls)) != RL_OK) {
+            rl__redis_free(a->ctx);
+            a->ctx = NULL;
+            return;
+        }
+        a->rc = RL_ECONN;
+        a->tls_events = POLLOUT;    /* the connect first */
+    }
     redisAppendCommandArgv(a->ctx, 3, argv, lens);
     argv[1] = "MASTER";
     lens[1] = 6;
@@ -154,10 +174,27 @@ static void ask_step(rl_client *c, int i, sn_ask *a, short revents)
     const rl__endpoint *ep = &c->url.seeds[i];
     int ok = 1;
 
+    if (a->tls) {
+        char who[RL__HOST_MAX + 32];
+        int st;
+        snprintf(who, sizeof who, "sentinel %s:%d", ep->host, ep->port);
+        if ((st = rl__tls_step(a->tls, who, &a->tls_events)) == 1)
+            return;
+        if (st != 0) {
+            a->rc = st;
+            rl__tls_abort(a->tls);
+            a->tls = NULL;
+            rl__redis_free(a->ctx);
+            a->ctx = NULL;
+            return;
+        }
+        a->tls = NULL;  /* in place: the descriptor's now */
+        revents = POLLOUT;
+    }
     if (!a->written && (revents & (POLLOUT | POLLERR | POLLHUP)))
         ok = rl__redis_buffer_write(a->ctx, &a->written) == REDIS_OK;
     if (ok && (revents & (POLLIN | POLLERR | POLLHUP)))
-        ok = redisBufferRead(a->ctx) == REDIS_OK;
+        ok = rl__redis_buffer_read(a->ctx) == REDIS_OK;
     if (ok && !a->addr)
         ok = rl__redis_get_reply(a->ctx, (void **)&a->addr) == REDIS_OK;
     if (ok && a->addr && !a->master)
@@ -167,14 +204,15 @@ static void ask_step(rl_client *c, int i, sn_ask *a, short revents)
     else if (a->master)
         a->rc = judge_one(c, i, a);
     if (!ok || a->master) {
-        redisFree(a->ctx);
+        rl__redis_free(a->ctx);
         a->ctx = NULL;
     }
 }
 
 static void ask_end(sn_ask *a)
 {
-    redisFree(a->ctx);
+    rl__tls_abort(a->tls);
+    rl__redis_free(a->ctx);
     if (a->addr)
         freeReplyObject(a->addr);
     if (a->master)
@@ -195,7 +233,8 @@ static int ask_wait(rl_client *c, sn_ask *a, int n, int need, int64_t deadline)
             if (!a[i].ctx)
                 continue;
             pfd[np].fd = a[i].ctx->fd;
-            pfd[np].events = (short)(POLLIN | (a[i].written ? 0 : POLLOUT));
+            pfd[np].events = a[i].tls ? a[i].tls_events
+                                      : (short)(POLLIN | (a[i].written ? 0 : POLLOUT));
             pfd[np].revents = 0;
             at[np++] = i;
         }

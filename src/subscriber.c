@@ -134,7 +134,7 @@ static void drop_connection(sub_state *st)
     c->sub_ctx[st->srv->index] = NULL;
     RL__STAT_INC(c, disconnects);
     pthread_mutex_unlock(&c->mu);
-    redisFree(st->ctx);
+    rl__redis_free(st->ctx);
     pthread_mutex_lock(&c->mu);
     st->ctx = NULL;
     st->ping_sent = 0;
@@ -432,7 +432,7 @@ static void read_link(sub_state *st)
 {
     redisReply *r = NULL;
 
-    if (redisBufferRead(st->ctx) != REDIS_OK) {
+    if (rl__redis_buffer_read(st->ctx) != REDIS_OK) {
         drop_connection(st);
         return;
     }
@@ -470,7 +470,7 @@ static void switch_failed(rl_client *c, switch_link *sl)
     sl->ping_sent = 0;
     if (sl->ctx) {
         pthread_mutex_unlock(&c->mu);
-        redisFree(sl->ctx);
+        rl__redis_free(sl->ctx);
         pthread_mutex_lock(&c->mu);
     }
     sl->ctx = NULL;
@@ -531,7 +531,7 @@ static void switch_read(rl_client *c, switch_link *sl)
 {
     redisReply *r = NULL;
 
-    if (redisBufferRead(sl->ctx) != REDIS_OK) {
+    if (rl__redis_buffer_read(sl->ctx) != REDIS_OK) {
         switch_failed(c, sl);
         return;
     }
@@ -708,7 +708,7 @@ static void *sub_main(void *arg)
     c->sub_switch = NULL;
     if (sl.ctx) {
         pthread_mutex_unlock(&c->mu);
-        redisFree(sl.ctx);
+        rl__redis_free(sl.ctx);
         pthread_mutex_lock(&c->mu);
     }
     for (i = 0; i < RL__SERVERS_MAX; i++)
@@ -716,6 +716,6 @@ static void *sub_main(void *arg)
     pthread_mutex_unlock(&c->mu);
     for (i = 0; i < RL__SERVERS_MAX; i++)
         if (st[i].ctx)
-            redisFree(st[i].ctx);
+            rl__redis_free(st[i].ctx);
     return NULL;
 }

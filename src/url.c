@@ -265,13 +265,37 @@ static int parse_sentinel(rl__url *u, const char *rest)
     return RL_OK;
 }
 
+/* The TLS schemes, each the same grammar as its plain one. */
+static const char *const tls_schemes[][2] = {
+    { "rediss://", "redis://" },
+    { "redlocks://", "redlock://" },
+    { "sentinels://", "sentinel://" },
+};
+
 int rl__url_parse(rl__url *out, const char *url)
 {
+    size_t i;
+
     memset(out, 0, sizeof *out);
     if (!url)
         url = "redis://127.0.0.1:6379";
     if (strlen(url) > RL__URL_MAX)
         return fail(out, RL_EINVAL, "longer than 4096 bytes");
+    for (i = 0; i < sizeof tls_schemes / sizeof tls_schemes[0]; i++) {
+        size_t n = strlen(tls_schemes[i][0]);
+        if (strncmp(url, tls_schemes[i][0], n) == 0) {
+            char *plain = malloc(strlen(url));
+            int rc;
+            if (!plain)
+                return fail(out, RL_ENOMEM, "");
+            strcpy(plain, tls_schemes[i][1]);
+            strcat(plain, url + n);
+            rc = rl__url_parse(out, plain);
+            free(plain);
+            out->tls = rc == RL_OK;
+            return rc;
+        }
+    }
     if (strncmp(url, "redis://", 8) == 0)
         return parse_tcp(out, url + 8);
     if (strncmp(url, "redlock://", 10) == 0) {
@@ -298,9 +322,8 @@ int rl__url_parse(rl__url *out, const char *url)
         return parse_sentinel(out, url + 11);
     if (strncmp(url, "unix://", 7) == 0)
         return parse_unix(out, url + 7);
-    if (strncmp(url, "rediss://", 9) == 0)
-        return fail(out, RL_EINVAL, "TLS (rediss://) is not supported");
-    return fail(out, RL_EINVAL, "scheme must be redis://, redlock://, sentinel:// or unix://");
+    return fail(out, RL_EINVAL, "scheme must be redis://, redlock://, sentinel://, unix:// "
+                "or, with TLS, rediss://, redlocks://, sentinels://");
 }
 
 /* Length of a leading "scheme://" of a scheme rlock knows (or refuses by
@@ -309,7 +332,7 @@ int rl__url_parse(rl__url *out, const char *url)
 static size_t scheme_len(const char *url)
 {
     static const char *const known[] = { "redis://", "redlock://", "sentinel://", "unix://",
-                                         "rediss://" };
+                                         "rediss://", "redlocks://", "sentinels://" };
     size_t i;
 
     for (i = 0; i < sizeof known / sizeof known[0]; i++)

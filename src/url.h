@@ -27,6 +27,7 @@ typedef struct rl__url {
     int nseeds;     /* TCP: host:port pairs given, 1..RL__SEEDS_MAX; unix: 0 */
     int redlock;    /* redlock://: the seeds are independent masters (Redlock) */
     int sentinel;   /* sentinel://: the seeds are sentinels, asked for `service` */
+    int tls;        /* rediss://, redlocks://, sentinels://: every connection is TLS */
     char *service;  /* sentinel://: the name the sentinels know the primary by */
     rl__endpoint seeds[RL__SEEDS_MAX];
     char *path;     /* unix socket path */

@@ -102,10 +102,43 @@ static void test_unix(void **state)
     rl__url_clear(&u);
 }
 
+/* The TLS schemes: the grammar of their plain ones, and the flag. */
+static void test_tls_schemes(void **state)
+{
+    rl__url u;
+    (void)state;
+
+    parse_ok("rediss://:pw@h1:7000,h2/3", &u);
+    assert_int_equal(u.tls, 1);
+    assert_int_equal(u.nseeds, 2);
+    assert_string_equal(u.seeds[1].host, "h2");
+    assert_int_equal(u.seeds[1].port, 6379);
+    assert_string_equal(u.pass, "pw");
+    assert_int_equal(u.db, 3);
+    rl__url_clear(&u);
+
+    parse_ok("redlocks://a:1,b:2,c:3", &u);
+    assert_int_equal(u.tls, 1);
+    assert_int_equal(u.redlock, 1);
+    rl__url_clear(&u);
+
+    parse_ok("sentinels://s1,s2:26380/mymaster/1", &u);
+    assert_int_equal(u.tls, 1);
+    assert_int_equal(u.sentinel, 1);
+    assert_string_equal(u.service, "mymaster");
+    assert_int_equal(u.seeds[0].port, 26379);
+    rl__url_clear(&u);
+
+    parse_ok("redis://h", &u);
+    assert_int_equal(u.tls, 0);
+    rl__url_clear(&u);
+}
+
 static void test_rejects(void **state)
 {
     static const char *bad[] = {
-        "", "redis:/", "redis://", "http://h", "rediss://h", "redis://h:", "redis://h:0",
+        "", "redis:/", "redis://", "http://h", "rediss://", "rediss://h:0", "redlocks://a:1,b:2",
+        "sentinels://h", "redis://h:", "redis://h:0",
         "redis://h:65536", "redis://h:12x", "redis://h:-1", "redis://h/x", "redis://h/1/2",
         "redis://user@h", "redis://u:@h", "redis://[::1", "redis://[]:1", "redis://[::1]x",
         "redis://h?db=1", "redis://h#f", "redis://:pa%zzss@h", "redis://:p%0@h",
@@ -424,7 +457,10 @@ static void test_redact_hides_userinfo(void **state)
         { "redis:///:S3cr3t@h", "redis://***" },
         { "redis://h:S3cr3t", "redis://***" },
         { "redis://:S3cr3t%zz@h", "redis://***" },
-        { "rediss://:S3cr3t@h", "rediss://***" },
+        { "rediss://:S3cr3t@h", "rediss://***@h" },
+        { "redlocks://:S3cr3t@a:1,b:2,c:3", "redlocks://***@a:1,b:2,c:3" },
+        { "sentinels://:S3cr3t@s1/m", "sentinels://***@s1/m" },
+        { "rediss://:S3cr3t@h:x", "rediss://***" },
         { "http://u:S3cr3t@h", "***" },
         { "S3cr3t@h", "***" },
         { "S3cr3t", "***" },
@@ -497,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_tcp_forms),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_unix),
+        cmocka_unit_test(test_tls_schemes),
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_password_never_in_error),
         cmocka_unit_test(test_too_long),

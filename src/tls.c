@@ -1,0 +1,470 @@
+/*
+ * TLS links (tls.h): OpenSSL over rlock's own socket transport. A link's
+ * BIO reads and writes the descriptor with recv()/send(), so that a call
+ * that must not wait says so per call (MSG_DONTWAIT) and no write raises
+ * SIGPIPE (MSG_NOSIGNAL); a blocking call waits within the socket's
+ * timeouts (SO_RCVTIMEO, SO_SNDTIMEO: hiredis's redisSetTimeout()).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "client.h"
+#include "error.h"
+#include "tls.h"
+
+struct rl__tls_link {
+    SSL *ssl;
+    int fd;
+    int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
+    char why[200];      /* the last failure, in words */
+};
+
+/* ---- links by descriptor ----------------------------------------------- */
+
+#define PAGE_BITS 12
+#define PAGE_SIZE (1 << PAGE_BITS)
+#define NPAGES 256          /* descriptors below 2^20 */
+
+typedef _Atomic(rl__tls_link *) link_slot;
+
+static _Atomic(link_slot *) pages[NPAGES];
+static atomic_int any_link;   /* a link was ever made: plain processes skip the table */
+
+static link_slot *slot_of(int fd, int make)
+{
+    link_slot *page, *fresh = NULL;
+
+    if (fd < 0 || (fd >> PAGE_BITS) >= NPAGES)
+        return NULL;
+    page = atomic_load_explicit(&pages[fd >> PAGE_BITS], memory_order_acquire);
+    if (!page && make) {
+        if (!(fresh = calloc(PAGE_SIZE, sizeof *fresh)))
+            return NULL;
+        if (atomic_compare_exchange_strong(&pages[fd >> PAGE_BITS], &page, fresh))
+            page = fresh;
+        else
+            free(fresh);    /* another thread's page is in place: page is it */
+    }
+    return page ? &page[fd & (PAGE_SIZE - 1)] : NULL;
+}
+
+rl__tls_link *rl__tls_of(int fd)
+{
+    link_slot *s;
+
+    if (!atomic_load_explicit(&any_link, memory_order_relaxed))
+        return NULL;
+    s = slot_of(fd, 0);
+    return s ? atomic_load_explicit(s, memory_order_acquire) : NULL;
+}
+
+static void link_free(rl__tls_link *l)
+{
+    if (!l)
+        return;
+    SSL_free(l->ssl);       /* and its BIO; SSL_free writes nothing */
+    free(l);
+}
+
+void rl__tls_drop(int fd)
+{
+    link_slot *s;
+
+    if (!atomic_load_explicit(&any_link, memory_order_relaxed) || !(s = slot_of(fd, 0)))
+        return;
+    link_free(atomic_exchange(s, NULL));
+}
+
+static int link_put(rl__tls_link *l)
+{
+    link_slot *s;
+
+    atomic_store(&any_link, 1);
+    if (!(s = slot_of(l->fd, 1)))
+        return rl__err(RL_ENOMEM, "TLS: no room for descriptor %d", l->fd);
+    /* A link left by a fork child's parent on a reused descriptor is not ours to free. */
+    (void)atomic_exchange(s, l);
+    return RL_OK;
+}
+
+/* ---- the BIO ----------------------------------------------------------- */
+
+static int bio_write(BIO *b, const char *buf, int n)
+{
+    rl__tls_link *l = BIO_get_data(b);
+    ssize_t w;
+
+    BIO_clear_retry_flags(b);
+    do
+        w = send(l->fd, buf, (size_t)n, MSG_NOSIGNAL | (l->dontwait ? MSG_DONTWAIT : 0));
+    while (w < 0 && errno == EINTR);
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        BIO_set_retry_write(b);
+    return (int)w;
+}
+
+static int bio_read(BIO *b, char *buf, int n)
+{
+    rl__tls_link *l = BIO_get_data(b);
+    ssize_t r;
+
+    BIO_clear_retry_flags(b);
+    do
+        r = recv(l->fd, buf, (size_t)n, l->dontwait ? MSG_DONTWAIT : 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        BIO_set_retry_read(b);
+    return (int)r;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)b, (void)num, (void)ptr;
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int bio_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static BIO_METHOD *bio_method;
+static pthread_once_t bio_once = PTHREAD_ONCE_INIT;
+
+static void bio_method_make(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "rlock socket");
+
+    if (m && BIO_meth_set_write(m, bio_write) && BIO_meth_set_read(m, bio_read) &&
+        BIO_meth_set_ctrl(m, bio_ctrl) && BIO_meth_set_create(m, bio_create))
+        bio_method = m;
+    else if (m)
+        BIO_meth_free(m);
+}
+
+/* ---- the client's settings --------------------------------------------- */
+
+int rl__tls_on(const rl_client *c)
+{
+    return c->tls_ctx != NULL;
+}
+
+/* The first error OpenSSL queued, in words, into buf. */
+static const char *ssl_words(char *buf, size_t cap)
+{
+    unsigned long e = ERR_peek_error();
+
+    if (!e)
+        snprintf(buf, cap, "%s", strerror(errno ? errno : EPROTO));
+    else
+        ERR_error_string_n(e, buf, cap);
+    ERR_clear_error();
+    return buf;
+}
+
+static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
+{
+    char words[160];
+
+    ssl_words(words, sizeof words);
+    SSL_CTX_free(ctx);
+    return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
+}
+
+int rl__tls_client_init(rl_client *c, const rl_options *o)
+{
+    int given = o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file ||
+                                    o->tls_key_file || o->tls_server_name ||
+                                    o->tls_insecure_skip_verify);
+    SSL_CTX *ctx;
+
+    if (!c->url.tls)
+        return given ? rl__err(RL_EINVAL, "TLS options given for a URL without TLS "
+                               "(rediss://, redlocks:// or sentinels://)") : RL_OK;
+    if (o->version >= 5 && (!o->tls_cert_file) != (!o->tls_key_file))
+        return rl__err(RL_EINVAL, "tls_cert_file and tls_key_file go together");
+    if (o->version >= 5 && o->tls_server_name &&
+        (!o->tls_server_name[0] || strlen(o->tls_server_name) > 253))
+        return rl__err(RL_EINVAL, "tls_server_name must be 1..253 bytes");
+    pthread_once(&bio_once, bio_method_make);
+    ERR_clear_error();
+    if (!bio_method || !(ctx = SSL_CTX_new(TLS_client_method())))
+        return rl__err(RL_ENOMEM, "TLS: cannot make an OpenSSL context");
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir)) {
+        if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1)
+            return tls_option_error(ctx, o->tls_ca_file ? "tls_ca_file" : "tls_ca_dir",
+                                    o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir);
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        return tls_option_error(ctx, "the system's trust store", "default");
+    }
+    if (o->version >= 5 && o->tls_cert_file) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert_file) != 1)
+            return tls_option_error(ctx, "tls_cert_file", o->tls_cert_file);
+        if (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key_file, SSL_FILETYPE_PEM) != 1)
+            return tls_option_error(ctx, "tls_key_file", o->tls_key_file);
+        if (SSL_CTX_check_private_key(ctx) != 1)
+            return tls_option_error(ctx, "tls_key_file (does not match tls_cert_file)",
+                                    o->tls_key_file);
+    }
+    c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
+    SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
+        SSL_CTX_free(ctx);
+        return rl__err(RL_ENOMEM, "out of memory");
+    }
+    c->tls_ctx = ctx;
+    return RL_OK;
+}
+
+void rl__tls_client_free(rl_client *c)
+{
+    SSL_CTX_free(c->tls_ctx);
+    c->tls_ctx = NULL;
+    free(c->tls_name);
+    c->tls_name = NULL;
+}
+
+/* ---- handshakes -------------------------------------------------------- */
+
+static int is_ip(const char *host)
+{
+    unsigned char a[16];
+
+    return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
+}
+
+int rl__tls_start(rl_client *c, const char *host, int fd, rl__tls_link **out)
+{
+    const char *name = c->tls_name ? c->tls_name : host;
+    rl__tls_link *l;
+    BIO *bio;
+
+    if (!(l = calloc(1, sizeof *l)))
+        return rl__err(RL_ENOMEM, "out of memory");
+    l->fd = fd;
+    ERR_clear_error();
+    if (!(l->ssl = SSL_new(c->tls_ctx)) || !(bio = BIO_new(bio_method))) {
+        link_free(l);
+        return rl__err(RL_ENOMEM, "TLS: out of memory");
+    }
+    BIO_set_data(bio, l);
+    SSL_set_bio(l->ssl, bio, bio);
+    if (!is_ip(name))
+        SSL_set_tlsext_host_name(l->ssl, name);
+    if (!c->tls_insecure) {
+        int ok = is_ip(name) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), name)
+                             : SSL_set1_host(l->ssl, name);
+        if (ok != 1) {
+            link_free(l);
+            return rl__err(RL_EINVAL, "TLS: cannot check certificates against \"%s\"", name);
+        }
+    }
+    SSL_set_connect_state(l->ssl);
+    l->dontwait = 1;
+    *out = l;
+    return RL_OK;
+}
+
+/* Why the handshake or a read failed, as a status and words in l->why. */
+static int failure(rl__tls_link *l, int ret, const char *who)
+{
+    int e = SSL_get_error(l->ssl, ret), saved = errno;
+    long v = SSL_get_verify_result(l->ssl);
+    unsigned long q = ERR_peek_error();
+    int reason = ERR_GET_REASON(q);
+    char words[160];
+    int rc = RL_ETLS;
+
+    if (v != X509_V_OK && !SSL_is_init_finished(l->ssl)) {
+        const char *what;
+        switch (v) {
+        case X509_V_ERR_HOSTNAME_MISMATCH:
+        case X509_V_ERR_IP_ADDRESS_MISMATCH:
+            what = "its certificate does not name the host connected to (hostname mismatch; "
+                   "tls_server_name sets the name to check)";
+            break;
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+            what = "its certificate has expired";
+            break;
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            what = "its certificate is not valid yet";
+            break;
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+        case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            what = "its certificate is signed by an unknown CA (tls_ca_file or tls_ca_dir "
+                   "names the CA to trust)";
+            break;
+        default:
+            what = X509_verify_cert_error_string(v);
+        }
+        snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, what);
+    } else if (q && (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+                     reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE ||
+                     reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                     reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) &&
+               !SSL_get_certificate(l->ssl)) {
+        snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client certificate "
+                 "(tls_cert_file and tls_key_file)", who);
+    } else if (q && (reason == SSL_R_WRONG_VERSION_NUMBER ||
+                     reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+                     reason == SSL_R_UNKNOWN_PROTOCOL)) {
+        snprintf(l->why, sizeof l->why, "TLS with %s: the server does not speak TLS on this "
+                 "port (a plain port? then redis://)", who);
+    } else if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN ||
+               (q && ERR_GET_REASON(q) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+        rc = RL_ECONN;
+        snprintf(l->why, sizeof l->why, "TLS with %s: %s", who,
+                 saved && e == SSL_ERROR_SYSCALL && !q ? strerror(saved)
+                 : "connection closed by the server");
+    } else {
+        snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, ssl_words(words, sizeof words));
+    }
+    ERR_clear_error();
+    return rc;
+}
+
+int rl__tls_step(rl__tls_link *l, const char *who, short *events)
+{
+    int ret, e, rc;
+
+    ERR_clear_error();
+    errno = 0;
+    if ((ret = SSL_do_handshake(l->ssl)) == 1) {
+        l->dontwait = 0;
+        if ((rc = link_put(l)) != RL_OK)
+            return rc;
+        return 0;
+    }
+    e = SSL_get_error(l->ssl, ret);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        *events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+        return 1;
+    }
+    rc = failure(l, ret, who);
+    return rl__err(rc, "%s", l->why);
+}
+
+void rl__tls_abort(rl__tls_link *l)
+{
+    link_free(l);
+}
+
+int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
+{
+    rl__tls_link *l;
+    short events;
+    int rc;
+
+    if (!c->tls_ctx)
+        return RL_OK;
+    if ((rc = rl__tls_start(c, host, fd, &l)) != RL_OK)
+        return rc;
+    l->dontwait = 0;    /* the socket's timeouts bound each wait */
+    rc = rl__tls_step(l, who, &events);
+    if (rc == 1)
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time", who);
+    if (rc != 0) {
+        link_free(l);
+        return rc;
+    }
+    return RL_OK;
+}
+
+/* ---- reading and writing ----------------------------------------------- */
+
+static ssize_t io_result(rl__tls_link *l, int ret)
+{
+    int e = SSL_get_error(l->ssl, ret);
+
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (e == SSL_ERROR_ZERO_RETURN)
+        return 0;
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+        ERR_clear_error();
+        if (errno == 0)
+            return 0;   /* EOF without close_notify: closed all the same */
+        return -1;
+    }
+    (void)failure(l, ret, "the server");
+    if (strstr(l->why, "connection closed"))
+        return 0;
+    errno = EPROTO;
+    return -1;
+}
+
+ssize_t rl__io_recv(int fd, void *buf, size_t n, int dontwait)
+{
+    rl__tls_link *l = rl__tls_of(fd);
+    int ret;
+
+    if (!l)
+        return recv(fd, buf, n, dontwait ? MSG_DONTWAIT : 0);
+    l->dontwait = dontwait;
+    ERR_clear_error();
+    errno = 0;
+    ret = SSL_read(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    return ret > 0 ? ret : io_result(l, ret);
+}
+
+ssize_t rl__io_send(int fd, const void *buf, size_t n, int dontwait)
+{
+    rl__tls_link *l = rl__tls_of(fd);
+    int ret;
+
+    if (!l)
+        return send(fd, buf, n, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
+    if (n == 0)
+        return 0;
+    l->dontwait = dontwait;
+    ERR_clear_error();
+    errno = 0;
+    ret = SSL_write(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    return ret > 0 ? ret : io_result(l, ret);
+}
+
+int rl__io_readable_now(int fd)
+{
+    rl__tls_link *l = rl__tls_of(fd);
+    char b;
+    int ret;
+
+    if (!l) {
+        ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    /* Reads the records waiting (a session ticket is taken in here),
+     * keeps any data. */
+    l->dontwait = 1;
+    ERR_clear_error();
+    errno = 0;
+    ret = SSL_peek(l->ssl, &b, 1);
+    l->dontwait = 0;
+    return ret > 0 || io_result(l, ret) >= 0 || errno != EAGAIN;
+}
+
+const char *rl__tls_error(int fd)
+{
+    rl__tls_link *l = rl__tls_of(fd);
+
+    return l && l->why[0] ? l->why : NULL;
+}

@@ -35,7 +35,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # The packages of the root: the build, the tests, the packaging (dpkg-dev,
 # file), both servers, and OpenSSL for the TLS transport (issue 24).
 TRIXIE_PKGS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
-             libssl-dev redis-server redis-tools redis-sentinel valkey-server
+             libssl-dev openssl redis-server redis-tools redis-sentinel valkey-server
              valkey-tools valkey-sentinel dpkg-dev file)
 
 # ---------------------------------------------------------------------------

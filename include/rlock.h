@@ -133,6 +133,11 @@ typedef struct rl_options {
      * they know as `name`; the credentials and the database are the
      * primary's (the sentinels are asked without credentials). A failover
      * is followed by itself.
+     *
+     * TLS: "rediss://" for redis:// (one server, or a Cluster's nodes, all
+     * on TLS ports: tls-cluster yes), "redlocks://" for redlock:// (every
+     * master), "sentinels://" for sentinel:// (the sentinels and the
+     * primary); the same grammar otherwise. See the tls_* options.
      */
     const char *url;
 

@@ -27,6 +27,8 @@ struct rl__tls_link {
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     char why[200];      /* the last failure, in words */
+    int cert_asked;     /* the server asked for a client certificate */
+    int got_data;       /* something was read since the handshake */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */
@@ -182,6 +184,18 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
     return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
 }
 
+/* A server asks for the client's certificate: noted, for when it closes
+ * the connection on a client that had none (below, refused_no_cert). */
+static int cert_asked(SSL *ssl, void *arg)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)arg;
+    if (l)
+        l->cert_asked = 1;
+    return 1;
+}
+
 int rl__tls_client_init(rl_client *c, const rl_options *o)
 {
     int given = o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file ||
@@ -222,6 +236,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     }
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_cert_cb(ctx, cert_asked, NULL);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
         SSL_CTX_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -389,6 +404,24 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 
 /* ---- reading and writing ----------------------------------------------- */
 
+/* TLS 1.3: the client's handshake ends before the server has checked its
+ * certificate; a server that requires one then sends an alert and closes.
+ * When the client wrote meanwhile, the reset may discard the alert: the
+ * connection closed or reset, before any reply, after the server asked for a
+ * certificate that the client did not have, says the same. */
+static int refused_no_cert(rl__tls_link *l, int e)
+{
+    if (!l->cert_asked || l->got_data || SSL_get_certificate(l->ssl) ||
+        (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL &&
+         ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING))
+        return 0;
+    ERR_clear_error();
+    snprintf(l->why, sizeof l->why, "TLS with the server: the server requires a client "
+             "certificate (tls_cert_file and tls_key_file)");
+    errno = EPROTO;
+    return 1;
+}
+
 static ssize_t io_result(rl__tls_link *l, int ret)
 {
     int e = SSL_get_error(l->ssl, ret);
@@ -397,6 +430,8 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
+    if (refused_no_cert(l, e))
+        return -1;
     if (e == SSL_ERROR_ZERO_RETURN)
         return 0;
     if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
@@ -423,6 +458,8 @@ ssize_t rl__io_recv(int fd, void *buf, size_t n, int dontwait)
     ERR_clear_error();
     errno = 0;
     ret = SSL_read(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (ret > 0)
+        l->got_data = 1;
     return ret > 0 ? ret : io_result(l, ret);
 }
 

@@ -1989,6 +1989,28 @@ static void test_tls(void **state)
     /* A TLS option with the plain port's URL: a usage error naming it. */
     tls_run((const char *[]){ "-u", srv->url, "--tls-ca-file", t->ca, "list", NULL }, ST_USAGE,
             "--tls-ca-file needs a URL with TLS", out, sizeof out);
+    /* --tls-ca-dir: a directory of CAs, as openssl rehash lays it out. */
+    snprintf(args, sizeof args, "mkdir %s/cadir && cp %s %s/cadir/ && %s rehash %s/cadir",
+             tmpdir, t->ca, tmpdir, getenv("RL_OPENSSL") ? getenv("RL_OPENSSL") : "openssl",
+             tmpdir);
+    IT_EQ(system(args), 0);
+    snprintf(args, sizeof args, "%s/cadir", tmpdir);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-dir", args, "show", "tl1", NULL }, 0,
+            "not held", out, sizeof out);
+    redisFree(ctl);
+    rt_redis_stop(srv);
+
+    /* A certificate for another name: the mismatch said; --tls-server-name
+     * names what to expect. */
+    port = rt_free_port();
+    if (rt_redis_open("it_cli", rt_tls_server_args(t, port, t->other_crt, t->other_key, 0, args,
+                                                   sizeof args), &srv, &ctl) != 0)
+        fail_msg("cannot start a TLS redis-server (other name)");
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
+            "does not name the host connected to (hostname mismatch", out, sizeof out);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "--tls-server-name",
+                              "other.example", "list", NULL }, 0, "", out, sizeof out);
     redisFree(ctl);
     rt_redis_stop(srv);
 

@@ -185,7 +185,7 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
 }
 
 /* A server asks for the client's certificate: noted, for when it closes
- * the connection on a client that had none (below, refused_no_cert). */
+ * the connection on the client's certificate (below, refused_cert). */
 static int cert_asked(SSL *ssl, void *arg)
 {
     rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
@@ -337,6 +337,16 @@ static int failure(rl__tls_link *l, int ret, const char *who)
                !SSL_get_certificate(l->ssl)) {
         snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client certificate "
                  "(tls_cert_file and tls_key_file)", who);
+    } else if (q && SSL_get_certificate(l->ssl) &&
+               (reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+                reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
+                reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED)) {
+        /* Short: hiredis keeps 127 bytes of it (nopipe.c, conn.c). */
+        snprintf(l->why, sizeof l->why, "TLS with %s: the server refused the client "
+                 "certificate (tls_cert_file): %s", who,
+                 ERR_reason_error_string(q) ? ERR_reason_error_string(q) : "an alert");
     } else if (q && (reason == SSL_R_WRONG_VERSION_NUMBER ||
                      reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
                      reason == SSL_R_UNKNOWN_PROTOCOL)) {
@@ -405,19 +415,21 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 /* ---- reading and writing ----------------------------------------------- */
 
 /* TLS 1.3: the client's handshake ends before the server has checked its
- * certificate; a server that requires one then sends an alert and closes.
- * When the client wrote meanwhile, the reset may discard the alert: the
- * connection closed or reset, before any reply, after the server asked for a
- * certificate that the client did not have, says the same. */
-static int refused_no_cert(rl__tls_link *l, int e)
+ * certificate; a server that requires one, or refuses the one it got, then
+ * sends an alert and closes. When the client wrote meanwhile, the reset may
+ * discard the alert: the connection closed or reset before any reply, after
+ * the server asked for a certificate, says the same. */
+static int refused_cert(rl__tls_link *l, int e)
 {
-    if (!l->cert_asked || l->got_data || SSL_get_certificate(l->ssl) ||
+    if (!l->cert_asked || l->got_data ||
         (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL &&
          ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING))
         return 0;
     ERR_clear_error();
-    snprintf(l->why, sizeof l->why, "TLS with the server: the server requires a client "
-             "certificate (tls_cert_file and tls_key_file)");
+    snprintf(l->why, sizeof l->why, "TLS with the server: %s", SSL_get_certificate(l->ssl)
+             ? "the server refused the client certificate (tls_cert_file; expired? an "
+               "unknown CA?)"
+             : "the server requires a client certificate (tls_cert_file and tls_key_file)");
     errno = EPROTO;
     return 1;
 }
@@ -430,7 +442,7 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
-    if (refused_no_cert(l, e))
+    if (refused_cert(l, e))
         return -1;
     if (e == SSL_ERROR_ZERO_RETURN)
         return 0;

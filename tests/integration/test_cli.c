@@ -2032,6 +2032,13 @@ static void test_tls(void **state)
     for (int k = 0; k < 8; k++)
         tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
                 "the server requires a client certificate", out, sizeof out);
+    /* A client certificate the server refuses (expired): said so, the same
+     * way (it was OpenSSL's "sslv3 alert certificate expired", or that reset). */
+    for (int k = 0; k < 8; k++)
+        tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "--tls-cert",
+                                  t->expired_crt, "--tls-key", t->expired_key, "list", NULL },
+                ST_FAILED, "the server refused the client certificate (tls_cert_file", out,
+                sizeof out);
     tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "--tls-cert", t->client_crt,
                               "--tls-key", t->client_key, "exec", "--wait", "0", "tm", "--",
                               "echo", "mutual", NULL }, 0, "mutual", out, sizeof out);

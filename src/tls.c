@@ -404,7 +404,9 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time", who);
+        /* A plain Redis waits for the rest of a "command" that never ends. */
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (a plain "
+                     "port? then redis://)", who);
     if (rc != 0) {
         link_free(l);
         return rc;

@@ -1990,6 +1990,11 @@ static void test_tls(void **state)
     tls_run((const char *[]){ "-u", url, "--tls-insecure-skip-verify", "list", NULL }, 0,
             "rlock: warning: --tls-insecure-skip-verify: no certificate is verified", out,
             sizeof out);
+    /* rediss:// to the plain port: Redis waits for the end of a "command"
+     * that never comes; the line says what to check. */
+    snprintf(args, sizeof args, "rediss%s", srv->url + 5);
+    tls_run((const char *[]){ "-u", args, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
+            "(a plain port? then redis://)", out, sizeof out);
     /* A TLS option with the plain port's URL: a usage error naming it. */
     tls_run((const char *[]){ "-u", srv->url, "--tls-ca-file", t->ca, "list", NULL }, ST_USAGE,
             "--tls-ca-file needs a URL with TLS", out, sizeof out);

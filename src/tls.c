@@ -27,6 +27,8 @@ struct rl__tls_link {
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     char why[200];      /* the last failure, in words */
+    int cert_asked;     /* the server asked for a client certificate */
+    int got_data;       /* something was read since the handshake */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */
@@ -182,6 +184,18 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
     return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
 }
 
+/* A server asks for the client's certificate: noted, for when it closes
+ * the connection on the client's certificate (below, refused_cert). */
+static int cert_asked(SSL *ssl, void *arg)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)arg;
+    if (l)
+        l->cert_asked = 1;
+    return 1;
+}
+
 int rl__tls_client_init(rl_client *c, const rl_options *o)
 {
     int given = o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file ||
@@ -222,6 +236,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     }
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_cert_cb(ctx, cert_asked, NULL);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
         SSL_CTX_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -322,6 +337,16 @@ static int failure(rl__tls_link *l, int ret, const char *who)
                !SSL_get_certificate(l->ssl)) {
         snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client certificate "
                  "(tls_cert_file and tls_key_file)", who);
+    } else if (q && SSL_get_certificate(l->ssl) &&
+               (reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+                reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
+                reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED)) {
+        /* Short: hiredis keeps 127 bytes of it (nopipe.c, conn.c). */
+        snprintf(l->why, sizeof l->why, "TLS with %s: the server refused the client "
+                 "certificate (tls_cert_file): %s", who,
+                 ERR_reason_error_string(q) ? ERR_reason_error_string(q) : "an alert");
     } else if (q && (reason == SSL_R_WRONG_VERSION_NUMBER ||
                      reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
                      reason == SSL_R_UNKNOWN_PROTOCOL)) {
@@ -379,7 +404,9 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time", who);
+        /* A plain Redis waits for the rest of a "command" that never ends. */
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (a plain "
+                     "port? then redis://)", who);
     if (rc != 0) {
         link_free(l);
         return rc;
@@ -389,6 +416,26 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 
 /* ---- reading and writing ----------------------------------------------- */
 
+/* TLS 1.3: the client's handshake ends before the server has checked its
+ * certificate; a server that requires one, or refuses the one it got, then
+ * sends an alert and closes. When the client wrote meanwhile, the reset may
+ * discard the alert: the connection closed or reset before any reply, after
+ * the server asked for a certificate, says the same. */
+static int refused_cert(rl__tls_link *l, int e)
+{
+    if (!l->cert_asked || l->got_data ||
+        (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL &&
+         ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING))
+        return 0;
+    ERR_clear_error();
+    snprintf(l->why, sizeof l->why, "TLS with the server: %s", SSL_get_certificate(l->ssl)
+             ? "the server refused the client certificate (tls_cert_file; expired? an "
+               "unknown CA?)"
+             : "the server requires a client certificate (tls_cert_file and tls_key_file)");
+    errno = EPROTO;
+    return 1;
+}
+
 static ssize_t io_result(rl__tls_link *l, int ret)
 {
     int e = SSL_get_error(l->ssl, ret);
@@ -397,6 +444,8 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
+    if (refused_cert(l, e))
+        return -1;
     if (e == SSL_ERROR_ZERO_RETURN)
         return 0;
     if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
@@ -423,6 +472,8 @@ ssize_t rl__io_recv(int fd, void *buf, size_t n, int dontwait)
     ERR_clear_error();
     errno = 0;
     ret = SSL_read(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (ret > 0)
+        l->got_data = 1;
     return ret > 0 ? ret : io_result(l, ret);
 }
 

@@ -45,7 +45,8 @@ static const char usage_text[] =
     "Options (before or after COMMAND; for exec, before NAME):\n"
     "  -u, --url URL      Redis: redis://[[user]:pass@]host[:port][/db],\n"
     "                     unix:///path, a Cluster node, sentinel://...,\n"
-    "                     redlock://... (default: $RLOCK_URL, else\n"
+    "                     redlock://...; with TLS: rediss://, sentinels://,\n"
+    "                     redlocks:// (default: $RLOCK_URL, else\n"
     "                     redis://127.0.0.1:6379)\n"
     "  -p, --prefix P     key prefix of the locks (default rl:)\n"
     "  -n, --name NAME    this client's name, shown to others (default\n"
@@ -54,13 +55,27 @@ static const char usage_text[] =
     "  -h, --help         this help\n"
     "  -V, --version      the version\n"
     "\n"
+    "TLS options (only with rediss://, sentinels:// or redlocks://; by default the\n"
+    "server's certificate must chain to the system's CAs, or $SSL_CERT_FILE's,\n"
+    "and name the host connected to):\n"
+    "  --tls-ca-file FILE     trust the CAs of this PEM file instead\n"
+    "  --tls-ca-dir DIR       or of this directory (openssl rehash layout)\n"
+    "  --tls-cert FILE        mutual TLS: this client's certificate (PEM)...\n"
+    "  --tls-key FILE         ...and its key (PEM, unencrypted); both or neither\n"
+    "  --tls-server-name NAME the name expected in the certificates (and sent,\n"
+    "                         SNI) instead of the host connected to\n"
+    "  --tls-insecure-skip-verify\n"
+    "                         DANGER: verify no certificate (anyone on the path\n"
+    "                         can pose as Redis); a warning on stderr each time\n"
+    "\n"
     "Exit status (rlock's own are 122..125, apart from any command's usual\n"
     "ones, as timeout(1) keeps 124..127; each comes with a line on stderr):\n"
     "  0      success (exec: the command exited 0)\n"
     "  122    usage: a bad option, value, URL, name or command line\n"
     "  123    exec: the lease was lost while the command ran; it was stopped\n"
     "  124    exec: the lock was not acquired within --wait\n"
-    "  125    cannot connect, Redis refused, a key of the name is not rlock's\n"
+    "  125    cannot connect (a failed TLS handshake or verification too: the\n"
+    "         line says why), Redis refused, a key of the name is not rlock's\n"
     "         (another type: the key is named), or another failure of rlock\n"
     "  126    exec: the command could not be run; 127: it was not found\n"
     "  128+N  exec: the command was killed by signal N, or rlock itself got\n"
@@ -112,6 +127,9 @@ int rt_exit_of(int status)
         return RT_EXIT_NOTTAKEN;
     case RL_ELOST:
         return RT_EXIT_LOST;
+    case RL_ECONN:
+    case RL_ETLS:       /* a connection that failed, as any other */
+        return RT_EXIT_REDIS;
     default:
         return RT_EXIT_REDIS;
     }
@@ -134,6 +152,53 @@ static const char *option_of(const char *detail, const rt_common *co)
     return co->url_from;
 }
 
+/* The TLS fields of rl_options and their options. */
+static const char *const tls_fields[][2] = {
+    { "tls_ca_file", "--tls-ca-file" }, { "tls_ca_dir", "--tls-ca-dir" },
+    { "tls_cert_file", "--tls-cert" }, { "tls_key_file", "--tls-key" },
+    { "tls_server_name", "--tls-server-name" },
+};
+
+/* A refusal of the TLS options (detail names rl_options' fields), said with
+ * the options' names: 1 when it was one (reported), else 0. */
+static int tls_refusal(const char *detail, const rt_common *co, const char *safe_url)
+{
+    char line[512];
+    size_t n = 0, i;
+
+    if (strncmp(detail, "TLS options given for a URL without TLS", 39) == 0) {
+        rt_err("%s needs a URL with TLS (rediss://, sentinels:// or redlocks://), not %s '%s'",
+               co->tls_first ? co->tls_first : "a TLS option", co->url_from, safe_url);
+        return 1;
+    }
+    if (strncmp(detail, "tls_", 4) != 0)
+        return 0;
+    while (*detail && n + 32 < sizeof line) {
+        for (i = 0; i < sizeof tls_fields / sizeof tls_fields[0]; i++)
+            if (strncmp(detail, tls_fields[i][0], strlen(tls_fields[i][0])) == 0)
+                break;
+        if (i == sizeof tls_fields / sizeof tls_fields[0]) {
+            line[n++] = *detail++;
+            continue;
+        }
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s", tls_fields[i][1]);
+        detail += strlen(tls_fields[i][0]);
+    }
+    line[n] = '\0';
+    rt_err("%s", line);
+    return 1;
+}
+
+static void set_tls(rl_options *o, const rt_common *co)
+{
+    o->tls_ca_file = co->tls_ca_file;
+    o->tls_ca_dir = co->tls_ca_dir;
+    o->tls_cert_file = co->tls_cert;
+    o->tls_key_file = co->tls_key;
+    o->tls_server_name = co->tls_server_name;
+    o->tls_insecure_skip_verify = co->tls_insecure;
+}
+
 int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *, size_t, void *),
               void *payload)
 {
@@ -149,13 +214,21 @@ int rt_client(rl_client **out, const rt_common *co, void (*on_lost)(const char *
     o.lease_ms = co->lease_ms;
     o.on_lost = on_lost;
     o.payload = payload;
-    if ((rc = rl_client_new(out, &o)) == RL_OK)
+    set_tls(&o, co);
+    rc = rl_client_new(out, &o);
+    if (co->tls_insecure && rc != RL_EINVAL)
+        rt_err("warning: --tls-insecure-skip-verify: no certificate is verified; anyone on "
+               "the path can pose as Redis, read the password and take or free locks");
+    if (rc == RL_OK)
         return RT_EXIT_OK;
     rl_url_redact(safe, sizeof safe, co->url);  /* keeps rl_last_error() */
     if (rc != RL_EINVAL) {
+        /* RL_ECONN, RL_ETLS, RL_EAUTH...: the line says which, and why. */
         rt_err("cannot use %s: %s (%s)", safe, rl_strerror(rc), rl_last_error());
         return RT_EXIT_REDIS;
     }
+    if (tls_refusal(rl_last_error(), co, safe))
+        return RT_EXIT_USAGE;
     opt = option_of(rl_last_error(), co);
     rt_err("%s '%s': %s", opt, opt == co->url_from ? safe
            : strcmp(opt, "--name") == 0 && co->name ? co->name
@@ -179,7 +252,8 @@ static const char *const owned[][2] = {
 static const struct {
     const char *name;
     int val;
-} flags[] = { { "--json", 'j' }, { "--help", 'h' }, { "--version", 'V' }, { "--force", 'f' } };
+} flags[] = { { "--json", 'j' }, { "--help", 'h' }, { "--version", 'V' }, { "--force", 'f' },
+               { "--tls-insecure-skip-verify", RT_OPT_TLS_INSECURE } };
 
 /* Whether the argument `arg` ("--js=1", say) is a flag's long name (or an
  * abbreviation of it) given a value: getopt_long() refuses it with the
@@ -196,22 +270,44 @@ static const char *flag_given_value(const char *arg)
     return NULL;
 }
 
-/* The long options of exec that share a beginning ("--w"): getopt_long()
- * refuses an abbreviation of both as if it were unknown. Whether `text`
- * is one (no other command has two options of one beginning). */
-static int ambiguous(const char *text, const char *cmd)
-{
-    size_t n = strlen(text);
+/* The long options that share a beginning ("--w", "--tls-c"): getopt_long()
+ * refuses an abbreviation of two as if it were unknown. With cmd, the
+ * subcommand's (NULL: every subcommand's). */
+static const char *const alike[][2] = {
+    { "--wait", "exec" }, { "--watchdog-lease", "exec" }, { "--tls-ca-file", NULL },
+    { "--tls-ca-dir", NULL }, { "--tls-cert", NULL }, { "--tls-key", NULL },
+    { "--tls-server-name", NULL }, { "--tls-insecure-skip-verify", NULL },
+};
 
-    return cmd && strcmp(cmd, "exec") == 0 && n > 2 && strncmp(text, "--wait", n) == 0 &&
-           strncmp(text, "--watchdog-lease", n) == 0;
+/* Whether `text` abbreviates two or more options of cmd: 1, and what it
+ * could be ("--wait or --watchdog-lease") into out. */
+static int ambiguous(const char *text, const char *cmd, char *out, size_t cap)
+{
+    size_t n = strlen(text), i, len = 0;
+    int found = 0;
+    const char *last = NULL;
+
+    out[0] = '\0';
+    for (i = 0; n > 2 && i < sizeof alike / sizeof alike[0]; i++) {
+        if (strncmp(text, alike[i][0], n) != 0 ||
+            (alike[i][1] && (!cmd || strcmp(cmd, alike[i][1]) != 0)))
+            continue;
+        if (last)
+            len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s",
+                                    found > 1 ? ", " : "", last);
+        last = alike[i][0];
+        found++;
+    }
+    if (found > 1 && len < cap)
+        snprintf(out + len, cap - len, " or %s", last);
+    return found > 1;
 }
 
 /* An option getopt_long() refused: one line that names it. */
 static void bad_option(int opt, char **argv, const char *cmd)
 {
     const char *flag = opt == '?' && optind > 0 ? flag_given_value(argv[optind - 1]) : NULL;
-    char text[64];
+    char text[64], could[160];
     size_t i;
 
     if (flag) {
@@ -229,8 +325,9 @@ static void bad_option(int opt, char **argv, const char *cmd)
         rt_err("%s%s%s needs a value (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
         return;
     }
-    if (ambiguous(text, cmd)) {
-        rt_err("exec: '%s' is ambiguous: --wait or --watchdog-lease (rlock --help)", text);
+    if (ambiguous(text, cmd, could, sizeof could)) {
+        rt_err("%s%s'%s' is ambiguous: %s (rlock --help)", cmd ? cmd : "", cmd ? ": " : "",
+               text, could);
         return;
     }
     for (i = 0; i < sizeof owned / sizeof owned[0]; i++) {
@@ -243,8 +340,32 @@ static void bad_option(int opt, char **argv, const char *cmd)
     rt_err("%s%sunknown option '%s' (rlock --help)", cmd ? cmd : "", cmd ? ": " : "", text);
 }
 
+/* A TLS option: its value into co; 0, or -1 when opt is not one. */
+static int tls_opt(int opt, const char *arg, rt_common *co)
+{
+    static const char *const names[] = {
+        "--tls-ca-file", "--tls-ca-dir", "--tls-cert", "--tls-key", "--tls-server-name",
+        "--tls-insecure-skip-verify",
+    };
+
+    switch (opt) {
+    case RT_OPT_TLS_CA_FILE: co->tls_ca_file = arg; break;
+    case RT_OPT_TLS_CA_DIR: co->tls_ca_dir = arg; break;
+    case RT_OPT_TLS_CERT: co->tls_cert = arg; break;
+    case RT_OPT_TLS_KEY: co->tls_key = arg; break;
+    case RT_OPT_TLS_SERVER_NAME: co->tls_server_name = arg; break;
+    case RT_OPT_TLS_INSECURE: co->tls_insecure = 1; break;
+    default: return -1;
+    }
+    if (!co->tls_first)
+        co->tls_first = names[opt - RT_OPT_TLS_CA_FILE];
+    return 0;
+}
+
 int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co)
 {
+    if (tls_opt(opt, arg, co) == 0)
+        return 0;
     switch (opt) {
     case 'u': co->url = arg; co->url_from = "--url"; return 0;
     case 'p': co->prefix = arg; return 0;

@@ -13,15 +13,10 @@
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
-        { "url", required_argument, NULL, 'u' },
-        { "prefix", required_argument, NULL, 'p' },
-        { "name", required_argument, NULL, 'n' },
-        { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
+        RT_COMMON_LONGS,
         { NULL, 0, NULL, 0 },
     };
-    rt_common co = { NULL, NULL, NULL, 0, 0, "RLOCK_URL" };
+    rt_common co = { .url_from = "RLOCK_URL" };
     const char *cmd;
     int opt;
 
@@ -33,7 +28,7 @@ int main(int argc, char **argv)
     /* Options before the command; "+": stop at the command's name. Every
      * refusal is rlock's own one line (opterr 0, ':' for a missing value). */
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+:u:p:n:jhV", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+:" RT_COMMON_SHORT, longs, NULL)) != -1) {
         int r;
         if (opt == 'V') {
             printf("rlock %s\n", rl_version());

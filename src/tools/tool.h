@@ -22,7 +22,7 @@
 #define RT_EXIT_USAGE    122 /* a bad option, value, URL, name or command line */
 #define RT_EXIT_LOST     123 /* exec: the lease was lost, the command stopped */
 #define RT_EXIT_NOTTAKEN 124 /* exec: the lock was not acquired in time */
-#define RT_EXIT_REDIS    125 /* cannot connect, Redis refused, other failure */
+#define RT_EXIT_REDIS    125 /* cannot connect (TLS included), Redis refused, other failure */
 #define RT_EXIT_NOEXEC   126 /* exec: the command could not be run */
 #define RT_EXIT_NOTFOUND 127 /* exec: the command was not found */
 
@@ -34,6 +34,13 @@ typedef struct rt_common {
     int json;               /* --json */
     long lease_ms;          /* exec --watchdog-lease (0: the library's 30 s) */
     const char *url_from;   /* where url came from, for a refusal: "--url", "RLOCK_URL" */
+    const char *tls_ca_file;     /* --tls-ca-file ... (rl_options version 5) */
+    const char *tls_ca_dir;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_server_name;
+    int tls_insecure;            /* --tls-insecure-skip-verify: warned on stderr */
+    const char *tls_first;       /* the first TLS option given, for a plain URL's refusal */
 } rt_common;
 
 /* ---- common.c ---- */
@@ -59,13 +66,24 @@ int rt_exit_of(int status);
 /* ':' first (after '+' where the caller stops at a non-option): a missing
  * value is ':', and getopt prints nothing (opterr 0, rlock.c). */
 #define RT_COMMON_SHORT "u:p:n:jhV"
+/* The TLS options have no letter: getopt_long() returns these. */
+enum {
+    RT_OPT_TLS_CA_FILE = 256, RT_OPT_TLS_CA_DIR, RT_OPT_TLS_CERT, RT_OPT_TLS_KEY,
+    RT_OPT_TLS_SERVER_NAME, RT_OPT_TLS_INSECURE
+};
 #define RT_COMMON_LONGS \
     { "url", required_argument, NULL, 'u' }, \
     { "prefix", required_argument, NULL, 'p' }, \
     { "name", required_argument, NULL, 'n' }, \
     { "json", no_argument, NULL, 'j' }, \
     { "help", no_argument, NULL, 'h' }, \
-    { "version", no_argument, NULL, 'V' }
+    { "version", no_argument, NULL, 'V' }, \
+    { "tls-ca-file", required_argument, NULL, RT_OPT_TLS_CA_FILE }, \
+    { "tls-ca-dir", required_argument, NULL, RT_OPT_TLS_CA_DIR }, \
+    { "tls-cert", required_argument, NULL, RT_OPT_TLS_CERT }, \
+    { "tls-key", required_argument, NULL, RT_OPT_TLS_KEY }, \
+    { "tls-server-name", required_argument, NULL, RT_OPT_TLS_SERVER_NAME }, \
+    { "tls-insecure-skip-verify", no_argument, NULL, RT_OPT_TLS_INSECURE }
 /* Apply a common option: 0 done, 1 --help or --version (printed: exit 0), -1 not a
  * common option (reported in one line that names it, for the subcommand
  * `cmd`, NULL before one: a usage error). */

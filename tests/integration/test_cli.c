@@ -4,10 +4,12 @@
  * exec passes the command's status on, stops the command when the lease is
  * lost, stops it and releases when rlock itself is told to stop; list and
  * show name the holders of other processes; release --force wakes a waiter
- * of another process at once. Without redis-server every test FAILS.
+ * of another process at once; the TLS options against a TLS redis-server
+ * (certificates made by openssl). Without redis-server every test FAILS.
  */
 #include "it_common.h"
 #include "rt_cluster.h"
+#include "rt_tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -619,6 +621,14 @@ static void test_option_errors(void **state)
         { { "release", "--force=yes", "n" }, "release: --force takes no value", "'-f'" },
         { { "exec", "n", "--wait", "0", "true" }, "exec: '--wait' after NAME", "No such file" },
         { { "exec", "n", "-w0", "--", "true" }, "exec: '-w0' after NAME", "No such file" },
+        { { "--tls-ca-file", "/x", "list" }, "--tls-ca-file needs a URL with TLS (rediss://, "
+          "sentinels:// or redlocks://), not RLOCK_URL 'redis://127.0.0.1:", "/x" },
+        { { "-u", "rediss://127.0.0.1:1", "--tls-cert", "/x", "list" }, "--tls-cert and "
+          "--tls-key go together", "tls_" },
+        { { "list", "--tls-c", "/x" }, "list: '--tls-c' is ambiguous: --tls-ca-file, "
+          "--tls-ca-dir or --tls-cert", "unknown" },
+        { { "show", "--tls-insecure-skip-verify=1", "n" }, "show: --tls-insecure-skip-verify "
+          "takes no value", "ambiguous" },
     };
     char out[4096], pattern[RL_NAME_MAX + 2], url[256];
     size_t i;
@@ -1904,6 +1914,147 @@ static void test_url_never_shown(void **state)
     }
 }
 
+/* ---- TLS --------------------------------------------------------------- */
+
+/* rlock with args over TLS: its exit status, stdout and stderr into out;
+ * fails the test unless it exits `want` and out holds `has`. */
+static void tls_run(const char *const *args, int want, const char *has, char *out, size_t cap)
+{
+    int st = cli_run_out(args, 1, out, cap, 20000);
+    char line[1200] = "rlock";
+    size_t i;
+
+    if (st == want && strstr(out, has))
+        return;
+    for (i = 0; args[i]; i++)
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %s", args[i]);
+    fail_msg("%s: exit %d, wanted %d and \"%s\":\n%s", line, st, want, has, out);
+}
+
+/* Issue 24: every subcommand over rediss:// with --tls-ca-file, on a
+ * server whose plain port the test's own clients use; the statuses and
+ * lines of each failure. */
+static void test_tls(void **state)
+{
+    rt_tls *t = rt_tls_make();
+    rt_redis *srv = NULL, *mtls = NULL;
+    redisContext *ctl = NULL, *mctl = NULL;
+    char args[1600], url[128], purl[128], murl[128], out[8192];
+    rl_options o;
+    rl_client *c;
+    rl_lock *l;
+    int port = rt_free_port(), mport;
+
+    (void)state;
+    if (!t)
+        fail_msg("cannot make the certificates (openssl)");
+    if (rt_redis_open("it_cli", rt_tls_server_args(t, port, NULL, NULL, 0, args, sizeof args),
+                      &srv, &ctl) != 0)
+        fail_msg("cannot start a TLS redis-server");
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    snprintf(purl, sizeof purl, "rediss://:S3cr3t@127.0.0.1:%d", port);
+
+    /* A holder on the plain port: list, show and exec see it over TLS;
+     * release --force frees it; exec then runs under the lock. */
+    it_options(&o, srv->url, 0, 0);
+    o.client_name = "plainholder";
+    c = it_client_opts(&o);
+    l = it_lock(c, "tl1");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "list", NULL }, 0,
+            "plainholder", out, sizeof out);
+    tls_run((const char *[]){ "-u", url, "show", "--tls-ca-file", t->ca, "tl1", NULL }, 0,
+            "plainholder", out, sizeof out);
+    tls_run((const char *[]){ "-u", url, "exec", "--tls-ca-file", t->ca, "--wait", "0", "tl1",
+                              "--", "true", NULL }, ST_NOTTAKEN, "held by another", out,
+            sizeof out);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "release", "--force", "tl1",
+                              NULL }, 0, "released 'tl1'", out, sizeof out);
+    IT_EQ(rt_redis_exists(ctl, "rl:{tl1}", 8), 0);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "exec", "--wait", "0", "tl1",
+                              "--", "echo", "ran-over-tls", NULL }, 0, "ran-over-tls", out,
+            sizeof out);
+    IT_RC(rl_lock_release(l), RL_ELOST);
+    rl_lock_free(l);
+    rl_client_free(c);
+
+    /* No --tls-ca-file: the system's CAs do not know the test's CA. Exit
+     * 125 as for any connection that fails, the cause named; no password. */
+    tls_run((const char *[]){ "-u", purl, "list", NULL }, ST_FAILED,
+            "its certificate is signed by an unknown CA", out, sizeof out);
+    if (strstr(out, "S3cr3t") || !strstr(out, "rediss://***@127.0.0.1:"))
+        fail_msg("rlock list, unknown CA:\n%s", out);
+    tls_run((const char *[]){ "-u", url, "exec", "n", "--", "true", NULL }, ST_FAILED,
+            "unknown CA", out, sizeof out);
+    /* --tls-insecure-skip-verify gets through, and says what it costs. */
+    tls_run((const char *[]){ "-u", url, "--tls-insecure-skip-verify", "list", NULL }, 0,
+            "rlock: warning: --tls-insecure-skip-verify: no certificate is verified", out,
+            sizeof out);
+    /* rediss:// to the plain port: Redis waits for the end of a "command"
+     * that never comes; the line says what to check. */
+    snprintf(args, sizeof args, "rediss%s", srv->url + 5);
+    tls_run((const char *[]){ "-u", args, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
+            "(a plain port? then redis://)", out, sizeof out);
+    /* A TLS option with the plain port's URL: a usage error naming it. */
+    tls_run((const char *[]){ "-u", srv->url, "--tls-ca-file", t->ca, "list", NULL }, ST_USAGE,
+            "--tls-ca-file needs a URL with TLS", out, sizeof out);
+    /* --tls-ca-dir: a directory of CAs, as openssl rehash lays it out. */
+    snprintf(args, sizeof args, "mkdir %s/cadir && cp %s %s/cadir/ && %s rehash %s/cadir",
+             tmpdir, t->ca, tmpdir, getenv("RL_OPENSSL") ? getenv("RL_OPENSSL") : "openssl",
+             tmpdir);
+    IT_EQ(system(args), 0);
+    snprintf(args, sizeof args, "%s/cadir", tmpdir);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-dir", args, "show", "tl1", NULL }, 0,
+            "not held", out, sizeof out);
+    redisFree(ctl);
+    rt_redis_stop(srv);
+
+    /* A certificate for another name: the mismatch said; --tls-server-name
+     * names what to expect. */
+    port = rt_free_port();
+    if (rt_redis_open("it_cli", rt_tls_server_args(t, port, t->other_crt, t->other_key, 0, args,
+                                                   sizeof args), &srv, &ctl) != 0)
+        fail_msg("cannot start a TLS redis-server (other name)");
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
+            "does not name the host connected to (hostname mismatch", out, sizeof out);
+    tls_run((const char *[]){ "-u", url, "--tls-ca-file", t->ca, "--tls-server-name",
+                              "other.example", "list", NULL }, 0, "", out, sizeof out);
+    redisFree(ctl);
+    rt_redis_stop(srv);
+
+    /* Mutual TLS: without a client certificate the server refuses, and
+     * rlock says so; with --tls-cert and --tls-key it works. */
+    mport = rt_free_port();
+    if (rt_redis_open("it_cli", rt_tls_server_args(t, mport, NULL, NULL, 1, args, sizeof args),
+                      &mtls, &mctl) != 0)
+        fail_msg("cannot start a TLS redis-server (auth clients)");
+    snprintf(murl, sizeof murl, "rediss://127.0.0.1:%d", mport);
+    /* TLS 1.3: the server's alert may come after rlock's first command, and
+     * the reset that answers that command can discard it. The words stay (it
+     * was "cannot reach Redis ... Connection reset by peer" one time in two):
+     * several tries, each must say it. */
+    for (int k = 0; k < 8; k++)
+        tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
+                "the server requires a client certificate", out, sizeof out);
+    /* A client certificate the server refuses (expired): said so, the same
+     * way (it was OpenSSL's "sslv3 alert certificate expired", or that reset). */
+    for (int k = 0; k < 8; k++)
+        tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "--tls-cert",
+                                  t->expired_crt, "--tls-key", t->expired_key, "list", NULL },
+                ST_FAILED, "the server refused the client certificate (tls_cert_file", out,
+                sizeof out);
+    tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "--tls-cert", t->client_crt,
+                              "--tls-key", t->client_key, "exec", "--wait", "0", "tm", "--",
+                              "echo", "mutual", NULL }, 0, "mutual", out, sizeof out);
+    tls_run((const char *[]){ "-u", murl, "--tls-ca-file", t->ca, "--tls-cert", t->client_crt,
+                              "--tls-key", t->client_key, "show", "tm", NULL }, 0, "not held",
+            out, sizeof out);
+    redisFree(mctl);
+    rt_redis_stop(mtls);
+    rt_tls_free(t);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1936,6 +2087,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_and_redlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_url_never_shown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
     };
 
     if (argc == 4 && strcmp(argv[1], "--sigint-recorder") == 0)

@@ -27,6 +27,7 @@ struct rl__tls_link {
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     char why[200];      /* the last failure, in words */
+    char who[80];       /* the server, for the words of later failures */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */
@@ -182,16 +183,25 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
     return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
 }
 
+/* The first TLS option set in o, by name; NULL: none. */
+static const char *tls_option_given(const rl_options *o)
+{
+    if (o->version < 5)
+        return NULL;
+    return o->tls_ca_file ? "tls_ca_file" : o->tls_ca_dir ? "tls_ca_dir"
+         : o->tls_cert_file ? "tls_cert_file" : o->tls_key_file ? "tls_key_file"
+         : o->tls_server_name ? "tls_server_name"
+         : o->tls_insecure_skip_verify ? "tls_insecure_skip_verify" : NULL;
+}
+
 int rl__tls_client_init(rl_client *c, const rl_options *o)
 {
-    int given = o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file ||
-                                    o->tls_key_file || o->tls_server_name ||
-                                    o->tls_insecure_skip_verify);
+    const char *given = tls_option_given(o);
     SSL_CTX *ctx;
 
     if (!c->url.tls)
-        return given ? rl__err(RL_EINVAL, "TLS options given for a URL without TLS "
-                               "(rediss://, redlocks:// or sentinels://)") : RL_OK;
+        return given ? rl__err(RL_EINVAL, "%s given for a URL without TLS (rediss://, "
+                               "redlocks:// or sentinels://)", given) : RL_OK;
     if (o->version >= 5 && (!o->tls_cert_file) != (!o->tls_key_file))
         return rl__err(RL_EINVAL, "tls_cert_file and tls_key_file go together");
     if (o->version >= 5 && o->tls_server_name &&
@@ -344,6 +354,7 @@ int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 {
     int ret, e, rc;
 
+    snprintf(l->who, sizeof l->who, "%s", who);
     ERR_clear_error();
     errno = 0;
     if ((ret = SSL_do_handshake(l->ssl)) == 1) {
@@ -379,7 +390,8 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time", who);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time "
+                     "(stopped? or a plain port: then redis://)", who);
     if (rc != 0) {
         link_free(l);
         return rc;
@@ -405,7 +417,7 @@ static ssize_t io_result(rl__tls_link *l, int ret)
             return 0;   /* EOF without close_notify: closed all the same */
         return -1;
     }
-    (void)failure(l, ret, "the server");
+    (void)failure(l, ret, l->who);
     if (strstr(l->why, "connection closed"))
         return 0;
     errno = EPROTO;

@@ -28,6 +28,7 @@ struct rl__tls_link {
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     char why[200];      /* the last failure, in words */
     char who[80];       /* the server, for the words of later failures */
+    int cert_asked;     /* the server asked for a client certificate we do not have */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */
@@ -194,6 +195,17 @@ static const char *tls_option_given(const rl_options *o)
          : o->tls_insecure_skip_verify ? "tls_insecure_skip_verify" : NULL;
 }
 
+/* Called by OpenSSL when the server asks for a client certificate and the
+ * client has none: noted, and none is sent. */
+static int cert_asked(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)x509, (void)pkey;
+    l->cert_asked = 1;
+    return 0;
+}
+
 int rl__tls_client_init(rl_client *c, const rl_options *o)
 {
     const char *given = tls_option_given(o);
@@ -232,6 +244,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     }
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_client_cert_cb(ctx, cert_asked);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
         SSL_CTX_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -350,6 +363,32 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     return rc;
 }
 
+#define VERDICT_MS 200
+
+/*
+ * TLS 1.3: a server that asked for a client certificate and got none
+ * refuses it only after the handshake, with an alert; a command written
+ * meanwhile makes its close a reset, and the alert can be lost with it.
+ * So its verdict is read first: the alert, or (accepted) a session ticket
+ * or nothing within VERDICT_MS.
+ */
+static int await_verdict(rl__tls_link *l, const char *who)
+{
+    struct pollfd p = { .fd = l->fd, .events = POLLIN };
+    char b;
+    int ret;
+
+    if (!l->cert_asked || SSL_version(l->ssl) < TLS1_3_VERSION || poll(&p, 1, VERDICT_MS) != 1)
+        return RL_OK;
+    l->dontwait = 1;
+    ERR_clear_error();
+    errno = 0;
+    ret = SSL_peek(l->ssl, &b, 1);
+    if (ret > 0 || SSL_get_error(l->ssl, ret) == SSL_ERROR_WANT_READ)
+        return RL_OK;
+    return failure(l, ret, who);
+}
+
 int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 {
     int ret, e, rc;
@@ -358,6 +397,8 @@ int rl__tls_step(rl__tls_link *l, const char *who, short *events)
     ERR_clear_error();
     errno = 0;
     if ((ret = SSL_do_handshake(l->ssl)) == 1) {
+        if ((rc = await_verdict(l, who)) != RL_OK)
+            return rl__err(rc, "%s", l->why);
         l->dontwait = 0;
         if ((rc = link_put(l)) != RL_OK)
             return rc;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -85,6 +86,12 @@ void rl__tls_drop(int fd)
     if (!atomic_load_explicit(&any_link, memory_order_relaxed) || !(s = slot_of(fd, 0)))
         return;
     link_free(atomic_exchange(s, NULL));
+}
+
+void rl__tls_close(int fd)
+{
+    rl__tls_drop(fd);
+    close(fd);
 }
 
 static int link_put(rl__tls_link *l)

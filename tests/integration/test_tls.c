@@ -768,12 +768,15 @@ static void test_fork_child(void **state)
     long long conns;
     pid_t pid;
 
-    /* Every connection the parent needs is made: the pool's, the watchdog's. */
+    /* The parent's connections are made: the watchdog's (it renewed), and
+     * the pool's, idle at the fork (the child closes those, the others
+     * only have their sockets closed). */
     IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_EQ(renewals_seen(e, "rl:{t-fork}", 11, 1, 3000), 1);
     IT_RC(rl_lock_acquire(l), RL_OK);
     IT_RC(rl_lock_release(l), RL_OK);
-    IT_EQ(renewals_seen(e, "rl:{t-fork}", 11, 1, 3000), 1);
     before = it_stats(c);
+    IT_EQ(before.connects, 2);
     conns = info_number(e, "clients", "connected_clients");
     pid = rt_child_start(child_locks, &arg, 30);
     assert_true(pid > 0);
@@ -795,6 +798,56 @@ static void test_fork_child(void **state)
     IT_EQ(rl_lock_interrupted(l), 0);
     IT_EQ(rt_redis_exists(e->rc, "rl:{t-fork}", 11), 0);
     IT_EQ(rt_redis_exists(e->rc, "rl:{t-fork-child}", 17), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* In the child: the first call on the inherited client (here, freeing its
+ * handle) closes the parent's sockets; a plain client's sockets then take
+ * their numbers, and must not be read as TLS links. */
+static int child_plain_client(void *arg)
+{
+    fork_arg *a = arg;
+    rl_options o;
+    rl_client *c = NULL;
+    rl_lock *l = NULL;
+    int code = 0;
+
+    rl_lock_free(a->inherited);
+    if (rl_options_init(&o, RL_OPTIONS_VERSION) != RL_OK)
+        return 21;
+    o.url = a->url;
+    o.connect_timeout_ms = o.command_timeout_ms = 1000;
+    if (rl_client_new(&c, &o) != RL_OK) {
+        fprintf(stderr, "child: plain client on %s: %s\n", a->url, rl_last_error());
+        return 22;
+    }
+    if (rl_lock_new(&l, c, "t-fork-plain") != RL_OK)
+        code = 23;
+    else if (rl_lock_try_acquire(l, 2000, RL_LEASE_WATCHDOG) != RL_OK)
+        code = 24;
+    else if (rl_lock_release(l) != RL_OK)
+        code = 25;
+    rl_lock_free(l);
+    rl_client_free(c);
+    return code;
+}
+
+static void test_fork_child_plain_client(void **state)
+{
+    tls_env *e = *state;
+    rl_client *c = tls_client(e, 1500);
+    rl_lock *l = it_lock(c, "t-fork2");
+    fork_arg arg = { e->redis->url, l };
+    pid_t pid;
+
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_EQ(renewals_seen(e, "rl:{t-fork2}", 12, 1, 3000), 1);   /* the watchdog's connection */
+    pid = rt_child_start(child_plain_client, &arg, 30);
+    assert_true(pid > 0);
+    IT_EQ(rt_child_wait(pid, 20000), 0);
+    IT_EQ(rt_redis_exists(e->rc, "rl:{t-fork-plain}", 17), 0);
+    IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
     rl_client_free(c);
 }
@@ -874,6 +927,7 @@ int main(void)
         SETUP(test_bad_options, good),
         SETUP(test_old_layout, good),
         SETUP(test_fork_child, good),
+        SETUP(test_fork_child_plain_client, good),
         SETUP(test_cut_connection, good),
     };
 

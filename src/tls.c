@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -191,6 +192,22 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
     return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
 }
 
+/* Whether path is a directory we may read: OpenSSL looks into one only
+ * when a handshake needs it, and then a missing one reads as an unknown
+ * CA. errno says why not. */
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0 || access(path, R_OK | X_OK) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return 0;
+    }
+    return 1;
+}
+
 /* The first TLS option set in o, by name; NULL: none. */
 static const char *tls_option_given(const rl_options *o)
 {
@@ -234,6 +251,11 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
     if (o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir)) {
+        if (o->tls_ca_dir && !is_dir(o->tls_ca_dir)) {
+            SSL_CTX_free(ctx);
+            return rl__err(RL_EINVAL, "tls_ca_dir \"%s\" cannot be used: %s", o->tls_ca_dir,
+                           strerror(errno));
+        }
         if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1)
             return tls_option_error(ctx, o->tls_ca_file ? "tls_ca_file" : "tls_ca_dir",
                                     o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir);

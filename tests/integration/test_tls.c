@@ -686,6 +686,10 @@ static void test_bad_options(void **state)
     tls_options(&o, e, NULL, 0);
     o.tls_ca_file = "/nonexistent/ca.pem";
     assert_bad_option(e, &o, "tls_ca_file \"/nonexistent/ca.pem\"");
+    tls_options(&o, e, NULL, 0);
+    o.tls_ca_file = NULL;
+    o.tls_ca_dir = "/nonexistent/cadir";
+    assert_bad_option(e, &o, "tls_ca_dir \"/nonexistent/cadir\"");
 
     tls_options(&o, e, NULL, 0);
     o.tls_cert_file = certs->client_crt;

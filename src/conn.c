@@ -188,7 +188,9 @@ static int handshake_broken(rl__conn *conn, long reply_ms)
     const char *tls = rl__tls_error(ctx->fd);
     int rc;
 
-    if (tls && ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, tls) == 0)
+    /* hiredis keeps the first 127 bytes of the words */
+    if (tls && ctx->err == REDIS_ERR_IO &&
+        strncmp(ctx->errstr, tls, sizeof ctx->errstr - 1) == 0)
         rc = rl__err(RL_ETLS, "%s", tls);   /* a client certificate was wanted, say */
     else
         rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,
@@ -518,9 +520,9 @@ int rl__opening_expire(rl_client *c, rl__opening *o)
     int rc;
 
     if (o->tls) {
-        /* A plain Redis waits for the rest of a "command" that never ends. */
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms (a "
-                     "plain port? then redis://)", o->server->name, o->reply_ms);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms "
+                     "(stopped? or a plain port: then redis://)",
+                     o->server->name, o->reply_ms);
         atomic_store(&o->server->down_until, rl__now_ms() + 2000);
         opening_free(o);
         return rc;

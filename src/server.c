@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "error.h"
 #include "server.h"
+#include "tls.h"
 #include "util.h"
 
 rl__server *rl__server_get(rl_client *c, const char *host, int port)
@@ -308,7 +309,7 @@ void rl__pool_after_fork(rl_client *c)
             if (conn->fence.id == -2)
                 rl__conn_close(c, conn);
             else if (conn->ctx && conn->ctx->fd >= 0)
-                close(conn->ctx->fd);
+                rl__tls_close(conn->ctx->fd);
         }
         s->all = NULL;
         s->idle = NULL;

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -27,7 +29,9 @@ struct rl__tls_link {
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     char why[200];      /* the last failure, in words */
+    char who[80];       /* the server, for the words of later failures */
     int cert_asked;     /* the server asked for a client certificate */
+    int cert_missing;   /* ...and the client has none */
     int got_data;       /* something was read since the handshake */
 };
 
@@ -85,6 +89,12 @@ void rl__tls_drop(int fd)
     if (!atomic_load_explicit(&any_link, memory_order_relaxed) || !(s = slot_of(fd, 0)))
         return;
     link_free(atomic_exchange(s, NULL));
+}
+
+void rl__tls_close(int fd)
+{
+    rl__tls_drop(fd);
+    close(fd);
 }
 
 static int link_put(rl__tls_link *l)
@@ -196,16 +206,53 @@ static int cert_asked(SSL *ssl, void *arg)
     return 1;
 }
 
+/* Whether path is a directory we may read: OpenSSL looks into one only
+ * when a handshake needs it, and then a missing one reads as an unknown
+ * CA. errno says why not. */
+static int is_dir(const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0 || access(path, R_OK | X_OK) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return 0;
+    }
+    return 1;
+}
+
+/* The first TLS option set in o, by name; NULL: none. */
+static const char *tls_option_given(const rl_options *o)
+{
+    if (o->version < 5)
+        return NULL;
+    return o->tls_ca_file ? "tls_ca_file" : o->tls_ca_dir ? "tls_ca_dir"
+         : o->tls_cert_file ? "tls_cert_file" : o->tls_key_file ? "tls_key_file"
+         : o->tls_server_name ? "tls_server_name"
+         : o->tls_insecure_skip_verify ? "tls_insecure_skip_verify" : NULL;
+}
+
+/* Called by OpenSSL when the server asks for a client certificate and the
+ * client has none: noted, and none is sent. */
+static int cert_missing(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)x509, (void)pkey;
+    if (l)
+        l->cert_missing = 1;
+    return 0;
+}
+
 int rl__tls_client_init(rl_client *c, const rl_options *o)
 {
-    int given = o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir || o->tls_cert_file ||
-                                    o->tls_key_file || o->tls_server_name ||
-                                    o->tls_insecure_skip_verify);
+    const char *given = tls_option_given(o);
     SSL_CTX *ctx;
 
     if (!c->url.tls)
-        return given ? rl__err(RL_EINVAL, "TLS options given for a URL without TLS "
-                               "(rediss://, redlocks:// or sentinels://)") : RL_OK;
+        return given ? rl__err(RL_EINVAL, "%s given for a URL without TLS (rediss://, "
+                               "redlocks:// or sentinels://)", given) : RL_OK;
     if (o->version >= 5 && (!o->tls_cert_file) != (!o->tls_key_file))
         return rl__err(RL_EINVAL, "tls_cert_file and tls_key_file go together");
     if (o->version >= 5 && o->tls_server_name &&
@@ -219,6 +266,11 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
     if (o->version >= 5 && (o->tls_ca_file || o->tls_ca_dir)) {
+        if (o->tls_ca_dir && !is_dir(o->tls_ca_dir)) {
+            SSL_CTX_free(ctx);
+            return rl__err(RL_EINVAL, "tls_ca_dir \"%s\" cannot be used: %s", o->tls_ca_dir,
+                           strerror(errno));
+        }
         if (SSL_CTX_load_verify_locations(ctx, o->tls_ca_file, o->tls_ca_dir) != 1)
             return tls_option_error(ctx, o->tls_ca_file ? "tls_ca_file" : "tls_ca_dir",
                                     o->tls_ca_file ? o->tls_ca_file : o->tls_ca_dir);
@@ -237,6 +289,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_cert_cb(ctx, cert_asked, NULL);
+    SSL_CTX_set_client_cert_cb(ctx, cert_missing);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
         SSL_CTX_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -365,13 +418,42 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     return rc;
 }
 
+#define VERDICT_MS 200
+
+/*
+ * TLS 1.3: a server that asked for a client certificate and got none
+ * refuses it only after the handshake, with an alert; a command written
+ * meanwhile makes its close a reset, and the alert can be lost with it.
+ * So its verdict is read first: the alert, or (accepted) a session ticket
+ * or nothing within VERDICT_MS.
+ */
+static int await_verdict(rl__tls_link *l, const char *who)
+{
+    struct pollfd p = { .fd = l->fd, .events = POLLIN };
+    char b;
+    int ret;
+
+    if (!l->cert_missing || SSL_version(l->ssl) < TLS1_3_VERSION || poll(&p, 1, VERDICT_MS) != 1)
+        return RL_OK;
+    l->dontwait = 1;
+    ERR_clear_error();
+    errno = 0;
+    ret = SSL_peek(l->ssl, &b, 1);
+    if (ret > 0 || SSL_get_error(l->ssl, ret) == SSL_ERROR_WANT_READ)
+        return RL_OK;
+    return failure(l, ret, who);
+}
+
 int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 {
     int ret, e, rc;
 
+    snprintf(l->who, sizeof l->who, "%s", who);
     ERR_clear_error();
     errno = 0;
     if ((ret = SSL_do_handshake(l->ssl)) == 1) {
+        if ((rc = await_verdict(l, who)) != RL_OK)
+            return rl__err(rc, "%s", l->why);
         l->dontwait = 0;
         if ((rc = link_put(l)) != RL_OK)
             return rc;
@@ -404,9 +486,8 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        /* A plain Redis waits for the rest of a "command" that never ends. */
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (a plain "
-                     "port? then redis://)", who);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time "
+                     "(stopped? or a plain port: then redis://)", who);
     if (rc != 0) {
         link_free(l);
         return rc;
@@ -428,7 +509,7 @@ static int refused_cert(rl__tls_link *l, int e)
          ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING))
         return 0;
     ERR_clear_error();
-    snprintf(l->why, sizeof l->why, "TLS with the server: %s", SSL_get_certificate(l->ssl)
+    snprintf(l->why, sizeof l->why, "TLS with %s: %s", l->who, SSL_get_certificate(l->ssl)
              ? "the server refused the client certificate (tls_cert_file; expired? an "
                "unknown CA?)"
              : "the server requires a client certificate (tls_cert_file and tls_key_file)");
@@ -454,7 +535,7 @@ static ssize_t io_result(rl__tls_link *l, int ret)
             return 0;   /* EOF without close_notify: closed all the same */
         return -1;
     }
-    (void)failure(l, ret, "the server");
+    (void)failure(l, ret, l->who);
     if (strstr(l->why, "connection closed"))
         return 0;
     errno = EPROTO;

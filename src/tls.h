@@ -54,6 +54,10 @@ void rl__tls_abort(rl__tls_link *l);
 rl__tls_link *rl__tls_of(int fd);
 /* Free fd's link, if any, before fd is closed. Writes nothing. */
 void rl__tls_drop(int fd);
+/* Free fd's link, if any, and close fd: a fork child's way out of its
+ * parent's connections (writes nothing, and a socket that takes the number
+ * next is not read as the parent's link). */
+void rl__tls_close(int fd);
 
 /*
  * recv() and send() over fd's link, or plain: the same results and errno

@@ -25,6 +25,7 @@
 #include "server.h"
 #include "stats.h"
 #include "thread.h"
+#include "tls.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -71,7 +72,7 @@ void rl__watchdog_after_fork(rl_client *c)
     for (i = 0; i < c->nservers; i++) {
         rl__conn *conn = c->servers[i]->wd_conn;
         if (conn && conn->ctx && conn->ctx->fd >= 0)
-            close(conn->ctx->fd);
+            rl__tls_close(conn->ctx->fd);
         c->servers[i]->wd_conn = NULL;
     }
     c->wd_failed = 0;

@@ -166,7 +166,7 @@ static int tls_refusal(const char *detail, const rt_common *co, const char *safe
     char line[512];
     size_t n = 0, i;
 
-    if (strncmp(detail, "TLS options given for a URL without TLS", 39) == 0) {
+    if (strstr(detail, " given for a URL without TLS")) {
         rt_err("%s needs a URL with TLS (rediss://, sentinels:// or redlocks://), not %s '%s'",
                co->tls_first ? co->tls_first : "a TLS option", co->url_from, safe_url);
         return 1;

@@ -1,0 +1,287 @@
+/*
+ * TLS in every multi-node mode, against real TLS servers whose certificates
+ * the test makes (tests/common/rt_tls.h): a Redis Cluster with its bus over
+ * TLS (rediss://), a Sentinel deployment whose sentinels and replication
+ * speak TLS (sentinels://), and Redlock masters (redlocks://).
+ *
+ * Each group mirrors what the plain-mode tests of the same mode assert
+ * (test_cluster*.c, test_sentinel.c, test_redlock.c): locks of every kind
+ * on every master, a slot migrated and a master failed over under a
+ * renewed hold, a Sentinel failover followed, a stopped Redlock master that
+ * delays nobody, a restarted one reached again over TLS, and a master that
+ * does not speak TLS named for what it is.
+ *
+ * The servers keep their plain ports for the test's own hiredis 0.14
+ * connections (which have no TLS); rlock's clients use the TLS ports only.
+ */
+#include "it_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_cluster.h"
+#include "rt_sentinel.h"
+#include "rt_tls.h"
+
+static rt_tls *tls;
+
+static rl_client *tls_client(const char *url, long lease_ms, long command_ms)
+{
+    rl_options o;
+
+    it_options(&o, url, lease_ms, command_ms);
+    o.tls_ca_file = tls->ca;
+    return it_client_opts(&o);
+}
+
+static char key_buf[256];
+
+static const char *key_of(const char *name)
+{
+    it_key(key_buf, sizeof key_buf, "rl:", name, strlen(name), "");
+    return key_buf;
+}
+
+/* A lock handle of the given kind, failing the test when it cannot be made. */
+static rl_lock *kind_lock(rl_client *c, const char *name, int kind)
+{
+    rl_lock *l = NULL;
+
+    IT_RC(rl_lock_new_kind(&l, c, name, strlen(name), kind), RL_OK);
+    return l;
+}
+
+/* Watch holds for ms: fail when one not in `spare` (a mask, bit i for
+ * l[i]) is flagged. */
+static void none_flagged_for(rl_lock **l, int n, unsigned spare, long ms)
+{
+    int64_t until = rt_now_ms() + ms;
+    int i;
+
+    while (rt_now_ms() < until) {
+        for (i = 0; i < n; i++)
+            if (!(spare >> i & 1u) && rl_lock_interrupted(l[i]))
+                fail_msg("hold %d was flagged", i);
+        rt_sleep_ms(20);
+    }
+}
+
+/*
+ * Redis Cluster over TLS: 3 masters with a replica each, tls-cluster yes.
+ */
+
+#define CL_LEASE_MS 1500
+
+static int cluster_setup(void **state)
+{
+    rt_cluster *cl = rt_cluster_start_tls(3, 1, 1000, NULL, tls);
+
+    if (!cl) {
+        fprintf(stderr, "cannot start a Redis Cluster over TLS: this test FAILS\n");
+        return -1;
+    }
+    *state = cl;
+    return 0;
+}
+
+static int cluster_teardown(void **state)
+{
+    rt_cluster_stop(*state);
+    return 0;
+}
+
+/* The master of the slot of a name's key (prefix "rl:"), -1 on error. */
+static int master_of_name(rt_cluster *cl, const char *name, int *slot)
+{
+    const char *k = key_of(name);
+
+    *slot = rt_cluster_keyslot(cl, k, strlen(k));
+    return *slot < 0 ? -1 : rt_cluster_master_of(cl, *slot);
+}
+
+/* A name "<prefix>-<n>" whose slot is on master m, into buf. */
+static void name_on(rt_cluster *cl, int m, const char *prefix, char *buf, size_t cap)
+{
+    int n, slot;
+
+    for (n = 0; n < 1000; n++) {
+        snprintf(buf, cap, "%s-%d", prefix, n);
+        if (master_of_name(cl, buf, &slot) == m)
+            return;
+    }
+    fail_msg("no name of prefix %s on master %d", prefix, m);
+}
+
+/* Whether the key of `name` exists on node i (its plain port). */
+static int exists_on_node(rt_cluster *cl, int i, const char *name)
+{
+    redisContext *c = rt_cluster_connect(cl, i);
+    const char *k = key_of(name);
+    int e;
+
+    assert_non_null(c);
+    e = rt_redis_exists(c, k, strlen(k));
+    redisFree(c);
+    return e;
+}
+
+/* Plain, fair and read-write locks on a name of each master: taken over
+ * TLS, seen on that master, renewed past their lease, released. */
+static void test_cluster_kinds_on_every_master(void **state)
+{
+    rt_cluster *cl = *state;
+    rl_client *c = tls_client(cl->url, CL_LEASE_MS, 500);
+    rl_lock *l[3][3];
+    char name[3][3][32];
+    static const int kinds[3] = { RL_KIND_PLAIN, RL_KIND_FAIR, RL_KIND_WRITE };
+    static const char *prefix[3] = { "tp", "tf", "tw" };
+    int m[3], i, k, nm = 0;
+
+    for (i = 0; i < cl->n && nm < 3; i++)
+        if (rt_cluster_is_master(cl, i) && rt_cluster_first_slot_of(cl, i) >= 0)
+            m[nm++] = i;
+    IT_EQ(nm, 3);
+    for (i = 0; i < 3; i++)
+        for (k = 0; k < 3; k++) {
+            name_on(cl, m[i], prefix[k], name[i][k], sizeof name[i][k]);
+            l[i][k] = kind_lock(c, name[i][k], kinds[k]);
+            IT_RC(rl_lock_try_acquire(l[i][k], 0, RL_LEASE_WATCHDOG), RL_OK);
+            IT_EQ(exists_on_node(cl, m[i], name[i][k]), 1);
+        }
+    /* Two leases: only renewals keep them. */
+    none_flagged_for(&l[0][0], 9, 0, 2 * CL_LEASE_MS);
+    for (i = 0; i < 3; i++)
+        for (k = 0; k < 3; k++) {
+            assert_int_equal(rl_lock_interrupted(l[i][k]), 0);
+            IT_EQ(exists_on_node(cl, m[i], name[i][k]), 1);
+            IT_RC(rl_lock_release(l[i][k]), RL_OK);
+            IT_EQ(exists_on_node(cl, m[i], name[i][k]), 0);
+            rl_lock_free(l[i][k]);
+        }
+    rl_client_free(c);
+}
+
+/* A hold renewed while its slot moves to another master (ASK while its key
+ * moves, MOVED after): never flagged, on the new master at the end, and
+ * released there; a new acquisition follows the slot too. */
+static void test_cluster_slot_migrated_under_hold(void **state)
+{
+    rt_cluster *cl = *state;
+    rl_client *c = tls_client(cl->url, CL_LEASE_MS, 500);
+    rl_lock *l, *other;
+    char name[32];
+    int slot, from, to, i;
+
+    snprintf(name, sizeof name, "tm-0");
+    from = master_of_name(cl, name, &slot);
+    assert_true(from >= 0);
+    for (to = -1, i = 0; i < cl->n && to < 0; i++)
+        if (i != from && rt_cluster_is_master(cl, i) && rt_cluster_first_slot_of(cl, i) >= 0)
+            to = i;
+    assert_true(to >= 0);
+    l = it_lock(c, name);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    none_flagged_for(&l, 1, 0, CL_LEASE_MS);
+    IT_EQ(rt_cluster_slot_begin(cl, slot, to), 0);
+    none_flagged_for(&l, 1, 0, CL_LEASE_MS / 2);
+    IT_EQ(rt_cluster_slot_move_keys(cl, slot), 0);
+    /* The key is on the destination; the source answers ASK for it. */
+    none_flagged_for(&l, 1, 0, CL_LEASE_MS);
+    IT_EQ(rt_cluster_slot_finish(cl, slot, to), 0);
+    none_flagged_for(&l, 1, 0, 2 * CL_LEASE_MS);
+    IT_EQ(exists_on_node(cl, to, name), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(exists_on_node(cl, to, name), 0);
+    other = it_lock(c, name);
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(exists_on_node(cl, to, name), 1);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lock_free(other);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+#define FO_NAMES 9
+#define FO_LEASE_MS 3000 /* longer than the failover: a hold may live through it */
+
+/* As test_cluster_failover.c: a master SIGKILLed and failed over to its
+ * replica under holds on every master. Holds on the other masters are never
+ * flagged; those on the dead one are still held on the promoted replica or
+ * flagged (then RL_ELOST), never claimed held when they are not; a new
+ * acquisition reaches the promoted replica's TLS port. */
+static void test_cluster_master_killed_and_failed_over(void **state)
+{
+    rt_cluster *cl = *state;
+    rl_client *c = tls_client(cl->url, FO_LEASE_MS, 500);
+    rl_lock *l[FO_NAMES], *fresh;
+    int master[FO_NAMES], victim, vslot = -1, newm, i, slot, flagged = 0;
+    unsigned spare = 0;
+    char name[32];
+    int64_t killed_ms;
+
+    for (i = 0; i < FO_NAMES; i++) {
+        snprintf(name, sizeof name, "tfo-%d", i);
+        master[i] = master_of_name(cl, name, &slot);
+        assert_true(master[i] >= 0);
+        if (i == 0)
+            vslot = slot;
+        l[i] = it_lock(c, name);
+        IT_RC(rl_lock_try_acquire(l[i], 0, RL_LEASE_WATCHDOG), RL_OK);
+    }
+    victim = master[0];
+    for (i = 0; i < FO_NAMES; i++)
+        if (master[i] == victim)
+            spare |= 1u << i;
+    assert_true(spare != (1u << FO_NAMES) - 1); /* some names elsewhere */
+    assert_true(rt_cluster_replica_of(cl, victim) >= 0);
+    killed_ms = rt_now_ms();
+    IT_EQ(rt_cluster_kill(cl, victim), 0);
+    newm = rt_cluster_wait_failover(cl, vslot, victim, 20000);
+    if (newm < 0)
+        fail_msg("the cluster did not fail over within 20 s");
+    print_message("failover to node %d after %lld ms\n", newm,
+                  (long long)(rt_now_ms() - killed_ms));
+    none_flagged_for(l, FO_NAMES, spare, 2 * FO_LEASE_MS);
+    for (i = 0; i < FO_NAMES; i++) {
+        snprintf(name, sizeof name, "tfo-%d", i);
+        if (!(spare >> i & 1u)) {
+            IT_RC(rl_lock_release(l[i]), RL_OK);
+        } else if (rl_lock_interrupted(l[i])) {
+            flagged++;
+            IT_RC(rl_lock_release(l[i]), RL_ELOST);
+        } else {
+            /* Claimed held: then the promoted replica has it. */
+            IT_EQ(exists_on_node(cl, newm, name), 1);
+            IT_RC(rl_lock_release(l[i]), RL_OK);
+        }
+        rl_lock_free(l[i]);
+    }
+    print_message("holds on the killed master: %d flagged\n", flagged);
+    fresh = it_lock(c, "tfo-0");
+    IT_RC(rl_lock_try_acquire(fresh, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(exists_on_node(cl, newm, "tfo-0"), 1);
+    IT_RC(rl_lock_release(fresh), RL_OK);
+    rl_lock_free(fresh);
+    rl_client_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest cluster_tests[] = {
+        cmocka_unit_test(test_cluster_kinds_on_every_master),
+        cmocka_unit_test(test_cluster_slot_migrated_under_hold),
+        cmocka_unit_test(test_cluster_master_killed_and_failed_over),
+    };
+    int failed;
+
+    tls = rt_tls_make();
+    if (tls == NULL) {
+        fprintf(stderr, "cannot make TLS certificates: this test FAILS\n");
+        return 1;
+    }
+    failed = cmocka_run_group_tests_name("cluster over TLS", cluster_tests, cluster_setup,
+                                         cluster_teardown);
+    rt_tls_free(tls);
+    return failed;
+}

@@ -26,12 +26,42 @@
 
 static rt_tls *tls;
 
+/* What the clients logged (every client here logs), for the checks and for
+ * the messages of failures. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[16384];
+
+static void keep_log(int level, const char *msg, void *payload)
+{
+    size_t at;
+
+    (void)level;
+    (void)payload;
+    pthread_mutex_lock(&log_mu);
+    at = strlen(log_text);
+    if (at + strlen(msg) + 2 < sizeof log_text)
+        snprintf(log_text + at, sizeof log_text - at, "%lld %s\n",
+                 (long long)(rt_now_ms() % 100000), msg);
+    pthread_mutex_unlock(&log_mu);
+}
+
+static int logged(const char *what)
+{
+    int yes;
+
+    pthread_mutex_lock(&log_mu);
+    yes = strstr(log_text, what) != NULL;
+    pthread_mutex_unlock(&log_mu);
+    return yes;
+}
+
 static rl_client *tls_client(const char *url, long lease_ms, long command_ms)
 {
     rl_options o;
 
     it_options(&o, url, lease_ms, command_ms);
     o.tls_ca_file = tls->ca;
+    o.log = keep_log;
     return it_client_opts(&o);
 }
 
@@ -62,7 +92,7 @@ static void none_flagged_for(rl_lock **l, int n, unsigned spare, long ms)
     while (rt_now_ms() < until) {
         for (i = 0; i < n; i++)
             if (!(spare >> i & 1u) && rl_lock_interrupted(l[i]))
-                fail_msg("hold %d was flagged", i);
+                fail_msg("hold %d was flagged; the log:\n%s", i, log_text);
         rt_sleep_ms(20);
     }
 }
@@ -220,6 +250,7 @@ static void test_cluster_master_killed_and_failed_over(void **state)
     char name[32];
     int64_t killed_ms;
 
+    log_text[0] = '\0';
     for (i = 0; i < FO_NAMES; i++) {
         snprintf(name, sizeof name, "tfo-%d", i);
         master[i] = master_of_name(cl, name, &slot);
@@ -258,11 +289,144 @@ static void test_cluster_master_killed_and_failed_over(void **state)
         rl_lock_free(l[i]);
     }
     print_message("holds on the killed master: %d flagged\n", flagged);
+    if (flagged)
+        print_message("the log:\n%s", log_text);
     fresh = it_lock(c, "tfo-0");
     IT_RC(rl_lock_try_acquire(fresh, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(exists_on_node(cl, newm, "tfo-0"), 1);
     IT_RC(rl_lock_release(fresh), RL_OK);
     rl_lock_free(fresh);
+    rl_client_free(c);
+}
+
+/*
+ * Sentinel over TLS: a primary, two replicas and three sentinels, every one
+ * of them on a TLS port, replication and the sentinels' links over TLS.
+ */
+
+static rt_sentinel *dep;
+
+static int sentinel_setup(void **state)
+{
+    (void)state;
+    dep = rt_sentinel_start_tls(2, 3, "tlsm", NULL, RT_SENTINEL_DOWN_AFTER_MS, tls);
+    if (!dep)
+        fprintf(stderr, "cannot start a Sentinel deployment over TLS: this test FAILS\n");
+    return dep ? 0 : -1;
+}
+
+static int sentinel_teardown(void **state)
+{
+    (void)state;
+    rt_sentinel_stop(dep);
+    return 0;
+}
+
+/* A client of the deployment over TLS, with wait_replicas 1 (as
+ * test_sentinel.c: the hold is on a replica before RL_OK) and the log. */
+static rl_client *sentinel_client(long lease_ms)
+{
+    rl_options o;
+
+    it_options(&o, rt_sentinel_url(dep), lease_ms, 1000);
+    o.tls_ca_file = tls->ca;
+    o.wait_replicas = 1;
+    o.log = keep_log;
+    return it_client_opts(&o);
+}
+
+static int exists_on_dep_node(int i, const char *name)
+{
+    redisContext *c = rt_sentinel_connect_node(dep, i);
+    const char *k = key_of(name);
+    int e;
+
+    if (!c)
+        return -1;
+    e = rt_redis_exists(c, k, strlen(k));
+    redisFree(c);
+    return e;
+}
+
+#define SN_LEASE_MS 3000
+/* The client hears +switch-master about 2 s after a SENTINEL FAILOVER,
+ * when the sentinels have moved the replicas; until then it renews on the
+ * old primary, still a writable master: the promoted replica's copy must
+ * outlive that (test_sentinel.c's lease: 10 s). Renewed every 3 s. */
+#define SN_FO_LEASE_MS 9000
+
+/* The primary found through the sentinels over TLS, and named by its TLS
+ * port; a hold taken, renewed past its lease, released. */
+static void test_sentinel_finds_the_primary(void **state)
+{
+    rl_client *c;
+    rl_lock *l;
+    int p = rt_sentinel_primary(dep);
+    char said[64];
+
+    (void)state;
+    assert_true(p >= 0);
+    log_text[0] = '\0';
+    c = sentinel_client(SN_LEASE_MS);
+    l = it_lock(c, "ts-find");
+    snprintf(said, sizeof said, "127.0.0.1:%d", dep->tls_port[p]);
+    if (!logged("primary of 'tlsm' is") || !logged(said))
+        fail_msg("the client did not name the primary's TLS port %s; the log:\n%s", said,
+                 log_text);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(exists_on_dep_node(p, "ts-find"), 1);
+    none_flagged_for(&l, 1, 0, 2 * SN_LEASE_MS / 3 + SN_LEASE_MS);
+    IT_EQ(exists_on_dep_node(p, "ts-find"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(exists_on_dep_node(p, "ts-find"), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* SENTINEL FAILOVER under a hold: the client hears +switch-master on its
+ * subscription (over TLS), names the new primary's TLS port, renews there
+ * without a flag (the promoted replica had the hold: wait_replicas 1), and
+ * takes a new name there. */
+static void test_sentinel_failover_followed(void **state)
+{
+    rl_client *c;
+    rl_lock *l, *n;
+    int old = rt_sentinel_primary(dep), now;
+    char said[64];
+    redisContext *sc;
+    redisReply *r;
+    int64_t asked;
+
+    (void)state;
+    assert_true(old >= 0);
+    log_text[0] = '\0';
+    c = sentinel_client(SN_FO_LEASE_MS);
+    l = it_lock(c, "ts-fail");
+    n = it_lock(c, "ts-new");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_non_null(sc = rt_sentinel_connect_sentinel(dep, 0));
+    asked = rt_now_ms();
+    r = redisCommand(sc, "SENTINEL FAILOVER tlsm");
+    if (r == NULL || r->type != REDIS_REPLY_STATUS)
+        fail_msg("SENTINEL FAILOVER: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "?");
+    freeReplyObject(r);
+    redisFree(sc);
+    now = rt_sentinel_wait_failover(dep, old, 30000);
+    assert_true(now >= 0 && now != old);
+    print_message("failover took %lld ms\n", (long long)(rt_now_ms() - asked));
+    snprintf(said, sizeof said, "is now 127.0.0.1:%d", dep->tls_port[now]);
+    IT_WAIT(logged("+switch-master tlsm"), 10000);
+    IT_WAIT(logged(said), 10000);
+    /* Two renewals on the new primary (as test_sentinel.c: 7 s). */
+    none_flagged_for(&l, 1, 0, 7000);
+    IT_EQ(exists_on_dep_node(now, "ts-fail"), 1);
+    IT_RC(rl_lock_try_acquire(n, 5000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(exists_on_dep_node(now, "ts-new"), 1);
+    IT_RC(rl_lock_release(n), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(exists_on_dep_node(now, "ts-fail"), 0);
+    rl_lock_free(l);
+    rl_lock_free(n);
     rl_client_free(c);
 }
 
@@ -273,7 +437,11 @@ int main(void)
         cmocka_unit_test(test_cluster_slot_migrated_under_hold),
         cmocka_unit_test(test_cluster_master_killed_and_failed_over),
     };
-    int failed;
+    const struct CMUnitTest sentinel_tests[] = {
+        cmocka_unit_test(test_sentinel_finds_the_primary),
+        cmocka_unit_test(test_sentinel_failover_followed),
+    };
+    int failed = 0;
 
     tls = rt_tls_make();
     if (tls == NULL) {
@@ -282,6 +450,8 @@ int main(void)
     }
     failed = cmocka_run_group_tests_name("cluster over TLS", cluster_tests, cluster_setup,
                                          cluster_teardown);
+    failed += cmocka_run_group_tests_name("sentinel over TLS", sentinel_tests, sentinel_setup,
+                                          sentinel_teardown);
     rt_tls_free(tls);
     return failed;
 }

@@ -430,6 +430,274 @@ static void test_sentinel_failover_followed(void **state)
     rl_client_free(c);
 }
 
+/*
+ * Redlock over TLS: five masters, each with a TLS port beside its plain one.
+ */
+
+#define RL_NODES 5
+
+static rt_redis *node[RL_NODES];
+static redisContext *ctl[RL_NODES];
+static int tls_port[RL_NODES];
+
+static int redlock_setup(void **state)
+{
+    char args[1536];
+    int i;
+
+    (void)state;
+    for (i = 0; i < RL_NODES; i++) {
+        tls_port[i] = rt_free_port();
+        rt_tls_server_args(tls, tls_port[i], NULL, NULL, 0, args, sizeof args);
+        if (!(node[i] = rt_redis_start(args)) || !(ctl[i] = rt_redis_connect(node[i]))) {
+            fprintf(stderr, "cannot start TLS redis-servers: this test FAILS\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int redlock_teardown(void **state)
+{
+    (void)state;
+    rt_redis_close_all(RL_NODES, node, ctl);
+    return 0;
+}
+
+/* Every node up, answering and empty: each Redlock test starts so. */
+static int redlock_each(void **state)
+{
+    (void)state;
+    log_text[0] = '\0';
+    return rt_redis_reset_all(RL_NODES, node, ctl);
+}
+
+/* "redlocks://127.0.0.1:<TLS port>,...": the first n nodes; node `plain`
+ * (-1: none) by its plain port. */
+static void url_of(char *buf, size_t cap, int n, int plain)
+{
+    size_t at = (size_t)snprintf(buf, cap, "redlocks://");
+    int i;
+
+    for (i = 0; i < n; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s127.0.0.1:%d", i ? "," : "",
+                               i == plain ? node[i]->port : tls_port[i]);
+}
+
+static rl_client *redlock_client(int n, long lease_ms, long command_ms)
+{
+    char url[256];
+
+    url_of(url, sizeof url, n, -1);
+    return tls_client(url, lease_ms, command_ms);
+}
+
+/* Our count on node i (0: none), as the node has it. */
+static long long count_on(int i, const char *name)
+{
+    it_hash h;
+    const char *k = key_of(name);
+
+    if (it_hgetall(ctl[i], k, strlen(k), &h) != 0)
+        return -100;
+    return h.fields == 0 ? 0 : atoll(h.value);
+}
+
+/* Held on every master over TLS, renewed past its lease, reentered,
+ * released everywhere. */
+static void test_redlock_held_everywhere(void **state)
+{
+    rl_client *c = redlock_client(RL_NODES, 900, 300);
+    rl_lock *l = it_lock(c, "tr-all");
+    int i;
+
+    (void)state;
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    for (i = 0; i < RL_NODES; i++)
+        IT_EQ(count_on(i, "tr-all"), 2);
+    none_flagged_for(&l, 1, 0, 2 * 900);
+    for (i = 0; i < RL_NODES; i++)
+        IT_EQ(count_on(i, "tr-all"), 2);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    for (i = 0; i < RL_NODES; i++)
+        IT_EQ(count_on(i, "tr-all"), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* As test_redlock.c's test_minority_down_or_stopped: one master killed,
+ * one stopped (SIGSTOP: its TCP connects still succeed, its TLS handshakes
+ * never end); for four leases the hold is never flagged and new names are
+ * taken on the three others, each acquisition and release within one
+ * command timeout or so (test_redlock_fanout.c's bound: under 1 s). */
+static void test_redlock_minority_down_or_stopped(void **state)
+{
+    rl_client *c = redlock_client(RL_NODES, 900, 300);
+    rl_lock *l = it_lock(c, "tr-minority"), *m;
+    char name[32];
+    int i, k;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    assert_int_equal(rt_redis_kill(node[0]), 0);
+    assert_int_equal(rt_redis_pause(node[1]), 0);
+    for (k = 0; k < 4; k++) {
+        int64_t until = rt_now_ms() + 900;
+        while (rt_now_ms() < until) {
+            int64_t t0 = rt_now_ms();
+            snprintf(name, sizeof name, "tr-minority-%d", k);
+            m = it_lock(c, name);
+            IT_RC(rl_lock_try_acquire(m, 0, RL_LEASE_WATCHDOG), RL_OK);
+            IT_RC(rl_lock_release(m), RL_OK);
+            IT_RANGE(rt_now_ms() - t0, 0, 999);
+            rl_lock_free(m);
+            rt_sleep_ms(50);
+        }
+        if (rl_lock_interrupted(l))
+            fail_msg("the hold was flagged; the log:\n%s", log_text);
+    }
+    for (i = 2; i < RL_NODES; i++)
+        IT_EQ(count_on(i, "tr-minority"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    assert_int_equal(rt_redis_resume(node[1]), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+/* As test_redlock_fanout.c: a client made while two of five masters are
+ * stopped costs one connect timeout, not one per stopped master (their
+ * TLS handshakes run side by side, off the others' way). */
+static void test_redlock_client_made_with_two_stopped(void **state)
+{
+    char url[256];
+    rl_options o;
+    rl_client *c = NULL;
+    int64_t t0, took;
+    int rc;
+
+    (void)state;
+    url_of(url, sizeof url, RL_NODES, -1);
+    it_options(&o, url, 30000, 1000);
+    o.connect_timeout_ms = 1000;
+    o.tls_ca_file = tls->ca;
+    assert_int_equal(rt_redis_pause(node[3]), 0);
+    assert_int_equal(rt_redis_pause(node[4]), 0);
+    t0 = rt_now_ms();
+    rc = rl_client_new(&c, &o);
+    took = rt_now_ms() - t0;
+    print_message("client made with 2 of 5 stopped: %d (%s) in %lld ms\n", rc, rl_strerror(rc),
+                  (long long)took);
+    rl_client_free(c);
+    assert_int_equal(rt_redis_resume(node[3]), 0);
+    assert_int_equal(rt_redis_resume(node[4]), 0);
+    IT_RC(rc, RL_OK);
+    IT_RANGE(took, 0, 1500);
+}
+
+/* A master SIGKILLed and restarted (same ports, empty) under a hold: the
+ * hold stays (a majority), and the client reaches the restarted master
+ * over TLS again: a new name is taken there too. */
+static void test_redlock_master_restarted(void **state)
+{
+    rl_client *c = redlock_client(3, 900, 300);
+    rl_lock *l = it_lock(c, "tr-restart"), *m = it_lock(c, "tr-restart-new");
+    int64_t deadline;
+    int back = 0;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    assert_int_equal(rt_redis_kill(node[0]), 0);
+    none_flagged_for(&l, 1, 0, 900);
+    assert_int_equal(rt_redis_restart(node[0]), 0);
+    redisFree(ctl[0]);
+    assert_non_null(ctl[0] = rt_redis_connect(node[0]));
+    /* The node takes part again once its "down" mark has passed. */
+    deadline = rt_now_ms() + 5000;
+    while (!back && rt_now_ms() < deadline) {
+        IT_RC(rl_lock_try_acquire(m, 0, RL_LEASE_WATCHDOG), RL_OK);
+        back = count_on(0, "tr-restart-new") == 1;
+        IT_RC(rl_lock_release(m), RL_OK);
+        rt_sleep_ms(50);
+    }
+    if (!back)
+        fail_msg("the restarted master was not reached again over TLS; the log:\n%s",
+                 log_text);
+    assert_int_equal(rl_lock_interrupted(l), 0);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_lock_free(m);
+    rl_client_free(c);
+}
+
+/* True when the log names `addr` with a reason that fits a plain port: the
+ * server said something that is not TLS ("does not speak TLS"), or kept
+ * silent as a plain Redis does when the ClientHello holds no newline ("a
+ * port without TLS"). */
+static int said_plain(const char *text, const char *addr)
+{
+    const char *at = strstr(text, addr);
+
+    return at && (strstr(at, "does not speak TLS") || strstr(at, "a port without TLS"));
+}
+
+static int logged_plain(const char *addr)
+{
+    int yes;
+
+    pthread_mutex_lock(&log_mu);
+    yes = said_plain(log_text, addr);
+    pthread_mutex_unlock(&log_mu);
+    return yes;
+}
+
+/* redlocks:// naming a master by its plain port: that master is named, and
+ * why (a port without TLS); with the two others the majority holds,
+ * without them no client is made, and the error says why. */
+static void test_redlock_plain_master_named(void **state)
+{
+    char url[256], port[32];
+    rl_options o;
+    rl_client *c = NULL;
+    rl_lock *l;
+
+    (void)state;
+    snprintf(port, sizeof port, "127.0.0.1:%d", node[1]->port);
+    url_of(url, sizeof url, 3, 1);
+    c = tls_client(url, 900, 300);
+    l = it_lock(c, "tr-plain");
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(count_on(0, "tr-plain"), 1);
+    IT_EQ(count_on(1, "tr-plain"), 0);
+    IT_EQ(count_on(2, "tr-plain"), 1);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    /* The client is gone: nobody writes the log now. */
+    if (!logged_plain(port))
+        fail_msg("the plain master %s was not named with the reason; the log:\n%s", port,
+                 log_text);
+    /* Two of three plain: no majority, said as the plain tests have it for
+     * masters down ("1 of 3"), each plain one named in the log with why. */
+    log_text[0] = '\0';
+    it_options(&o, NULL, 900, 300);
+    o.tls_ca_file = tls->ca;
+    o.log = keep_log;
+    o.url = url;
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             tls_port[0], node[1]->port, node[2]->port);
+    c = NULL;
+    IT_RC(rl_client_new(&c, &o), RL_ECONN);
+    assert_null(c);
+    assert_non_null(strstr(rl_last_error(), "1 of 3"));
+    snprintf(port, sizeof port, "127.0.0.1:%d", node[1]->port);
+    if (logged_plain(port))
+        snprintf(port, sizeof port, "127.0.0.1:%d", node[2]->port);
+    if (!logged_plain(port))
+        fail_msg("no reason given for %s; the log:\n%s", port, log_text);
+}
+
 int main(void)
 {
     const struct CMUnitTest cluster_tests[] = {
@@ -440,6 +708,13 @@ int main(void)
     const struct CMUnitTest sentinel_tests[] = {
         cmocka_unit_test(test_sentinel_finds_the_primary),
         cmocka_unit_test(test_sentinel_failover_followed),
+    };
+    const struct CMUnitTest redlock_tests[] = {
+        cmocka_unit_test_setup(test_redlock_held_everywhere, redlock_each),
+        cmocka_unit_test_setup(test_redlock_minority_down_or_stopped, redlock_each),
+        cmocka_unit_test_setup(test_redlock_client_made_with_two_stopped, redlock_each),
+        cmocka_unit_test_setup(test_redlock_master_restarted, redlock_each),
+        cmocka_unit_test_setup(test_redlock_plain_master_named, redlock_each),
     };
     int failed = 0;
 
@@ -452,6 +727,8 @@ int main(void)
                                          cluster_teardown);
     failed += cmocka_run_group_tests_name("sentinel over TLS", sentinel_tests, sentinel_setup,
                                           sentinel_teardown);
+    failed += cmocka_run_group_tests_name("redlock over TLS", redlock_tests, redlock_setup,
+                                          redlock_teardown);
     rt_tls_free(tls);
     return failed;
 }

@@ -39,7 +39,7 @@ static void keep_log(int level, const char *msg, void *payload)
     (void)payload;
     pthread_mutex_lock(&log_mu);
     at = strlen(log_text);
-    if (at + strlen(msg) + 2 < sizeof log_text)
+    if (at + strlen(msg) + 16 < sizeof log_text)
         snprintf(log_text + at, sizeof log_text - at, "%lld %s\n",
                  (long long)(rt_now_ms() % 100000), msg);
     pthread_mutex_unlock(&log_mu);
@@ -53,6 +53,17 @@ static int logged(const char *what)
     yes = strstr(log_text, what) != NULL;
     pthread_mutex_unlock(&log_mu);
     return yes;
+}
+
+/* The log so far, copied (the clients may still write it). */
+static const char *log_now(void)
+{
+    static char copy[sizeof log_text];
+
+    pthread_mutex_lock(&log_mu);
+    memcpy(copy, log_text, sizeof copy);
+    pthread_mutex_unlock(&log_mu);
+    return copy;
 }
 
 static rl_client *tls_client(const char *url, long lease_ms, long command_ms)
@@ -92,7 +103,7 @@ static void none_flagged_for(rl_lock **l, int n, unsigned spare, long ms)
     while (rt_now_ms() < until) {
         for (i = 0; i < n; i++)
             if (!(spare >> i & 1u) && rl_lock_interrupted(l[i]))
-                fail_msg("hold %d was flagged; the log:\n%s", i, log_text);
+                fail_msg("hold %d was flagged; the log:\n%s", i, log_now());
         rt_sleep_ms(20);
     }
 }
@@ -290,7 +301,7 @@ static void test_cluster_master_killed_and_failed_over(void **state)
     }
     print_message("holds on the killed master: %d flagged\n", flagged);
     if (flagged)
-        print_message("the log:\n%s", log_text);
+        print_message("the log:\n%s", log_now());
     fresh = it_lock(c, "tfo-0");
     IT_RC(rl_lock_try_acquire(fresh, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(exists_on_node(cl, newm, "tfo-0"), 1);
@@ -372,7 +383,7 @@ static void test_sentinel_finds_the_primary(void **state)
     snprintf(said, sizeof said, "127.0.0.1:%d", dep->tls_port[p]);
     if (!logged("primary of 'tlsm' is") || !logged(said))
         fail_msg("the client did not name the primary's TLS port %s; the log:\n%s", said,
-                 log_text);
+                 log_now());
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(exists_on_dep_node(p, "ts-find"), 1);
     none_flagged_for(&l, 1, 0, 2 * SN_LEASE_MS / 3 + SN_LEASE_MS);
@@ -556,7 +567,7 @@ static void test_redlock_minority_down_or_stopped(void **state)
             rt_sleep_ms(50);
         }
         if (rl_lock_interrupted(l))
-            fail_msg("the hold was flagged; the log:\n%s", log_text);
+            fail_msg("the hold was flagged; the log:\n%s", log_now());
     }
     for (i = 2; i < RL_NODES; i++)
         IT_EQ(count_on(i, "tr-minority"), 1);
@@ -623,7 +634,7 @@ static void test_redlock_master_restarted(void **state)
     }
     if (!back)
         fail_msg("the restarted master was not reached again over TLS; the log:\n%s",
-                 log_text);
+                 log_now());
     assert_int_equal(rl_lock_interrupted(l), 0);
     IT_RC(rl_lock_release(l), RL_OK);
     rl_lock_free(l);
@@ -677,7 +688,7 @@ static void test_redlock_plain_master_named(void **state)
     /* The client is gone: nobody writes the log now. */
     if (!logged_plain(port))
         fail_msg("the plain master %s was not named with the reason; the log:\n%s", port,
-                 log_text);
+                 log_now());
     /* Two of three plain: no majority, said as the plain tests have it for
      * masters down ("1 of 3"), each plain one named in the log with why. */
     log_text[0] = '\0';
@@ -695,7 +706,7 @@ static void test_redlock_plain_master_named(void **state)
     if (logged_plain(port))
         snprintf(port, sizeof port, "127.0.0.1:%d", node[2]->port);
     if (!logged_plain(port))
-        fail_msg("no reason given for %s; the log:\n%s", port, log_text);
+        fail_msg("no reason given for %s; the log:\n%s", port, log_now());
 }
 
 int main(void)

@@ -58,8 +58,10 @@ typedef struct rt_cluster {
     int nmasters, replicas;          /* as asked: masters, replicas per master */
     int n;                           /* nodes started = nmasters * (1 + replicas) */
     rt_redis *node[RT_CLUSTER_MAX_NODES];
-    char url[64];                    /* "redis://127.0.0.1:<port of node 0>" */
-    char seeds[512];                 /* "redis://127.0.0.1:<p0>,127.0.0.1:<p1>,..." every node */
+    char url[64];                    /* "redis://127.0.0.1:<port of node 0>" (TLS: rediss://
+                                        and the TLS port) */
+    char seeds[512];                 /* "redis://127.0.0.1:<p0>,127.0.0.1:<p1>,..." every node
+                                        (TLS: rediss:// and the TLS ports) */
     char id[RT_CLUSTER_MAX_NODES][48]; /* each node's cluster node id (kept across restarts) */
     char dir[256];                   /* private: the nodes-<i>.conf files, redis-cli's log */
     int tls;                         /* 1: started by rt_cluster_start_tls() */

@@ -111,7 +111,8 @@ typedef struct rt_sentinel {
     rt_redis *node[RT_SENTINEL_MAX_NODES];
     rt_sentinel_proc sentinel[RT_SENTINEL_MAX_SENTINELS];
     char master_name[64];
-    char url[512];       /* "sentinel://127.0.0.1:<s0>,127.0.0.1:<s1>,.../<name>" (no password) */
+    char url[512];       /* "sentinel://127.0.0.1:<s0>,127.0.0.1:<s1>,.../<name>" (no password;
+                            TLS: sentinels:// and the sentinels' TLS ports) */
     char dir[256];       /* the sentinels' config files and logs */
     char *binary;        /* private: the redis-sentinel binary */
     int tls;             /* 1: started by rt_sentinel_start_tls() */

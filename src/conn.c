@@ -520,9 +520,8 @@ int rl__opening_expire(rl_client *c, rl__opening *o)
     int rc;
 
     if (o->tls) {
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms "
-                     "(stopped? or a plain port: then redis://)",
-                     o->server->name, o->reply_ms);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms (%s)",
+                     o->server->name, o->reply_ms, RL__TLS_SILENT_WHY);
         atomic_store(&o->server->down_until, rl__now_ms() + 2000);
         opening_free(o);
         return rc;

@@ -123,6 +123,10 @@ static int tls_read(redisContext *ctx, int wait)
 
 static int tls_get_reply(redisContext *ctx, void **reply)
 {
+    /* As redisGetReply: a non-blocking context only gives what its reader
+     * holds (the caller polls, writes and reads itself). */
+    if (!(ctx->flags & REDIS_BLOCK))
+        return REDIS_OK;
     if (tls_write(ctx, 1, NULL) != REDIS_OK)
         return REDIS_ERR;
     for (;;) {

@@ -486,8 +486,8 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time "
-                     "(stopped? or a plain port: then redis://)", who);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (%s)", who,
+                     RL__TLS_SILENT_WHY);
     if (rc != 0) {
         link_free(l);
         return rc;

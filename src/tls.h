@@ -42,6 +42,12 @@ int rl__tls_on(const rl_client *c);
  */
 int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who);
 
+/* Why a handshake may get no answer at all: a server that does not run, or
+ * a plain Redis port, which reads the ClientHello as the start of an
+ * inline command and waits for the rest of the line (it answers, "does
+ * not speak TLS", only when the hello happens to hold a newline). */
+#define RL__TLS_SILENT_WHY "stopped? or a port without TLS: then redis://"
+
 /* The same without waiting, for a caller that polls: start (RL_OK and *out,
  * or a status), then step with the socket's readiness until it returns 0
  * (done: the link is in place) or a status; 1: poll again for *events.

@@ -50,7 +50,7 @@ static int index_of_port(const rt_cluster *cl, long long port)
 {
     int i;
     for (i = 0; i < cl->n; i++)
-        if (cl->node[i] != NULL && cl->node[i]->port == port)
+        if (cl->node[i] != NULL && (cl->node[i]->port == port || cl->tls_port[i] == port))
             return i;
     return -2;
 }
@@ -453,19 +453,36 @@ out:
     return rc;
 }
 
-/* Start node i in cluster mode, its nodes.conf in the cluster's directory. */
-static rt_redis *start_node(rt_cluster *cl, int i, long node_timeout_ms, const char *extra)
+/* The TLS arguments of node i on a new TLS port (into buf), or "" without
+ * TLS. */
+static const char *tls_args(rt_cluster *cl, int i, const rt_tls *tls, char *buf, size_t cap)
 {
-    size_t cap = strlen(cl->dir) + (extra != NULL ? strlen(extra) : 0) + 256;
-    char *args = malloc(cap), conf[PATH_MAX];
+    size_t len;
+
+    buf[0] = '\0';
+    if (tls == NULL)
+        return buf;
+    cl->tls_port[i] = rt_free_port();
+    rt_tls_server_args(tls, cl->tls_port[i], NULL, NULL, 0, buf, cap);
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, " --tls-cluster yes --tls-replication yes");
+    return buf;
+}
+
+/* Start node i in cluster mode, its nodes.conf in the cluster's directory. */
+static rt_redis *start_node(rt_cluster *cl, int i, long node_timeout_ms, const char *extra,
+                            const rt_tls *tls)
+{
+    size_t cap = strlen(cl->dir) + (extra != NULL ? strlen(extra) : 0) + 2048;
+    char *args = malloc(cap), conf[PATH_MAX], targs[1536];
     rt_redis *r = NULL;
     int attempt;
 
     if (args == NULL)
         return NULL;
     snprintf(conf, sizeof conf, "%s/nodes-%d.conf", cl->dir, i);
-    /* A bus port taken between the probe and the server's bind makes the
-     * start fail: once more with another. */
+    /* A bus (or TLS) port taken between the probe and the server's bind
+     * makes the start fail: once more with others. */
     for (attempt = 0; attempt < RT_CLUSTER_NODE_ATTEMPTS && r == NULL; attempt++) {
         int bus = rt_free_port();
         if (bus < 0)
@@ -473,8 +490,9 @@ static rt_redis *start_node(rt_cluster *cl, int i, long node_timeout_ms, const c
         unlink(conf);
         snprintf(args, cap,
                  "--cluster-enabled yes --cluster-config-file '%s' --cluster-port %d "
-                 "--cluster-node-timeout %ld --repl-diskless-sync-delay 0 %s",
-                 conf, bus, node_timeout_ms, extra != NULL ? extra : "");
+                 "--cluster-node-timeout %ld --repl-diskless-sync-delay 0 %s %s",
+                 conf, bus, node_timeout_ms, tls_args(cl, i, tls, targs, sizeof targs),
+                 extra != NULL ? extra : "");
         r = rt_redis_start(args);
     }
     free(args);
@@ -498,13 +516,35 @@ static int read_id(rt_cluster *cl, int i)
     return ok ? 0 : -1;
 }
 
+/* The URL of node 0 and the seeds of every node, by their TLS ports when
+ * the cluster has TLS. */
+static void make_urls(rt_cluster *cl)
+{
+    const char *scheme = cl->tls ? "rediss" : "redis";
+    size_t len;
+    int i;
+
+    snprintf(cl->url, sizeof cl->url, "%s://127.0.0.1:%d", scheme,
+             cl->tls ? cl->tls_port[0] : cl->node[0]->port);
+    len = (size_t)snprintf(cl->seeds, sizeof cl->seeds, "%s://", scheme);
+    for (i = 0; i < cl->n && len < sizeof cl->seeds; i++)
+        len += (size_t)snprintf(cl->seeds + len, sizeof cl->seeds - len, "%s127.0.0.1:%d",
+                                i > 0 ? "," : "",
+                                cl->tls ? cl->tls_port[i] : cl->node[i]->port);
+}
+
 rt_cluster *rt_cluster_start(int nmasters, int replicas, long node_timeout_ms,
                              const char *extra_args)
+{
+    return rt_cluster_start_tls(nmasters, replicas, node_timeout_ms, extra_args, NULL);
+}
+
+rt_cluster *rt_cluster_start_tls(int nmasters, int replicas, long node_timeout_ms,
+                                 const char *extra_args, const rt_tls *tls)
 {
     const char *tmp = getenv("TMPDIR");
     rt_cluster *cl;
     char *cli;
-    size_t len;
     int i;
 
     if (nmasters < 3 || replicas < 0 ||
@@ -524,6 +564,7 @@ rt_cluster *rt_cluster_start(int nmasters, int replicas, long node_timeout_ms,
     cl->nmasters = nmasters;
     cl->replicas = replicas;
     cl->n = nmasters * (1 + replicas);
+    cl->tls = tls != NULL;
     if (tmp == NULL || tmp[0] == '\0')
         tmp = "/tmp";
     snprintf(cl->dir, sizeof cl->dir, "%s/rltest-cluster-XXXXXX", tmp);
@@ -533,15 +574,11 @@ rt_cluster *rt_cluster_start(int nmasters, int replicas, long node_timeout_ms,
         goto fail;
     }
     for (i = 0; i < cl->n; i++) {
-        cl->node[i] = start_node(cl, i, node_timeout_ms, extra_args);
+        cl->node[i] = start_node(cl, i, node_timeout_ms, extra_args, tls);
         if (cl->node[i] == NULL || read_id(cl, i) != 0)
             goto fail;
     }
-    snprintf(cl->url, sizeof cl->url, "redis://127.0.0.1:%d", cl->node[0]->port);
-    len = (size_t)snprintf(cl->seeds, sizeof cl->seeds, "redis://");
-    for (i = 0; i < cl->n && len < sizeof cl->seeds; i++)
-        len += (size_t)snprintf(cl->seeds + len, sizeof cl->seeds - len, "%s127.0.0.1:%d",
-                                i > 0 ? "," : "", cl->node[i]->port);
+    make_urls(cl);
     if (run_create(cl, cli) != 0)
         goto fail;
     if (wait_views(cl, cond_ok, -1, nmasters, RT_CLUSTER_FORM_MS,
@@ -789,7 +826,8 @@ int rt_cluster_slot_move_keys(rt_cluster *cl, int slot)
     c = rt_cluster_connect(cl, src);
     if (c == NULL)
         return -1;
-    snprintf(port, sizeof port, "%d", cl->node[to]->port);
+    /* With tls-cluster, MIGRATE reaches the destination over TLS. */
+    snprintf(port, sizeof port, "%d", cl->tls ? cl->tls_port[to] : cl->node[to]->port);
     for (;;) {
         redisReply *keys = redisCommand(c, "CLUSTER GETKEYSINSLOT %d %d", slot,
                                         RT_CLUSTER_MIGRATE_BATCH);

@@ -41,6 +41,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis_server.h"
+#include "rt_tls.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,10 +58,14 @@ typedef struct rt_cluster {
     int nmasters, replicas;          /* as asked: masters, replicas per master */
     int n;                           /* nodes started = nmasters * (1 + replicas) */
     rt_redis *node[RT_CLUSTER_MAX_NODES];
-    char url[64];                    /* "redis://127.0.0.1:<port of node 0>" */
-    char seeds[512];                 /* "redis://127.0.0.1:<p0>,127.0.0.1:<p1>,..." every node */
+    char url[64];                    /* "redis://127.0.0.1:<port of node 0>" (TLS: rediss://
+                                        and the TLS port) */
+    char seeds[512];                 /* "redis://127.0.0.1:<p0>,127.0.0.1:<p1>,..." every node
+                                        (TLS: rediss:// and the TLS ports) */
     char id[RT_CLUSTER_MAX_NODES][48]; /* each node's cluster node id (kept across restarts) */
     char dir[256];                   /* private: the nodes-<i>.conf files, redis-cli's log */
+    int tls;                         /* 1: started by rt_cluster_start_tls() */
+    int tls_port[RT_CLUSTER_MAX_NODES]; /* each node's TLS port (0 without TLS) */
 } rt_cluster;
 
 /**
@@ -80,6 +85,20 @@ typedef struct rt_cluster {
  */
 rt_cluster *rt_cluster_start(int nmasters, int replicas, long node_timeout_ms,
                              const char *extra_args);
+
+/**
+ * rt_cluster_start() over TLS: every node also gets a --tls-port of its own
+ * (cl->tls_port[i]), the certificates of `tls` (rt_tls_server_args(): the
+ * server certificate, no client certificates asked of clients),
+ * --tls-cluster yes (the bus over TLS: MIGRATE too) and --tls-replication
+ * yes (replicas reach their masters over TLS). The plain ports stay for the
+ * test's own hiredis connections and redis-cli, which keep working as
+ * above (CLUSTER SLOTS and CLUSTER NODES show plain clients the plain
+ * ports); cl->url and cl->seeds name the TLS ports with rediss://. `tls`
+ * must outlive the cluster (the servers read its files at every restart).
+ */
+rt_cluster *rt_cluster_start_tls(int nmasters, int replicas, long node_timeout_ms,
+                                 const char *extra_args, const rt_tls *tls);
 
 /**
  * Stop every node (rt_redis_stop(): also killed or paused ones), remove the

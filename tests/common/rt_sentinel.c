@@ -53,7 +53,7 @@ static int node_of_port(const rt_sentinel *s, long port)
 {
     int i;
     for (i = 0; i < s->n; i++)
-        if (s->node[i] != NULL && s->node[i]->port == port)
+        if (s->node[i] != NULL && (s->node[i]->port == port || s->tls_port[i] == port))
             return i;
     return -2;
 }
@@ -62,7 +62,7 @@ static int sentinel_of_port(const rt_sentinel *s, long port)
 {
     int j;
     for (j = 0; j < s->nsentinels; j++)
-        if (s->sentinel[j].port == port)
+        if (s->sentinel[j].port == port || s->sentinel[j].tls_port == port)
             return j;
     return -2;
 }
@@ -233,6 +233,19 @@ static void put_quoted(FILE *f, const char *v)
     fputc('"', f);
 }
 
+/* A sentinel's TLS settings: its own TLS port beside the plain one, and
+ * TLS to the nodes and the other sentinels (tls-replication). */
+static void write_tls_conf(FILE *f, const rt_tls *t, int tls_port)
+{
+    fprintf(f, "tls-port %d\ntls-cert-file ", tls_port);
+    put_quoted(f, t->server_crt);
+    fprintf(f, "\ntls-key-file ");
+    put_quoted(f, t->server_key);
+    fprintf(f, "\ntls-ca-cert-file ");
+    put_quoted(f, t->ca);
+    fprintf(f, "\ntls-auth-clients no\ntls-replication yes\n");
+}
+
 /* Write sentinel j's config, monitoring the primary on primary_port. */
 static int write_conf(const rt_sentinel *s, int j, int primary_port, const char *pw)
 {
@@ -261,6 +274,8 @@ static int write_conf(const rt_sentinel *s, int j, int primary_port, const char 
         put_quoted(f, pw);
         fputc('\n', f);
     }
+    if (s->tls)
+        write_tls_conf(f, s->tls_files, p->tls_port);
     ok = !ferror(f);
     if (fclose(f) != 0 || !ok) {
         fprintf(stderr, "rltest: cannot write %s\n", p->conf);
@@ -385,7 +400,8 @@ static int start_sentinel(rt_sentinel *s, int j, int primary_port, const char *p
     for (attempt = 0; attempt < RT_SENTINEL_PORT_ATTEMPTS; attempt++) {
         int rc;
         p->port = rt_free_port();
-        if (p->port < 0 || write_conf(s, j, primary_port, pw) != 0)
+        p->tls_port = s->tls ? rt_free_port() : 0;
+        if (p->port < 0 || p->tls_port < 0 || write_conf(s, j, primary_port, pw) != 0)
             break;
         rc = spawn_and_wait(s, j, deadline);
         if (rc == 0)
@@ -588,7 +604,7 @@ static int replicas_linked(const rt_sentinel *s, const deployment_view *v, int p
         if (i == primary || !node_live(s, i))
             continue;
         if (!v->nv[i].up || v->nv[i].master || !v->nv[i].link_up ||
-            v->nv[i].master_port != s->node[primary]->port)
+            node_of_port(s, v->nv[i].master_port) != primary)
             return 0;
     }
     return 1;
@@ -701,8 +717,36 @@ static int name_ok(const char *name)
            n;
 }
 
+/* Node i's arguments into buf: the common ones, a replica's --replicaof
+ * node 0 (its TLS port with TLS), and with TLS a TLS port of its own and
+ * replication over TLS. */
+static void node_start_args(rt_sentinel *s, int i, const char *args, char *buf, size_t cap)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+    if (i > 0)
+        len = (size_t)snprintf(buf, cap, "--replicaof 127.0.0.1 %d ",
+                               s->tls ? s->tls_port[0] : s->node[0]->port);
+    if (s->tls) {
+        s->tls_port[i] = rt_free_port();
+        rt_tls_server_args(s->tls_files, s->tls_port[i], NULL, NULL, 0, buf + len, cap - len);
+        len += strlen(buf + len);
+        len += (size_t)snprintf(buf + len, cap - len, " --tls-replication yes ");
+    }
+    snprintf(buf + len, cap - len, "%s", args);
+}
+
 rt_sentinel *rt_sentinel_start_ex(int replicas, int nsentinels, const char *master_name,
                                   const char *extra_server_args, long down_after_ms)
+{
+    return rt_sentinel_start_tls(replicas, nsentinels, master_name, extra_server_args,
+                                 down_after_ms, NULL);
+}
+
+rt_sentinel *rt_sentinel_start_tls(int replicas, int nsentinels, const char *master_name,
+                                   const char *extra_server_args, long down_after_ms,
+                                   const rt_tls *tls)
 {
     const char *tmp = getenv("TMPDIR");
     rt_sentinel *s;
@@ -727,6 +771,8 @@ rt_sentinel *rt_sentinel_start_ex(int replicas, int nsentinels, const char *mast
     s->nsentinels = nsentinels;
     s->quorum = nsentinels / 2 + 1;
     s->down_after_ms = down_after_ms;
+    s->tls = tls != NULL;
+    s->tls_files = tls;
     snprintf(s->master_name, sizeof s->master_name, "%s", master_name);
     for (j = 0; j < RT_SENTINEL_MAX_SENTINELS; j++)
         s->sentinel[j].pid = -1;
@@ -746,15 +792,12 @@ rt_sentinel *rt_sentinel_start_ex(int replicas, int nsentinels, const char *mast
     args = oom ? NULL : node_args(pw, extra_server_args);
     if (args == NULL)
         goto fail;
-    s->node[0] = rt_redis_start(args);
-    if (s->node[0] == NULL)
-        goto fail;
-    cap = strlen(args) + 64;
+    cap = strlen(args) + 2048;
     rargs = malloc(cap);
     if (rargs == NULL)
         goto fail;
-    snprintf(rargs, cap, "--replicaof 127.0.0.1 %d %s", s->node[0]->port, args);
-    for (i = 1; i < s->n; i++) {
+    for (i = 0; i < s->n; i++) {
+        node_start_args(s, i, args, rargs, cap);
         s->node[i] = rt_redis_start(rargs);
         if (s->node[i] == NULL)
             goto fail;
@@ -765,12 +808,13 @@ rt_sentinel *rt_sentinel_start_ex(int replicas, int nsentinels, const char *mast
         goto fail;
 
     for (j = 0; j < nsentinels; j++)
-        if (start_sentinel(s, j, s->node[0]->port, pw) != 0)
+        if (start_sentinel(s, j, s->tls ? s->tls_port[0] : s->node[0]->port, pw) != 0)
             goto fail;
-    len = (size_t)snprintf(s->url, sizeof s->url, "sentinel://");
+    len = (size_t)snprintf(s->url, sizeof s->url, "%s://", s->tls ? "sentinels" : "sentinel");
     for (j = 0; j < nsentinels && len < sizeof s->url; j++)
         len += (size_t)snprintf(s->url + len, sizeof s->url - len, "%s127.0.0.1:%d",
-                                j > 0 ? "," : "", s->sentinel[j].port);
+                                j > 0 ? "," : "",
+                                s->tls ? s->sentinel[j].tls_port : s->sentinel[j].port);
     if (len < sizeof s->url)
         snprintf(s->url + len, sizeof s->url - len, "/%s", master_name);
 

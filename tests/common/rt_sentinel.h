@@ -71,6 +71,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis_server.h"
+#include "rt_tls.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -97,6 +98,7 @@ typedef struct rt_sentinel_proc {
     char conf[320];      /* its config file, which it rewrites (in rt_sentinel.dir) */
     char log[320];       /* its logfile */
     char out[320];       /* private: its stdout and stderr */
+    int tls_port;        /* its TLS port (rt_sentinel_start_tls()), else 0 */
 } rt_sentinel_proc;
 
 /** A Sentinel deployment started by the test. Read the fields; do not write them. */
@@ -109,9 +111,13 @@ typedef struct rt_sentinel {
     rt_redis *node[RT_SENTINEL_MAX_NODES];
     rt_sentinel_proc sentinel[RT_SENTINEL_MAX_SENTINELS];
     char master_name[64];
-    char url[512];       /* "sentinel://127.0.0.1:<s0>,127.0.0.1:<s1>,.../<name>" (no password) */
+    char url[512];       /* "sentinel://127.0.0.1:<s0>,127.0.0.1:<s1>,.../<name>" (no password;
+                            TLS: sentinels:// and the sentinels' TLS ports) */
     char dir[256];       /* the sentinels' config files and logs */
     char *binary;        /* private: the redis-sentinel binary */
+    int tls;             /* 1: started by rt_sentinel_start_tls() */
+    int tls_port[RT_SENTINEL_MAX_NODES]; /* each node's TLS port (0 without TLS) */
+    const rt_tls *tls_files; /* private: the certificates */
 } rt_sentinel;
 
 /**
@@ -135,6 +141,27 @@ rt_sentinel *rt_sentinel_start(int replicas, int nsentinels, const char *master_
 /** rt_sentinel_start() with down-after-milliseconds of down_after_ms (> 0). */
 rt_sentinel *rt_sentinel_start_ex(int replicas, int nsentinels, const char *master_name,
                                   const char *extra_server_args, long down_after_ms);
+
+/**
+ * rt_sentinel_start_ex() over TLS. Every node also gets a --tls-port of its
+ * own (s->tls_port[i]) with the certificates of `tls` (rt_tls_server_args():
+ * the server certificate, no client certificate asked of clients) and
+ * --tls-replication yes: replicas reach the primary's TLS port over TLS
+ * (and announce their own TLS port). Every sentinel also gets a tls-port
+ * of its own (sentinel[j].tls_port), the same certificates, and
+ * tls-replication yes: it monitors the primary's TLS port, reaches the
+ * nodes and the other sentinels over TLS, and names TLS ports (of nodes
+ * and of sentinels). The config keys are those of Redis 6+ and Valkey
+ * alike (tls-port, tls-cert-file, tls-key-file, tls-ca-cert-file,
+ * tls-auth-clients, tls-replication), so $RL_REDIS_SENTINEL may be
+ * valkey-sentinel. The plain ports stay for the test's own connections
+ * and every function here (nodes and sentinels are recognised by either
+ * port); s->url is "sentinels://127.0.0.1:<TLS port of s0>,.../<name>".
+ * `tls` must outlive the deployment (restarts read its files again).
+ */
+rt_sentinel *rt_sentinel_start_tls(int replicas, int nsentinels, const char *master_name,
+                                   const char *extra_server_args, long down_after_ms,
+                                   const rt_tls *tls);
 
 /**
  * Stop every sentinel (SIGCONT if paused, SIGTERM, reap; SIGKILL after

@@ -121,8 +121,12 @@ static int tls_read(redisContext *ctx, int wait)
     }
 }
 
+/* As redisGetReply(): a non-blocking context only looks at what was read
+ * (its caller polls, then reads with rl__redis_buffer_read()). */
 static int tls_get_reply(redisContext *ctx, void **reply)
 {
+    if (!(ctx->flags & REDIS_BLOCK))
+        return REDIS_OK;
     if (tls_write(ctx, 1, NULL) != REDIS_OK)
         return REDIS_ERR;
     for (;;) {

@@ -24,6 +24,7 @@
 #include "stats.h"
 #include "subscriber.h"
 #include "thread.h"
+#include "tls.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -148,6 +149,12 @@ void rl__identity_new(rl_client *c)
     uuid_generate_random(id);
     uuid_unparse_lower(id, c->uuid);
     rl__owner_identity(c);
+}
+
+void rl__fork_close(int fd)
+{
+    rl__tls_forget(fd);
+    close(fd);
 }
 
 void rl__rebuild_after_fork(rl_client *c)

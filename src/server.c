@@ -15,6 +15,7 @@
 #include "client.h"
 #include "conn.h"
 #include "error.h"
+#include "fork.h"
 #include "server.h"
 #include "util.h"
 
@@ -308,7 +309,7 @@ void rl__pool_after_fork(rl_client *c)
             if (conn->fence.id == -2)
                 rl__conn_close(c, conn);
             else if (conn->ctx && conn->ctx->fd >= 0)
-                close(conn->ctx->fd);
+                rl__fork_close(conn->ctx->fd);
         }
         s->all = NULL;
         s->idle = NULL;

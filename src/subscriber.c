@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "error.h"
 #include "fair.h"
+#include "fork.h"
 #include "holds.h"
 #include "nopipe.h"
 #include "router.h"
@@ -101,11 +102,11 @@ void rl__sub_after_fork(rl_client *c)
     c->sub_efd = -1;
     for (i = 0; i < RL__SERVERS_MAX; i++) {
         if (c->sub_ctx[i] && c->sub_ctx[i]->fd >= 0)
-            close(c->sub_ctx[i]->fd);
+            rl__fork_close(c->sub_ctx[i]->fd);
         c->sub_ctx[i] = NULL;
     }
     if (c->sub_switch && c->sub_switch->fd >= 0)
-        close(c->sub_switch->fd);
+        rl__fork_close(c->sub_switch->fd);
     c->sub_switch = NULL;
     FOR_EACH_ENTRY(c, e) {
         e->sub_want = 0;

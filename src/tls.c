@@ -85,6 +85,14 @@ void rl__tls_drop(int fd)
     link_free(atomic_exchange(s, NULL));
 }
 
+void rl__tls_forget(int fd)
+{
+    link_slot *s;
+
+    if (atomic_load_explicit(&any_link, memory_order_relaxed) && (s = slot_of(fd, 0)))
+        atomic_store(s, NULL);
+}
+
 static int link_put(rl__tls_link *l)
 {
     link_slot *s;

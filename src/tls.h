@@ -54,6 +54,11 @@ void rl__tls_abort(rl__tls_link *l);
 rl__tls_link *rl__tls_of(int fd);
 /* Free fd's link, if any, before fd is closed. Writes nothing. */
 void rl__tls_drop(int fd);
+/* Forget fd's link without freeing it, before fd is closed: a fork child
+ * closing a connection that a thread of its parent may have been using
+ * (the link's copy may be mid-change). A new socket on fd is then plain
+ * until a link is made on it. */
+void rl__tls_forget(int fd);
 
 /*
  * recv() and send() over fd's link, or plain: the same results and errno

@@ -18,6 +18,7 @@
 #include "client.h"
 #include "conn.h"
 #include "error.h"
+#include "fork.h"
 #include "holds.h"
 #include "keeper.h"
 #include "owner.h"
@@ -71,7 +72,7 @@ void rl__watchdog_after_fork(rl_client *c)
     for (i = 0; i < c->nservers; i++) {
         rl__conn *conn = c->servers[i]->wd_conn;
         if (conn && conn->ctx && conn->ctx->fd >= 0)
-            close(conn->ctx->fd);
+            rl__fork_close(conn->ctx->fd);
         c->servers[i]->wd_conn = NULL;
     }
     c->wd_failed = 0;

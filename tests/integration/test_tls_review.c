@@ -214,11 +214,138 @@ static void idle_link_reused(void **state)
     rt_redis_stop(s.redis);
 }
 
+/* ---- fork children ------------------------------------------------------ */
+
+#define NPLAIN 4
+
+typedef struct fork_arg {
+    const tls_server *s;
+    rl_client *tls;
+} fork_arg;
+
+/* The child: its first call on the TLS client drops the parent's
+ * connections (the watchdog's socket is only closed: a parent thread may
+ * be using it); then plain clients, whose sockets get the descriptors just
+ * closed, must work. Exit codes: 0, or which step failed. */
+static int fork_child(void *arg)
+{
+    const fork_arg *a = arg;
+    rl_client *p[NPLAIN] = { NULL };
+    rl_options o;
+    rl_lock *l = NULL;
+    int i, rc;
+
+    if (rl_lock_new(&l, a->tls, "held") != RL_OK)
+        return 10;
+    rc = rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG);   /* the parent holds it */
+    rl_lock_free(l);
+    if (rc != RL_EBUSY && rc != RL_ETIMEDOUT) {
+        fprintf(stderr, "child: TLS try_acquire = %d: %s\n", rc, rl_last_error());
+        return 11;
+    }
+    /* Kept open together, so that they take every descriptor free. */
+    for (i = 0; i < NPLAIN; i++) {
+        it_options(&o, a->s->plain_url, 0, 0);
+        if ((rc = rl_client_new(&p[i], &o)) != RL_OK) {
+            fprintf(stderr, "child: plain client %d: %d: %s\n", i, rc, rl_last_error());
+            return 20;
+        }
+    }
+    for (i = 0; i < NPLAIN && rc == RL_OK; i++) {
+        if ((rc = rl_lock_new(&l, p[i], "plain")) == RL_OK) {
+            if ((rc = rl_lock_acquire(l)) == RL_OK)
+                rc = rl_lock_release(l);
+            rl_lock_free(l);
+        }
+        if (rc != RL_OK)
+            fprintf(stderr, "child: plain client %d: %d: %s\n", i, rc, rl_last_error());
+    }
+    for (i = 0; i < NPLAIN; i++)
+        rl_client_free(p[i]);
+    if (rc != RL_OK)
+        return 21;
+    return 0;
+}
+
+/*
+ * A fork child closes the sockets of connections that the parent's
+ * threads may be using (the watchdog's, the subscriber's, borrowed ones)
+ * without freeing them. Their TLS links stayed in the child's copy of the
+ * descriptor table, so a plain connection of the child that got such a
+ * descriptor again was read and written through the parent's TLS stream.
+ */
+/* Waits on "busy" (held by another client): the client's subscriber has a
+ * connection of its own meanwhile. */
+static void *busy_waiter(void *arg)
+{
+    int rc = rl_lock_try_acquire(arg, 15000, RL_LEASE_WATCHDOG);
+
+    return (void *)(intptr_t)(rc == RL_OK ? rl_lock_release(arg) : rc);
+}
+
+static int sockets_open(void)
+{
+    char path[64], link[64];
+    int fd, n = 0;
+
+    for (fd = 3; fd < 64; fd++) {
+        ssize_t k;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        k = readlink(path, link, sizeof link - 1);
+        n += k > 0 && strncmp(link, "socket:", 7) == 0;
+    }
+    return n;
+}
+
+static void fork_child_plain_on_reused_fd(void **state)
+{
+    tls_server s;
+    rl_client *c, *other;
+    rl_lock *l, *busy, *wait;
+    fork_arg a;
+    pthread_t t;
+    void *trc;
+    pid_t pid;
+    int before;
+
+    (void)state;
+    server_start(&s);
+    c = tls_client(&s, 600);        /* renewed every 200 ms */
+    l = it_lock(c, "held");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_WAIT(it_stats(c).renewal_rounds >= 1, 3000);     /* the watchdog's connection is up */
+    other = tls_client(&s, 0);
+    busy = it_lock(other, "busy");
+    IT_RC(rl_lock_acquire(busy), RL_OK);
+    before = sockets_open();
+    wait = it_lock(c, "busy");
+    if (pthread_create(&t, NULL, busy_waiter, wait) != 0)
+        fail_msg("pthread_create");
+    IT_WAIT(sockets_open() >= before + 2, 3000);        /* its try, and the subscriber's */
+    a.s = &s;
+    a.tls = c;
+    pid = rt_child_start(fork_child, &a, 20);
+    if (pid < 0)
+        fail_msg("fork failed");
+    IT_EQ(rt_child_wait(pid, 20000), 0);
+    IT_RC(rl_lock_release(busy), RL_OK);
+    pthread_join(t, &trc);
+    IT_RC((int)(intptr_t)trc, RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(wait);
+    rl_lock_free(busy);
+    rl_lock_free(l);
+    rl_client_free(other);
+    rl_client_free(c);
+    rt_redis_stop(s.redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sentinel_asked_over_tls),
         cmocka_unit_test(idle_link_reused),
+        cmocka_unit_test(fork_child_plain_on_reused_fd),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -340,12 +340,93 @@ static void fork_child_plain_on_reused_fd(void **state)
     rt_redis_stop(s.redis);
 }
 
+/* ---- a stalled server --------------------------------------------------- */
+
+/*
+ * A TLS server stopped (SIGSTOP) still accepts connections (the kernel
+ * does), but answers no handshake: a new client, and a call that needs a
+ * new connection, cost at most the timeouts, and say RL_ECONN.
+ */
+static void stalled_handshake_bounded(void **state)
+{
+    tls_server s;
+    rl_client *c = NULL;
+    rl_options o;
+    rl_lock *l;
+    int64_t t0;
+    int rc;
+
+    (void)state;
+    server_start(&s);
+    IT_EQ(rt_redis_pause(s.redis), 0);
+    tls_options(&o, s.url, 0, 300);
+    o.connect_timeout_ms = 300;
+    t0 = rt_now_ms();
+    rc = rl_client_new(&c, &o);
+    IT_RANGE(rt_now_ms() - t0, 250, 1500);
+    if (rc == RL_OK) {      /* made without connecting: the first call connects */
+        l = it_lock(c, "stalled");
+        t0 = rt_now_ms();
+        IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_ECONN);
+        IT_RANGE(rt_now_ms() - t0, 250, 1500);
+        rl_lock_free(l);
+        rl_client_free(c);
+    } else {
+        IT_RC(rc, RL_ECONN);
+    }
+    if (!strstr(rl_last_error(), "TLS"))
+        fail_msg("rl_last_error() does not say TLS: %s", rl_last_error());
+    IT_EQ(rt_redis_resume(s.redis), 0);
+    rt_redis_stop(s.redis);
+}
+
+/*
+ * Redlock over TLS: a master stopped before the client knew it costs the
+ * fan-out one node timeout (lease / 10) for its TLS handshake, made
+ * without blocking beside the others' replies, and no more.
+ */
+static void redlock_stalled_node_bounded(void **state)
+{
+    tls_server s[3];
+    char url[256];
+    rl_client *c;
+    rl_options o;
+    rl_lock *l;
+    int64_t t0, took;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        server_start(&s[i]);
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             s[0].tls_port, s[1].tls_port, s[2].tls_port);
+    IT_EQ(rt_redis_pause(s[2].redis), 0);
+    tls_options(&o, url, 2000, 1000);
+    o.connect_timeout_ms = 1000;
+    c = it_client_opts(&o);
+    l = it_lock(c, "redlock-stalled");
+    for (i = 0; i < 5; i++) {
+        t0 = rt_now_ms();
+        IT_RC(rl_lock_try_acquire(l, 0, 2000), RL_OK);
+        took = rt_now_ms() - t0;
+        IT_RANGE(took, 0, 600);
+        IT_RC(rl_lock_release(l), RL_OK);
+    }
+    rl_lock_free(l);
+    rl_client_free(c);
+    IT_EQ(rt_redis_resume(s[2].redis), 0);
+    for (i = 0; i < 3; i++)
+        rt_redis_stop(s[i].redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sentinel_asked_over_tls),
         cmocka_unit_test(idle_link_reused),
         cmocka_unit_test(fork_child_plain_on_reused_fd),
+        cmocka_unit_test(stalled_handshake_bounded),
+        cmocka_unit_test(redlock_stalled_node_bounded),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

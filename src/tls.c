@@ -297,7 +297,10 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     char words[160];
     int rc = RL_ETLS;
 
-    if (v != X509_V_OK && !SSL_is_init_finished(l->ssl)) {
+    /* Not verifying (tls_insecure_skip_verify), OpenSSL still records why
+     * the certificate would not pass: that is not why this failed. */
+    if (v != X509_V_OK && SSL_get_verify_mode(l->ssl) != SSL_VERIFY_NONE &&
+        !SSL_is_init_finished(l->ssl)) {
         const char *what;
         switch (v) {
         case X509_V_ERR_HOSTNAME_MISMATCH:

@@ -40,18 +40,28 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static void server_start(tls_server *s)
+/* more: NULL, or more server arguments; auth_clients: client certificates
+ * required. */
+static void server_start_ex(tls_server *s, int auth_clients, const char *more)
 {
     char args[2048];
+    size_t n;
 
     s->tls_port = rt_free_port();
     if (s->tls_port < 0)
         fail_msg("no free port");
-    rt_tls_server_args(certs, s->tls_port, NULL, NULL, 0, args, sizeof args);
+    rt_tls_server_args(certs, s->tls_port, NULL, NULL, auth_clients, args, sizeof args);
+    n = strlen(args);
+    snprintf(args + n, sizeof args - n, " %s", more ? more : "");
     if (!(s->redis = rt_redis_start(args)))
         fail_msg("cannot start a TLS redis-server");
     snprintf(s->url, sizeof s->url, "rediss://127.0.0.1:%d", s->tls_port);
     snprintf(s->plain_url, sizeof s->plain_url, "redis://127.0.0.1:%d", s->redis->port);
+}
+
+static void server_start(tls_server *s)
+{
+    server_start_ex(s, 0, NULL);
 }
 
 /* Options for url with the test CA trusted. */
@@ -419,6 +429,33 @@ static void redlock_stalled_node_bounded(void **state)
         rt_redis_stop(s[i].redis);
 }
 
+/* ---- what a failure says ------------------------------------------------ */
+
+/*
+ * With tls_insecure_skip_verify the server's certificate is not checked,
+ * though OpenSSL still records why it would not pass (here: a CA not
+ * trusted). A handshake that then failed for another reason was blamed on
+ * the certificate: a TLS 1.2 server that wants a client certificate was
+ * said to have "a certificate signed by an unknown CA".
+ */
+static void insecure_failure_not_blamed_on_certificate(void **state)
+{
+    tls_server s;
+    rl_client *c = NULL;
+    rl_options o;
+    int rc;
+
+    (void)state;
+    server_start_ex(&s, 1, "--tls-protocols TLSv1.2");
+    it_options(&o, s.url, 0, 0);
+    o.tls_insecure_skip_verify = 1;
+    rc = rl_client_new(&c, &o);
+    IT_RC(rc, RL_ETLS);
+    if (!strstr(rl_last_error(), "client certificate"))
+        fail_msg("rl_last_error(): %s", rl_last_error());
+    rt_redis_stop(s.redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +464,7 @@ int main(void)
         cmocka_unit_test(fork_child_plain_on_reused_fd),
         cmocka_unit_test(stalled_handshake_bounded),
         cmocka_unit_test(redlock_stalled_node_bounded),
+        cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -26,6 +26,9 @@ struct rl__tls_link {
     SSL *ssl;
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
+    int cert_asked;     /* the server asked for a client certificate; none was given */
+    int got_data;       /* a read returned data */
+    char who[80];       /* the server, for the words */
     char why[200];      /* the last failure, in words */
 };
 
@@ -163,6 +166,17 @@ static void bio_method_make(void)
 
 /* ---- the client's settings --------------------------------------------- */
 
+/* The server asked for a client certificate and the client has none: that
+ * is noted, and the handshake goes on without one (the server decides). */
+static int no_client_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)x509, (void)pkey;
+    l->cert_asked = 1;
+    return 0;
+}
+
 int rl__tls_on(const rl_client *c)
 {
     return c->tls_ctx != NULL;
@@ -228,6 +242,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
             return tls_option_error(ctx, "tls_key_file (does not match tls_cert_file)",
                                     o->tls_key_file);
     }
+    SSL_CTX_set_client_cert_cb(ctx, no_client_cert);
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
@@ -355,6 +370,8 @@ int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 {
     int ret, e, rc;
 
+    if (!l->who[0])
+        snprintf(l->who, sizeof l->who, "%s", who);
     ERR_clear_error();
     errno = 0;
     if ((ret = SSL_do_handshake(l->ssl)) == 1) {
@@ -408,6 +425,16 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
+    if (l->cert_asked && !l->got_data) {
+        /* TLS 1.3: the server judges the client's certificate after the
+         * client's side of the handshake is over, and drops it: its alert
+         * may be lost to the reset that the requests sent meanwhile cause. */
+        snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client "
+                 "certificate (tls_cert_file and tls_key_file)", l->who);
+        ERR_clear_error();
+        errno = EPROTO;
+        return -1;
+    }
     if (e == SSL_ERROR_ZERO_RETURN)
         return 0;
     if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
@@ -416,7 +443,7 @@ static ssize_t io_result(rl__tls_link *l, int ret)
             return 0;   /* EOF without close_notify: closed all the same */
         return -1;
     }
-    (void)failure(l, ret, "the server");
+    (void)failure(l, ret, l->who);
     if (strstr(l->why, "connection closed"))
         return 0;
     errno = EPROTO;
@@ -434,6 +461,8 @@ ssize_t rl__io_recv(int fd, void *buf, size_t n, int dontwait)
     ERR_clear_error();
     errno = 0;
     ret = SSL_read(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (ret > 0)
+        l->got_data = 1;
     return ret > 0 ? ret : io_result(l, ret);
 }
 

@@ -456,6 +456,35 @@ static void insecure_failure_not_blamed_on_certificate(void **state)
     rt_redis_stop(s.redis);
 }
 
+/*
+ * TLS 1.3: a server that wants a client certificate says so after the
+ * client's side of the handshake is done, in an alert read with the first
+ * reply; the Redis handshake written meanwhile may meet a closed
+ * connection. Every mode still says RL_ETLS and why.
+ */
+static void client_certificate_wanted_every_mode(void **state)
+{
+    tls_server s[3];
+    char url[256];
+    rl_client *c = NULL;
+    rl_options o;
+    int i, k;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        server_start_ex(&s[i], 1, NULL);
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             s[0].tls_port, s[1].tls_port, s[2].tls_port);
+    for (k = 0; k < 10; k++) {
+        tls_options(&o, k % 2 ? url : s[0].url, 0, 0);
+        IT_RC(rl_client_new(&c, &o), RL_ETLS);
+        if (!strstr(rl_last_error(), "client certificate"))
+            fail_msg("%s: rl_last_error(): %s", o.url, rl_last_error());
+    }
+    for (i = 0; i < 3; i++)
+        rt_redis_stop(s[i].redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +494,7 @@ int main(void)
         cmocka_unit_test(stalled_handshake_bounded),
         cmocka_unit_test(redlock_stalled_node_bounded),
         cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
+        cmocka_unit_test(client_certificate_wanted_every_mode),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -197,6 +197,14 @@ redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **arg
     return r;
 }
 
+const char *rl__redis_tls_error(const redisContext *ctx)
+{
+    const char *tls = rl__tls_error(ctx->fd);
+
+    /* set_error() puts the link's words there for a TLS failure only. */
+    return tls && ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, tls) == 0 ? tls : NULL;
+}
+
 void rl__redis_free(redisContext *ctx)
 {
     if (!ctx)

@@ -89,7 +89,7 @@ typedef struct tls_sentinel {
 
 /* A redis-sentinel with TLS on a port of its own, monitoring s's TLS port
  * over TLS as "m"; waits until it names the primary. */
-static void sentinel_start(tls_sentinel *t, const tls_server *s)
+static void sentinel_start_ex(tls_sentinel *t, const tls_server *s, int auth_clients)
 {
     char conf[320], out[320], *bin = rt_find_binary("RL_REDIS_SENTINEL", "redis-sentinel");
     redisContext *rc = NULL;
@@ -109,10 +109,11 @@ static void sentinel_start(tls_sentinel *t, const tls_server *s)
     if (!(f = fopen(conf, "w")))
         fail_msg("%s: %s", conf, strerror(errno));
     fprintf(f, "port %d\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\n"
-               "tls-ca-cert-file %s\ntls-auth-clients no\ntls-replication yes\n"
+               "tls-ca-cert-file %s\ntls-auth-clients %s\ntls-replication yes\n"
                "dir %s\nsentinel resolve-hostnames no\n"
                "sentinel monitor m 127.0.0.1 %d 1\n",
-            t->port, t->tls_port, certs->server_crt, certs->server_key, certs->ca, t->dir,
+            t->port, t->tls_port, certs->server_crt, certs->server_key, certs->ca,
+            auth_clients ? "yes" : "no", t->dir,
             s->tls_port);
     fclose(f);
     {
@@ -142,6 +143,11 @@ static void sentinel_start(tls_sentinel *t, const tls_server *s)
     if (!ok)
         fail_msg("the sentinel did not come up (log in %s)", t->dir);
     snprintf(t->url, sizeof t->url, "sentinels://127.0.0.1:%d/m", t->tls_port);
+}
+
+static void sentinel_start(tls_sentinel *t, const tls_server *s)
+{
+    sentinel_start_ex(t, s, 0);
 }
 
 static void sentinel_stop(tls_sentinel *t)
@@ -485,6 +491,33 @@ static void client_certificate_wanted_every_mode(void **state)
         rt_redis_stop(s[i].redis);
 }
 
+/* The same with sentinels that want a client certificate: the sentinels
+ * are asked without blocking, and say so in their own way. */
+static void client_certificate_wanted_by_sentinel(void **state)
+{
+    tls_server s;
+    tls_sentinel t;
+    rl_client *c = NULL;
+    rl_options o;
+    int k;
+
+    (void)state;
+    server_start(&s);
+    sentinel_start_ex(&t, &s, 1);
+    tls_options(&o, t.url, 0, 0);
+    for (k = 0; k < 5; k++) {
+        IT_RC(rl_client_new(&c, &o), RL_ETLS);
+        if (!strstr(rl_last_error(), "client certificate"))
+            fail_msg("rl_last_error(): %s", rl_last_error());
+    }
+    o.tls_cert_file = certs->client_crt;
+    o.tls_key_file = certs->client_key;
+    c = it_client_opts(&o);
+    rl_client_free(c);
+    sentinel_stop(&t);
+    rt_redis_stop(s.redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +528,7 @@ int main(void)
         cmocka_unit_test(redlock_stalled_node_bounded),
         cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
         cmocka_unit_test(client_certificate_wanted_every_mode),
+        cmocka_unit_test(client_certificate_wanted_by_sentinel),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

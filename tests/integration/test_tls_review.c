@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+
 #include "rt_tls.h"
 
 static rt_tls *certs;
@@ -518,6 +520,47 @@ static void client_certificate_wanted_by_sentinel(void **state)
     rt_redis_stop(s.redis);
 }
 
+/*
+ * An application that uses OpenSSL itself finds its thread's error queue
+ * as it left it: empty after rlock's calls, failed or not.
+ */
+static void error_queue_left_clean(void **state)
+{
+    tls_server s, rogue;
+    rl_client *c = NULL;
+    rl_options o;
+    rl_lock *l;
+    char args[2048];
+
+    (void)state;
+    server_start(&s);
+    rogue.tls_port = rt_free_port();
+    rt_tls_server_args(certs, rogue.tls_port, certs->rogue_crt, certs->rogue_key, 0, args,
+                       sizeof args);
+    if (!(rogue.redis = rt_redis_start(args)))
+        fail_msg("cannot start a TLS redis-server");
+    snprintf(rogue.url, sizeof rogue.url, "rediss://127.0.0.1:%d", rogue.tls_port);
+    ERR_clear_error();
+    tls_options(&o, rogue.url, 0, 0);
+    IT_RC(rl_client_new(&c, &o), RL_ETLS);
+    IT_EQ(ERR_peek_error(), 0);
+    tls_options(&o, s.url, 0, 0);
+    o.tls_ca_file = "/nonexistent/ca.pem";
+    IT_RC(rl_client_new(&c, &o), RL_EINVAL);
+    IT_EQ(ERR_peek_error(), 0);
+    c = tls_client(&s, 0);
+    IT_EQ(ERR_peek_error(), 0);
+    l = it_lock(c, "queue");
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_EQ(ERR_peek_error(), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+    IT_EQ(ERR_peek_error(), 0);
+    rt_redis_stop(rogue.redis);
+    rt_redis_stop(s.redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -529,6 +572,7 @@ int main(void)
         cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
         cmocka_unit_test(client_certificate_wanted_every_mode),
         cmocka_unit_test(client_certificate_wanted_by_sentinel),
+        cmocka_unit_test(error_queue_left_clean),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -561,6 +561,84 @@ static void error_queue_left_clean(void **state)
     rt_redis_stop(s.redis);
 }
 
+/* ---- many threads ------------------------------------------------------- */
+
+#define NTHREADS 6
+#define ROUNDS 60
+
+typedef struct worker {
+    rl_client *c;
+    int id, failed;
+} worker;
+
+/* Take and give back a lock of its own and a shared one, the watchdog
+ * renewing meanwhile. */
+static void *work(void *arg)
+{
+    worker *w = arg;
+    char name[32];
+    rl_lock *own = NULL, *shared = NULL;
+    int i, rc;
+
+    snprintf(name, sizeof name, "own-%d", w->id);
+    if (rl_lock_new(&own, w->c, name) != RL_OK || rl_lock_new(&shared, w->c, "shared") != RL_OK) {
+        w->failed = -1;
+        return NULL;
+    }
+    for (i = 0; i < ROUNDS && !w->failed; i++) {
+        if ((rc = rl_lock_acquire(own)) != RL_OK)
+            w->failed = rc;
+        else if ((rc = rl_lock_try_acquire(shared, 2000, RL_LEASE_WATCHDOG)) == RL_OK)
+            w->failed = rl_lock_release(shared);
+        else
+            w->failed = rc;
+        if (!w->failed && (rc = rl_lock_release(own)) != RL_OK)
+            w->failed = rc;
+    }
+    if (w->failed)
+        fprintf(stderr, "worker %d: %d: %s\n", w->id, w->failed, rl_last_error());
+    rl_lock_free(own);
+    rl_lock_free(shared);
+    return NULL;
+}
+
+/* Threads of one client over rediss:// and over redlocks://: every call
+ * succeeds, each TLS connection used by one thread at a time. */
+static void threads_share_tls_clients(void **state)
+{
+    tls_server s[3];
+    char url[256];
+    rl_client *c[2];
+    pthread_t t[2 * NTHREADS];
+    worker w[2 * NTHREADS];
+    rl_options o;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        server_start(&s[i]);
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             s[0].tls_port, s[1].tls_port, s[2].tls_port);
+    c[0] = tls_client(&s[0], 900);
+    tls_options(&o, url, 900, 0);
+    c[1] = it_client_opts(&o);
+    for (i = 0; i < 2 * NTHREADS; i++) {
+        w[i].c = c[i / NTHREADS];
+        w[i].id = i;
+        w[i].failed = 0;
+        if (pthread_create(&t[i], NULL, work, &w[i]) != 0)
+            fail_msg("pthread_create");
+    }
+    for (i = 0; i < 2 * NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    for (i = 0; i < 2 * NTHREADS; i++)
+        IT_EQ(w[i].failed, 0);
+    rl_client_free(c[0]);
+    rl_client_free(c[1]);
+    for (i = 0; i < 3; i++)
+        rt_redis_stop(s[i].redis);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +651,7 @@ int main(void)
         cmocka_unit_test(client_certificate_wanted_every_mode),
         cmocka_unit_test(client_certificate_wanted_by_sentinel),
         cmocka_unit_test(error_queue_left_clean),
+        cmocka_unit_test(threads_share_tls_clients),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -232,6 +232,42 @@ static void idle_link_reused(void **state)
     rt_redis_stop(s.redis);
 }
 
+/*
+ * The server closes idle TLS connections (CLIENT KILL, as a restart or an
+ * idle timeout would): the next call finds its connection closed before
+ * use, over TLS too, and goes on a new one without an error.
+ */
+static void closed_idle_link_replaced(void **state)
+{
+    tls_server s;
+    rl_client *c;
+    rl_lock *l;
+    redisContext *rc;
+    redisReply *r;
+    int i;
+
+    (void)state;
+    server_start(&s);
+    c = tls_client(&s, 0);
+    l = it_lock(c, "killed");
+    if (!(rc = rt_redis_connect(s.redis)))
+        fail_msg("cannot connect to the plain port");
+    for (i = 0; i < 5; i++) {
+        IT_RC(rl_lock_acquire(l), RL_OK);
+        IT_RC(rl_lock_release(l), RL_OK);
+        r = redisCommand(rc, "CLIENT KILL TYPE normal SKIPME yes");
+        if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < 1)
+            fail_msg("CLIENT KILL did not kill");
+        freeReplyObject(r);
+    }
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    redisFree(rc);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_redis_stop(s.redis);
+}
+
 /* ---- fork children ------------------------------------------------------ */
 
 #define NPLAIN 4
@@ -644,6 +680,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sentinel_asked_over_tls),
         cmocka_unit_test(idle_link_reused),
+        cmocka_unit_test(closed_idle_link_replaced),
         cmocka_unit_test(fork_child_plain_on_reused_fd),
         cmocka_unit_test(stalled_handshake_bounded),
         cmocka_unit_test(redlock_stalled_node_bounded),

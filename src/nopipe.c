@@ -201,8 +201,10 @@ const char *rl__redis_tls_error(const redisContext *ctx)
 {
     const char *tls = rl__tls_error(ctx->fd);
 
-    /* set_error() puts the link's words there for a TLS failure only. */
-    return tls && ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, tls) == 0 ? tls : NULL;
+    /* set_error() puts the link's words there (cut to fit) for a TLS
+     * failure only. */
+    return tls && ctx->err == REDIS_ERR_IO &&
+                   strncmp(ctx->errstr, tls, sizeof ctx->errstr - 1) == 0 ? tls : NULL;
 }
 
 void rl__redis_free(redisContext *ctx)

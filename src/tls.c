@@ -26,7 +26,7 @@ struct rl__tls_link {
     SSL *ssl;
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
-    int cert_asked;     /* the server asked for a client certificate; none was given */
+    int cert_asked;     /* the server asked for the client's certificate */
     int got_data;       /* a read returned data */
     char who[80];       /* the server, for the words */
     char why[200];      /* the last failure, in words */
@@ -166,15 +166,17 @@ static void bio_method_make(void)
 
 /* ---- the client's settings --------------------------------------------- */
 
-/* The server asked for a client certificate and the client has none: that
- * is noted, and the handshake goes on without one (the server decides). */
-static int no_client_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
+/* Each handshake message: whether the server asked for the client's
+ * certificate is noted (TLS 1.3 says later whether it took it). */
+static void on_message(int write_p, int version, int type, const void *buf, size_t len,
+                       SSL *ssl, void *arg)
 {
-    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
-
-    (void)x509, (void)pkey;
-    l->cert_asked = 1;
-    return 0;
+    (void)version, (void)arg;
+    if (!write_p && type == SSL3_RT_HANDSHAKE && len > 0 &&
+        ((const unsigned char *)buf)[0] == SSL3_MT_CERTIFICATE_REQUEST) {
+        rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+        l->cert_asked = 1;
+    }
 }
 
 int rl__tls_on(const rl_client *c)
@@ -242,7 +244,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
             return tls_option_error(ctx, "tls_key_file (does not match tls_cert_file)",
                                     o->tls_key_file);
     }
-    SSL_CTX_set_client_cert_cb(ctx, no_client_cert);
+    SSL_CTX_set_msg_callback(ctx, on_message);
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
@@ -341,13 +343,16 @@ static int failure(rl__tls_link *l, int ret, const char *who)
             what = X509_verify_cert_error_string(v);
         }
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, what);
-    } else if (q && (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
-                     reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE ||
-                     reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-                     reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) &&
-               !SSL_get_certificate(l->ssl)) {
-        snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client certificate "
-                 "(tls_cert_file and tls_key_file)", who);
+    } else if (l->cert_asked && !l->got_data && (!q || reason > SSL_AD_REASON_OFFSET)) {
+        /* It asked for the client's certificate, then alerted or dropped
+         * the link before answering anything: TLS 1.3 refuses a
+         * certificate after the client's side of the handshake, and its
+         * alert may be lost to the reset the requests sent meanwhile
+         * cause. */
+        snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, SSL_get_certificate(l->ssl)
+                 ? "the server refused the client certificate (tls_cert_file: not signed "
+                   "by a CA it trusts, or expired?)"
+                 : "the server requires a client certificate (tls_cert_file and tls_key_file)");
     } else if (q && (reason == SSL_R_WRONG_VERSION_NUMBER ||
                      reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
                      reason == SSL_R_UNKNOWN_PROTOCOL)) {
@@ -425,19 +430,11 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
-    if (l->cert_asked && !l->got_data) {
-        /* TLS 1.3: the server judges the client's certificate after the
-         * client's side of the handshake is over, and drops it: its alert
-         * may be lost to the reset that the requests sent meanwhile cause. */
-        snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client "
-                 "certificate (tls_cert_file and tls_key_file)", l->who);
-        ERR_clear_error();
-        errno = EPROTO;
-        return -1;
-    }
-    if (e == SSL_ERROR_ZERO_RETURN)
+    /* Closed before any answer by a server that asked for the client's
+     * certificate: failure() says why. */
+    if (e == SSL_ERROR_ZERO_RETURN && !(l->cert_asked && !l->got_data))
         return 0;
-    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && !(l->cert_asked && !l->got_data)) {
         ERR_clear_error();
         if (errno == 0)
             return 0;   /* EOF without close_notify: closed all the same */

@@ -597,6 +597,37 @@ static void error_queue_left_clean(void **state)
     rt_redis_stop(s.redis);
 }
 
+/*
+ * A client certificate the server does not trust (self-signed): refused
+ * after the client's side of the TLS 1.3 handshake, the alert maybe lost
+ * to the reset; every mode says RL_ETLS and that the certificate was
+ * refused.
+ */
+static void client_certificate_refused_every_mode(void **state)
+{
+    tls_server s[3];
+    char url[256];
+    rl_client *c = NULL;
+    rl_options o;
+    int i, k;
+
+    (void)state;
+    for (i = 0; i < 3; i++)
+        server_start_ex(&s[i], 1, NULL);
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             s[0].tls_port, s[1].tls_port, s[2].tls_port);
+    for (k = 0; k < 10; k++) {
+        tls_options(&o, k % 2 ? url : s[0].url, 0, 0);
+        o.tls_cert_file = certs->rogue_crt;
+        o.tls_key_file = certs->rogue_key;
+        IT_RC(rl_client_new(&c, &o), RL_ETLS);
+        if (!strstr(rl_last_error(), "client certificate"))
+            fail_msg("%s: rl_last_error(): %s", o.url, rl_last_error());
+    }
+    for (i = 0; i < 3; i++)
+        rt_redis_stop(s[i].redis);
+}
+
 /* ---- many threads ------------------------------------------------------- */
 
 #define NTHREADS 6
@@ -687,6 +718,7 @@ int main(void)
         cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
         cmocka_unit_test(client_certificate_wanted_every_mode),
         cmocka_unit_test(client_certificate_wanted_by_sentinel),
+        cmocka_unit_test(client_certificate_refused_every_mode),
         cmocka_unit_test(error_queue_left_clean),
         cmocka_unit_test(threads_share_tls_clients),
     };

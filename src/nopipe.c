@@ -47,7 +47,8 @@ void rl__nopipe_end(rl__nopipe *np)
     errno = saved;
 }
 
-/* hiredis 1.x names its sds functions hi_sds*. */
+/* Some hiredis 1.x releases name their sds functions hi_sds*; 0.14 and
+ * the later ones sds* (CMakeLists.txt checks which). */
 #ifdef RL_HIREDIS_HI_SDS
 #  define rl__sdslen hi_sdslen
 #  define rl__sdsrange hi_sdsrange

@@ -2,8 +2,13 @@
  * Review of the TLS transport (cd1d42c: src/tls.c and its callers), each
  * test a defect found or a property checked, against real TLS
  * redis-servers (and a TLS redis-sentinel) with certificates made by the
- * openssl command (tests/common/rt_tls.h). Without redis-server, the
- * sentinel or openssl every test FAILS.
+ * openssl command (tests/common/rt_tls.h): sentinels asked without
+ * blocking; idle connections reused, or replaced once the server closed
+ * them; fork children's plain connections on descriptors their parent's
+ * TLS connections had; stopped servers; the status and words of refused
+ * or missing client certificates in every mode, and of failures with
+ * verification off; the thread's OpenSSL error queue; many threads.
+ * Without redis-server, redis-sentinel or openssl every test FAILS.
  */
 #include "it_common.h"
 

@@ -518,7 +518,8 @@ int rl__opening_expire(rl_client *c, rl__opening *o)
     int rc;
 
     if (o->tls) {
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms",
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake within %ld ms "
+                     RL__TLS_NO_ANSWER,
                      o->server->name, o->reply_ms);
         atomic_store(&o->server->down_until, rl__now_ms() + 2000);
         opening_free(o);

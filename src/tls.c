@@ -412,7 +412,8 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
     l->dontwait = 0;    /* the socket's timeouts bound each wait */
     rc = rl__tls_step(l, who, &events);
     if (rc == 1)
-        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time", who);
+        rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time "
+                     RL__TLS_NO_ANSWER, who);
     if (rc != 0) {
         link_free(l);
         return rc;

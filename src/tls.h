@@ -71,6 +71,10 @@ ssize_t rl__io_send(int fd, const void *buf, size_t n, int dontwait);
 /* Whether anything (bytes, EOF, an error) is waiting on fd now: a TLS
  * link's own records (a session ticket) do not count. */
 int rl__io_readable_now(int fd);
+/* Why a TLS handshake got no answer in time: a plain Redis port never
+ * answers one (it waits for the end of a line that never comes). */
+#define RL__TLS_NO_ANSWER "(a stopped server? or a plain port: then redis://)"
+
 /* The last TLS failure on fd's link, in words; NULL: none. */
 const char *rl__tls_error(int fd);
 

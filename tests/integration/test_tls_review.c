@@ -433,8 +433,8 @@ static void stalled_handshake_bounded(void **state)
     } else {
         IT_RC(rc, RL_ECONN);
     }
-    if (!strstr(rl_last_error(), "TLS"))
-        fail_msg("rl_last_error() does not say TLS: %s", rl_last_error());
+    if (!strstr(rl_last_error(), "TLS") || !strstr(rl_last_error(), "plain port"))
+        fail_msg("rl_last_error() does not say TLS, or a plain port: %s", rl_last_error());
     IT_EQ(rt_redis_resume(s.redis), 0);
     rt_redis_stop(s.redis);
 }
@@ -479,6 +479,32 @@ static void redlock_stalled_node_bounded(void **state)
 }
 
 /* ---- what a failure says ------------------------------------------------ */
+
+/*
+ * rediss:// to a plain Redis port: Redis never answers a ClientHello (it
+ * waits for a line's end that strchr() does not find past the hello's NUL
+ * bytes), so this is told from a stopped server only by the words: the
+ * timeout, RL_ECONN, and a hint that the port may be a plain one.
+ */
+static void tls_to_plain_port_hinted(void **state)
+{
+    tls_server s;
+    char url[128];
+    rl_client *c = NULL;
+    rl_options o;
+    int64_t t0;
+
+    (void)state;
+    server_start(&s);
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", s.redis->port);
+    tls_options(&o, url, 0, 300);
+    t0 = rt_now_ms();
+    IT_RC(rl_client_new(&c, &o), RL_ECONN);
+    IT_RANGE(rt_now_ms() - t0, 250, 1500);
+    if (!strstr(rl_last_error(), "plain port: then redis://"))
+        fail_msg("rl_last_error(): %s", rl_last_error());
+    rt_redis_stop(s.redis);
+}
 
 /*
  * With tls_insecure_skip_verify the server's certificate is not checked,
@@ -720,6 +746,7 @@ int main(void)
         cmocka_unit_test(fork_child_plain_on_reused_fd),
         cmocka_unit_test(stalled_handshake_bounded),
         cmocka_unit_test(redlock_stalled_node_bounded),
+        cmocka_unit_test(tls_to_plain_port_hinted),
         cmocka_unit_test(insecure_failure_not_blamed_on_certificate),
         cmocka_unit_test(client_certificate_wanted_every_mode),
         cmocka_unit_test(client_certificate_wanted_by_sentinel),

@@ -28,8 +28,8 @@ struct rl__tls_link {
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     int cert_asked;     /* the server asked for the client's certificate */
     int got_data;       /* a read returned data */
-    char who[80];       /* the server, for the words */
-    char why[200];      /* the last failure, in words */
+    char who[RL__HOST_MAX + 32];    /* the server ("sentinel host:port"), for the words */
+    char why[RL__HOST_MAX + 200];   /* the last failure, in words */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */

@@ -185,12 +185,10 @@ static void handshake_reply(rl__conn *conn, const redisReply *r, int i, int n, i
 static int handshake_broken(rl__conn *conn, long reply_ms)
 {
     redisContext *ctx = conn->ctx;
-    const char *tls = rl__tls_error(ctx->fd);
+    const char *tls = rl__redis_tls_error(ctx);
     int rc;
 
-    /* hiredis keeps the first 127 bytes of the words */
-    if (tls && ctx->err == REDIS_ERR_IO &&
-        strncmp(ctx->errstr, tls, sizeof ctx->errstr - 1) == 0)
+    if (tls)
         rc = rl__err(RL_ETLS, "%s", tls);   /* a client certificate was wanted, say */
     else
         rc = rl__err(ctx->err == REDIS_ERR_PROTOCOL ? RL_EPROTO : RL_ECONN,

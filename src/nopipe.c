@@ -47,7 +47,8 @@ void rl__nopipe_end(rl__nopipe *np)
     errno = saved;
 }
 
-/* hiredis 1.x names its sds functions hi_sds*. */
+/* Some hiredis 1.x releases name their sds functions hi_sds*; 0.14 and
+ * the later ones sds* (CMakeLists.txt checks which). */
 #ifdef RL_HIREDIS_HI_SDS
 #  define rl__sdslen hi_sdslen
 #  define rl__sdsrange hi_sdsrange
@@ -121,6 +122,8 @@ static int tls_read(redisContext *ctx, int wait)
     }
 }
 
+/* As redisGetReply(): a non-blocking context only looks at what was read
+ * (its caller polls, then reads with rl__redis_buffer_read()). */
 static int tls_get_reply(redisContext *ctx, void **reply)
 {
     /* As redisGetReply: a non-blocking context only gives what its reader
@@ -195,6 +198,16 @@ redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **arg
     r = redisCommandArgv(ctx, argc, argv, lens);
     rl__nopipe_end(&np);
     return r;
+}
+
+const char *rl__redis_tls_error(const redisContext *ctx)
+{
+    const char *tls = rl__tls_error(ctx->fd);
+
+    /* set_error() puts the link's words there (cut to fit) for a TLS
+     * failure only. */
+    return tls && ctx->err == REDIS_ERR_IO &&
+                   strncmp(ctx->errstr, tls, sizeof ctx->errstr - 1) == 0 ? tls : NULL;
 }
 
 void rl__redis_free(redisContext *ctx)

@@ -34,6 +34,9 @@ int rl__redis_buffer_write(redisContext *ctx, int *done);
 /* redisBufferRead(), for a socket poll() found readable: over a TLS link,
  * never waits (a record only partly come stays for the next call). */
 int rl__redis_buffer_read(redisContext *ctx);
+/* The TLS failure that broke ctx (a certificate, a handshake), in words;
+ * NULL: none (plain, or broken otherwise). */
+const char *rl__redis_tls_error(const redisContext *ctx);
 /* redisFree(), the context's TLS link dropped first. */
 void rl__redis_free(redisContext *ctx);
 redisReply *rl__redis_command_argv(redisContext *ctx, int argc, const char **argv,

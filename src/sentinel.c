@@ -199,7 +199,9 @@ static void ask_step(rl_client *c, int i, sn_ask *a, short revents)
         ok = rl__redis_get_reply(a->ctx, (void **)&a->addr) == REDIS_OK;
     if (ok && a->addr && !a->master)
         ok = rl__redis_get_reply(a->ctx, (void **)&a->master) == REDIS_OK;
-    if (!ok)
+    if (!ok && rl__redis_tls_error(a->ctx))
+        a->rc = rl__err(RL_ETLS, "%s", rl__redis_tls_error(a->ctx));
+    else if (!ok)
         a->rc = rl__err(RL_ECONN, "sentinel %s:%d: %s", ep->host, ep->port, a->ctx->errstr);
     else if (a->master)
         a->rc = judge_one(c, i, a);

@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "error.h"
 #include "fair.h"
+#include "fork.h"
 #include "holds.h"
 #include "nopipe.h"
 #include "router.h"

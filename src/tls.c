@@ -28,11 +28,10 @@ struct rl__tls_link {
     SSL *ssl;
     int fd;
     int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
-    char why[200];      /* the last failure, in words */
-    char who[80];       /* the server, for the words of later failures */
-    int cert_asked;     /* the server asked for a client certificate */
-    int cert_missing;   /* ...and the client has none */
-    int got_data;       /* something was read since the handshake */
+    int cert_asked;     /* the server asked for the client's certificate */
+    int got_data;       /* a read returned data */
+    char who[RL__HOST_MAX + 32];    /* the server ("sentinel host:port"), for the words */
+    char why[RL__HOST_MAX + 200];   /* the last failure, in words */
 };
 
 /* ---- links by descriptor ----------------------------------------------- */
@@ -91,9 +90,17 @@ void rl__tls_drop(int fd)
     link_free(atomic_exchange(s, NULL));
 }
 
+void rl__tls_forget(int fd)
+{
+    link_slot *s;
+
+    if (atomic_load_explicit(&any_link, memory_order_relaxed) && (s = slot_of(fd, 0)))
+        atomic_store(s, NULL);
+}
+
 void rl__tls_close(int fd)
 {
-    rl__tls_drop(fd);
+    rl__tls_forget(fd);
     close(fd);
 }
 
@@ -167,6 +174,19 @@ static void bio_method_make(void)
 
 /* ---- the client's settings --------------------------------------------- */
 
+/* Each handshake message: whether the server asked for the client's
+ * certificate is noted (TLS 1.3 says later whether it took it). */
+static void on_message(int write_p, int version, int type, const void *buf, size_t len,
+                       SSL *ssl, void *arg)
+{
+    (void)version, (void)arg;
+    if (!write_p && type == SSL3_RT_HANDSHAKE && len > 0 &&
+        ((const unsigned char *)buf)[0] == SSL3_MT_CERTIFICATE_REQUEST) {
+        rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+        l->cert_asked = 1;
+    }
+}
+
 int rl__tls_on(const rl_client *c)
 {
     return c->tls_ctx != NULL;
@@ -194,18 +214,6 @@ static int tls_option_error(SSL_CTX *ctx, const char *option, const char *path)
     return rl__err(RL_EINVAL, "%s \"%s\" cannot be used: %s", option, path, words);
 }
 
-/* A server asks for the client's certificate: noted, for when it closes
- * the connection on the client's certificate (below, refused_cert). */
-static int cert_asked(SSL *ssl, void *arg)
-{
-    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
-
-    (void)arg;
-    if (l)
-        l->cert_asked = 1;
-    return 1;
-}
-
 /* Whether path is a directory we may read: OpenSSL looks into one only
  * when a handshake needs it, and then a missing one reads as an unknown
  * CA. errno says why not. */
@@ -231,18 +239,6 @@ static const char *tls_option_given(const rl_options *o)
          : o->tls_cert_file ? "tls_cert_file" : o->tls_key_file ? "tls_key_file"
          : o->tls_server_name ? "tls_server_name"
          : o->tls_insecure_skip_verify ? "tls_insecure_skip_verify" : NULL;
-}
-
-/* Called by OpenSSL when the server asks for a client certificate and the
- * client has none: noted, and none is sent. */
-static int cert_missing(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
-{
-    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
-
-    (void)x509, (void)pkey;
-    if (l)
-        l->cert_missing = 1;
-    return 0;
 }
 
 int rl__tls_client_init(rl_client *c, const rl_options *o)
@@ -286,10 +282,9 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
             return tls_option_error(ctx, "tls_key_file (does not match tls_cert_file)",
                                     o->tls_key_file);
     }
+    SSL_CTX_set_msg_callback(ctx, on_message);
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
-    SSL_CTX_set_cert_cb(ctx, cert_asked, NULL);
-    SSL_CTX_set_client_cert_cb(ctx, cert_missing);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
         SSL_CTX_free(ctx);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -357,7 +352,10 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     char words[160];
     int rc = RL_ETLS;
 
-    if (v != X509_V_OK && !SSL_is_init_finished(l->ssl)) {
+    /* Not verifying (tls_insecure_skip_verify), OpenSSL still records why
+     * the certificate would not pass: that is not why this failed. */
+    if (v != X509_V_OK && SSL_get_verify_mode(l->ssl) != SSL_VERIFY_NONE &&
+        !SSL_is_init_finished(l->ssl)) {
         const char *what;
         switch (v) {
         case X509_V_ERR_HOSTNAME_MISMATCH:
@@ -383,23 +381,16 @@ static int failure(rl__tls_link *l, int ret, const char *who)
             what = X509_verify_cert_error_string(v);
         }
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, what);
-    } else if (q && (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
-                     reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE ||
-                     reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-                     reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) &&
-               !SSL_get_certificate(l->ssl)) {
-        snprintf(l->why, sizeof l->why, "TLS with %s: the server requires a client certificate "
-                 "(tls_cert_file and tls_key_file)", who);
-    } else if (q && SSL_get_certificate(l->ssl) &&
-               (reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
-                reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA ||
-                reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
-                reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED)) {
-        /* Short: hiredis keeps 127 bytes of it (nopipe.c, conn.c). */
-        snprintf(l->why, sizeof l->why, "TLS with %s: the server refused the client "
-                 "certificate (tls_cert_file): %s", who,
-                 ERR_reason_error_string(q) ? ERR_reason_error_string(q) : "an alert");
+    } else if (l->cert_asked && !l->got_data && (!q || reason > SSL_AD_REASON_OFFSET)) {
+        /* It asked for the client's certificate, then alerted or dropped
+         * the link before answering anything: TLS 1.3 refuses a
+         * certificate after the client's side of the handshake, and its
+         * alert may be lost to the reset the requests sent meanwhile
+         * cause. */
+        snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, SSL_get_certificate(l->ssl)
+                 ? "the server refused the client certificate (tls_cert_file: not signed "
+                   "by a CA it trusts, or expired?)"
+                 : "the server requires a client certificate (tls_cert_file and tls_key_file)");
     } else if (q && (reason == SSL_R_WRONG_VERSION_NUMBER ||
                      reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
                      reason == SSL_R_UNKNOWN_PROTOCOL)) {
@@ -418,42 +409,15 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     return rc;
 }
 
-#define VERDICT_MS 200
-
-/*
- * TLS 1.3: a server that asked for a client certificate and got none
- * refuses it only after the handshake, with an alert; a command written
- * meanwhile makes its close a reset, and the alert can be lost with it.
- * So its verdict is read first: the alert, or (accepted) a session ticket
- * or nothing within VERDICT_MS.
- */
-static int await_verdict(rl__tls_link *l, const char *who)
-{
-    struct pollfd p = { .fd = l->fd, .events = POLLIN };
-    char b;
-    int ret;
-
-    if (!l->cert_missing || SSL_version(l->ssl) < TLS1_3_VERSION || poll(&p, 1, VERDICT_MS) != 1)
-        return RL_OK;
-    l->dontwait = 1;
-    ERR_clear_error();
-    errno = 0;
-    ret = SSL_peek(l->ssl, &b, 1);
-    if (ret > 0 || SSL_get_error(l->ssl, ret) == SSL_ERROR_WANT_READ)
-        return RL_OK;
-    return failure(l, ret, who);
-}
-
 int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 {
     int ret, e, rc;
 
-    snprintf(l->who, sizeof l->who, "%s", who);
+    if (!l->who[0])
+        snprintf(l->who, sizeof l->who, "%s", who);
     ERR_clear_error();
     errno = 0;
     if ((ret = SSL_do_handshake(l->ssl)) == 1) {
-        if ((rc = await_verdict(l, who)) != RL_OK)
-            return rl__err(rc, "%s", l->why);
         l->dontwait = 0;
         if ((rc = link_put(l)) != RL_OK)
             return rc;
@@ -497,26 +461,6 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 
 /* ---- reading and writing ----------------------------------------------- */
 
-/* TLS 1.3: the client's handshake ends before the server has checked its
- * certificate; a server that requires one, or refuses the one it got, then
- * sends an alert and closes. When the client wrote meanwhile, the reset may
- * discard the alert: the connection closed or reset before any reply, after
- * the server asked for a certificate, says the same. */
-static int refused_cert(rl__tls_link *l, int e)
-{
-    if (!l->cert_asked || l->got_data ||
-        (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL &&
-         ERR_GET_REASON(ERR_peek_error()) != SSL_R_UNEXPECTED_EOF_WHILE_READING))
-        return 0;
-    ERR_clear_error();
-    snprintf(l->why, sizeof l->why, "TLS with %s: %s", l->who, SSL_get_certificate(l->ssl)
-             ? "the server refused the client certificate (tls_cert_file; expired? an "
-               "unknown CA?)"
-             : "the server requires a client certificate (tls_cert_file and tls_key_file)");
-    errno = EPROTO;
-    return 1;
-}
-
 static ssize_t io_result(rl__tls_link *l, int ret)
 {
     int e = SSL_get_error(l->ssl, ret);
@@ -525,11 +469,11 @@ static ssize_t io_result(rl__tls_link *l, int ret)
         errno = EAGAIN;
         return -1;
     }
-    if (refused_cert(l, e))
-        return -1;
-    if (e == SSL_ERROR_ZERO_RETURN)
+    /* Closed before any answer by a server that asked for the client's
+     * certificate: failure() says why. */
+    if (e == SSL_ERROR_ZERO_RETURN && !(l->cert_asked && !l->got_data))
         return 0;
-    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) {
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && !(l->cert_asked && !l->got_data)) {
         ERR_clear_error();
         if (errno == 0)
             return 0;   /* EOF without close_notify: closed all the same */

@@ -46,7 +46,7 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who);
  * a plain Redis port, which reads the ClientHello as the start of an
  * inline command and waits for the rest of the line (it answers, "does
  * not speak TLS", only when the hello happens to hold a newline). */
-#define RL__TLS_SILENT_WHY "stopped? or a port without TLS: then redis://"
+#define RL__TLS_SILENT_WHY "stopped? or a port without TLS (a plain port: then redis://)"
 
 /* The same without waiting, for a caller that polls: start (RL_OK and *out,
  * or a status), then step with the socket's readiness until it returns 0
@@ -60,9 +60,13 @@ void rl__tls_abort(rl__tls_link *l);
 rl__tls_link *rl__tls_of(int fd);
 /* Free fd's link, if any, before fd is closed. Writes nothing. */
 void rl__tls_drop(int fd);
-/* Free fd's link, if any, and close fd: a fork child's way out of its
- * parent's connections (writes nothing, and a socket that takes the number
- * next is not read as the parent's link). */
+/* Forget fd's link without freeing it, before fd is closed: a fork child
+ * closing a connection that a thread of its parent may have been using
+ * (the link's copy may be mid-change). A new socket on fd is then plain
+ * until a link is made on it. */
+void rl__tls_forget(int fd);
+/* The same, and close fd: a fork child's way out of its parent's
+ * connections (writes nothing; the link is left as it was). */
 void rl__tls_close(int fd);
 
 /*

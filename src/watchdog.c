@@ -18,6 +18,7 @@
 #include "client.h"
 #include "conn.h"
 #include "error.h"
+#include "fork.h"
 #include "holds.h"
 #include "keeper.h"
 #include "owner.h"

@@ -1994,7 +1994,7 @@ static void test_tls(void **state)
      * that never comes; the line says what to check. */
     snprintf(args, sizeof args, "rediss%s", srv->url + 5);
     tls_run((const char *[]){ "-u", args, "--tls-ca-file", t->ca, "list", NULL }, ST_FAILED,
-            "port without TLS: then redis://)", out, sizeof out);
+            "a plain port: then redis://", out, sizeof out);
     /* A TLS option with the plain port's URL: a usage error naming it. */
     tls_run((const char *[]){ "-u", srv->url, "--tls-ca-file", t->ca, "list", NULL }, ST_USAGE,
             "--tls-ca-file needs a URL with TLS", out, sizeof out);

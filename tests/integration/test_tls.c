@@ -622,8 +622,8 @@ static void test_tls_client_on_plain_port(void **state)
     else
         IT_RC(rc, RL_ECONN);
     if (rc == RL_ECONN)
-        assert_message("no answer to the handshake in time (stopped? or a port without TLS: "
-                       "then redis://)");
+        assert_message("no answer to the handshake in time (stopped? or a port without TLS (a plain "
+                       "port: then redis://))");
     assert_untouched(e);
 }
 

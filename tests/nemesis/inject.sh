@@ -3,11 +3,11 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
-# are run, and counted.
+# are run, and counted; with "tls", only the seeds that run over TLS.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -27,6 +27,12 @@
 #             hold was learned there after it was sent (redlock.c, issue 21)
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
+case $only in
+queue) only=' queue ' ;;
+tls) only='+tls ' ;;
+'') ;;
+*) echo "inject.sh: the filter is queue or tls, not $only" >&2; exit 2 ;;
+esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -61,7 +67,7 @@ nm="$scratch/build/tests/nemesis/rlnemesis"
 i=0; s=$((from - 1))
 while [ "$i" -lt "$max" ]; do
     s=$((s + 1))
-    if [ "$only" = queue ] && ! "$nm" plan "$s" | grep -q ' queue '; then continue; fi
+    if [ -n "$only" ] && ! "$nm" plan "$s" | grep -qF -- "$only"; then continue; fi
     i=$((i + 1))
     if ! "$nm" run --seed "$s"; then
         echo "inject.sh: $defect caught by seed $s after $i seeds"; exit 0

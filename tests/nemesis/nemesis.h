@@ -120,7 +120,15 @@ typedef struct nm_plan {
     int nfaults;
     nm_fault faults[NM_FAULTS_MAX];
     int queue;            /* the queue profile (nm_plan.c): one fair or rw name, asked at once */
+    int tls;              /* NM_TLS_*: the workers and the controller's client over TLS */
 } nm_plan;
+
+/* TLS (nm_plan.c draw_tls): the servers get a tls-port beside their plain
+ * one (the harness's own connections stay plain), rlock's clients use
+ * rediss:// or redlocks:// and trust the run's CA (tests/common/rt_tls.h). */
+#define NM_TLS_OFF    0
+#define NM_TLS_ON     1   /* server certificates only */
+#define NM_TLS_MUTUAL 2   /* the servers also require a client certificate */
 
 void nm_plan_draw(nm_plan *p, uint64_t seed);
 /* Whether the deployment is a Redis Cluster (with or without replicas). */
@@ -142,7 +150,8 @@ void nm_prefix_of(char *buf, size_t cap, uint64_t seed);
 /* Time on CLOCK_MONOTONIC, in ns (one host: comparable across processes). */
 int64_t nm_now_ns(void);
 
-/* `rlnemesis worker <seed> <index> <generation> <dir> <url> <end_ns>`. */
+/* `rlnemesis worker <seed> <index> <generation> <dir> <url> <end_ns> <ppid>
+ * [<tls_ca> <tls_cert>|- <tls_key>|-]` (the last three in TLS runs). */
 int nm_worker_main(int argc, char **argv);
 
 /* Violations by invariant, as counted by the checker. */

@@ -343,6 +343,24 @@ static void draw_queue_profile(nm_plan *p, uint64_t seed)
             p->faults[i].name = 0;
 }
 
+/* TLS, from a stream of its own (the other draws stay what they were): 40 %
+ * of the single, single-with-replica and Redlock plans run over TLS, half
+ * of those with client certificates required (mutual TLS). Its constant is
+ * the first after "tls" that leaves the short form's seeds
+ * (CMakeLists.txt) plain, as they were. Cluster and Sentinel stay plain
+ * until rt_cluster and rt_sentinel start their nodes with TLS (README.md,
+ * "TLS"). */
+static void draw_tls(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+
+    nm_rng_seed(&r, seed ^ 0x746c73000000004fULL);
+    if (p->deploy != NM_SINGLE && p->deploy != NM_SINGLE_R && p->deploy != NM_REDLOCK)
+        return;
+    if (nm_rng_pct(&r, 40))
+        p->tls = nm_rng_pct(&r, 50) ? NM_TLS_MUTUAL : NM_TLS_ON;
+}
+
 int nm_is_cluster(int deploy)
 {
     return deploy == NM_CLUSTER || deploy == NM_CLUSTER_R;
@@ -378,6 +396,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     draw_deployment(p, seed);
     draw_long_holds(p, seed);
     draw_queue_profile(p, seed);
+    draw_tls(p, seed);
 }
 
 const char *nm_fault_name(int kind)
@@ -410,7 +429,7 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
     static const char *const deploy[] = { "single", "redlock5", "cluster3", "sentinel3",
                                           "single+r", "cluster3x1" };
 
-    n = (size_t)snprintf(buf, cap, "%s names=", deploy[p->deploy]);
+    n = (size_t)snprintf(buf, cap, "%s%s names=", deploy[p->deploy], p->tls ? "+tls" : "");
     for (i = 0; i < p->nnames && n < cap; i++) {
         const nm_name *m = &p->names[i];
         n += (size_t)snprintf(buf + n, cap - n, "%s%s(%s%s%ld", i ? "," : "",
@@ -425,5 +444,7 @@ void nm_plan_describe(const nm_plan *p, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, " procs=%dx%d depth=%d proxied=%d run=%ld",
                               p->nprocs, p->nthreads, p->depth_max, p->proxied, p->run_ms);
     if (n < cap && p->queue)
-        snprintf(buf + n, cap - n, " queue");
+        n += (size_t)snprintf(buf + n, cap - n, " queue");
+    if (n < cap && p->tls == NM_TLS_MUTUAL)
+        snprintf(buf + n, cap - n, " mtls");
 }

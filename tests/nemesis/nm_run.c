@@ -29,6 +29,7 @@
 #include "rlock.h"
 #include "rt_cluster.h"
 #include "rt_sentinel.h"
+#include "rt_tls.h"
 #include "rt_util.h"
 
 #define NM_SETTLE_MS 20000   /* a Cluster back to cluster_state:ok after a fault */
@@ -40,6 +41,8 @@ typedef struct nm_ctl {
     rt_redis *node[NM_NODES_MAX];      /* a Cluster's are its own (c->cl) */
     rt_cluster *cl;
     rt_sentinel *sn;
+    rt_tls *tls;                       /* the run's certificates (plan.tls), or NULL */
+    int tls_port[NM_NODES_MAX];        /* each server's tls-port beside its plain one */
     char url[400];                     /* the deployment's URL */
     char pxurl[600];                   /* the same, the proxied node through the proxy */
     rt_proxy *px;
@@ -93,10 +96,23 @@ static const char *worker_url(const nm_ctl *c, int index)
     return index == c->plan.proxied && c->px != NULL ? c->pxurl : c->url;
 }
 
+/* TLS: what a client of the run trusts and, with mutual TLS, presents. */
+static void tls_options(const nm_ctl *c, rl_options *o)
+{
+    if (c->tls == NULL)
+        return;
+    o->tls_ca_file = c->tls->ca;
+    if (c->plan.tls == NM_TLS_MUTUAL) {
+        o->tls_cert_file = c->tls->client_crt;
+        o->tls_key_file = c->tls->client_key;
+    }
+}
+
 static pid_t spawn_worker(nm_ctl *c, int index)
 {
     char seed[32], idx[16], gen[16], end[32], ppid[16];
-    char *argv[10];
+    char *argv[13];
+    rl_options o;
 
     snprintf(seed, sizeof seed, "0x%llx", (unsigned long long)c->plan.seed);
     snprintf(idx, sizeof idx, "%d", index);
@@ -113,6 +129,14 @@ static pid_t spawn_worker(nm_ctl *c, int index)
     argv[7] = end;
     argv[8] = ppid;
     argv[9] = NULL;
+    if (c->tls != NULL) {      /* the CA, then a client certificate and key or "-" */
+        memset(&o, 0, sizeof o);
+        tls_options(c, &o);
+        argv[9] = (char *)o.tls_ca_file;
+        argv[10] = (char *)(o.tls_cert_file ? o.tls_cert_file : "-");
+        argv[11] = (char *)(o.tls_key_file ? o.tls_key_file : "-");
+        argv[12] = NULL;
+    }
     c->pid[index] = rt_spawn_self(argv, NULL, 0, 180);
     track_pids(c);
     return c->pid[index];
@@ -132,6 +156,7 @@ static int open_force_client(nm_ctl *c)
     /* Its owner record lives three leases: freeing the client deletes it,
      * but only on a pooled connection still alive (not after a restart). */
     o.lease_ms = 600;
+    tls_options(c, &o);
     st = rl_client_new(&c->client, &o);
     for (i = 0; st == RL_OK && i < c->plan.nnames; i++) {
         nm_name_of(name, sizeof name, i);
@@ -599,9 +624,17 @@ static void wait_workers(nm_ctl *c)
     track_pids(c);
 }
 
-/* The deployment's URL, with node `px` (-1: none) reached through the proxy. */
+/* The port rlock's clients use on node i: its tls-port under TLS. */
+static int client_port(const nm_ctl *c, int i)
+{
+    return c->tls != NULL ? c->tls_port[i] : c->node[i]->port;
+}
+
+/* The deployment's URL, with node `px` (-1: none) reached through the proxy
+ * (which passes TLS bytes through as they are). */
 static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
 {
+    int redlock = c->plan.deploy == NM_REDLOCK;
     size_t n;
     int i;
 
@@ -613,14 +646,30 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
         snprintf(buf, cap, "%s", rt_sentinel_url(c->sn));
         return;
     }
-    if (c->plan.deploy == NM_SINGLE || c->plan.deploy == NM_SINGLE_R) {
-        snprintf(buf, cap, "%s", px == 0 ? rt_proxy_url(c->px) : c->node[0]->url);
-        return;
-    }
-    n = (size_t)snprintf(buf, cap, "redlock://");
-    for (i = 0; i < c->plan.nnodes && n < cap; i++)
+    n = (size_t)snprintf(buf, cap, "%s%s://", redlock ? "redlock" : "redis",
+                         c->tls != NULL ? "s" : "");
+    for (i = 0; i < (redlock ? c->plan.nnodes : 1) && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s127.0.0.1:%d", i ? "," : "",
-                              i == px ? rt_proxy_port(c->px) : c->node[i]->port);
+                              i == px ? rt_proxy_port(c->px) : client_port(c, i));
+}
+
+/* TLS: a tls-port beside the plain one (which the harness keeps using),
+ * client certificates required under mutual TLS; a replica reaches its
+ * primary's tls-port over TLS (its certificate is its client's). */
+static size_t tls_server_args(nm_ctl *c, int i, char *buf, size_t cap)
+{
+    char tls[900];
+    size_t n;
+
+    if (c->tls == NULL)
+        return 0;
+    c->tls_port[i] = rt_free_port();
+    rt_tls_server_args(c->tls, c->tls_port[i], NULL, NULL, c->plan.tls == NM_TLS_MUTUAL, tls,
+                       sizeof tls);
+    n = (size_t)snprintf(buf, cap, " %s", tls);
+    if (c->plan.deploy == NM_SINGLE_R && i > 0 && n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, " --tls-replication yes");
+    return n;
 }
 
 /* The servers of a single, a single with a replica and Redlock, each in a
@@ -628,17 +677,18 @@ static void make_url(nm_ctl *c, char *buf, size_t cap, int px)
  * single with a replica follows node 0; setup waits for its link. */
 static int start_servers(nm_ctl *c)
 {
-    char args[700], path[600];
+    char args[1800], path[600];
     int i;
 
     for (i = 0; i < c->plan.nnodes; i++) {
         size_t n;
         snprintf(path, sizeof path, "%s/redis%d", c->dir, i);
         n = (size_t)snprintf(args, sizeof args, "--dir %s", path);
+        n += tls_server_args(c, i, args + n, sizeof args - n);
         if (c->plan.deploy == NM_SINGLE_R)
             n += (size_t)snprintf(args + n, sizeof args - n, " --repl-diskless-sync-delay 0");
         if (c->plan.deploy == NM_SINGLE_R && i > 0)
-            snprintf(args + n, sizeof args - n, " --replicaof 127.0.0.1 %d", c->node[0]->port);
+            snprintf(args + n, sizeof args - n, " --replicaof 127.0.0.1 %d", client_port(c, 0));
         if (mkdir(path, 0700) != 0 || (c->node[i] = rt_redis_start(args)) == NULL) {
             fprintf(stderr, "rlnemesis: cannot start redis-server: this test FAILS without "
                             "Redis\n");
@@ -683,10 +733,15 @@ static int setup(nm_ctl *c)
             c->node[i] = c->sn->node[i];
         track_pids(c);
     }
+    /* Certificates once per run, for the deployments that draw TLS. */
+    if (c->plan.tls != NM_TLS_OFF && (c->tls = rt_tls_make()) == NULL) {
+        fprintf(stderr, "rlnemesis: no certificates: this TLS run FAILS without openssl\n");
+        return -1;
+    }
     if (c->cl == NULL && c->sn == NULL && start_servers(c) != 0)
         return -1;
     if (c->plan.proxied >= 0 &&
-        (c->px = rt_proxy_start(c->node[c->plan.px_node]->port)) == NULL)
+        (c->px = rt_proxy_start(client_port(c, c->plan.px_node))) == NULL)
         return -1;
     make_url(c, c->url, sizeof c->url, -1);
     if (c->px != NULL)
@@ -713,6 +768,8 @@ static void teardown(nm_ctl *c)
     for (i = 0; i < NM_NODES_MAX; i++)
         rt_redis_stop(c->node[i]);
     memset((void *)g_pids, 0, sizeof g_pids);
+    rt_tls_free(c->tls);
+    c->tls = NULL;
     if (c->hist != NULL)
         fclose(c->hist);
 }

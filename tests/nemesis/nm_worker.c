@@ -60,6 +60,7 @@ typedef struct nm_wk {
     int index, gen, fd;
     int64_t end_ns;
     const char *dir, *url;
+    const char *tls_ca, *tls_crt, *tls_key;  /* TLS runs: the CA; a client's (mutual) */
     rl_client *client[NM_NAMES_MAX];
     rl_lock *handle[NM_NAMES_MAX][3];   /* by side */
     nm_slot slot[NM_NAMES_MAX];
@@ -277,6 +278,9 @@ static int open_client(nm_wk *wk, int i, const char *url)
     o.fencing = n->fencing;
     o.lock_delay_ms = n->delay_ms;
     o.wait_replicas = nm_wait_replicas(wk->plan.deploy);
+    o.tls_ca_file = wk->tls_ca;
+    o.tls_cert_file = wk->tls_crt;
+    o.tls_key_file = wk->tls_key;
     /* A worker that replaces a killed one may start during a fault. */
     while ((st = rl_client_new(&wk->client[i], &o)) == RL_ECONN && rt_now_ms() < deadline)
         rt_sleep_ms(100);
@@ -482,6 +486,11 @@ int nm_worker_main(int argc, char **argv)
     wk.end_ns = strtoll(argv[6], NULL, 10);
     wk.dir = argv[4];
     wk.url = argv[5];
+    if (argc >= 11) {          /* TLS: the CA, a client certificate and key or "-" */
+        wk.tls_ca = argv[8];
+        wk.tls_crt = strcmp(argv[9], "-") != 0 ? argv[9] : NULL;
+        wk.tls_key = strcmp(argv[10], "-") != 0 ? argv[10] : NULL;
+    }
     snprintf(path, sizeof path, "%s/w%d.%d.hist", argv[4], wk.index, wk.gen);
     wk.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (wk.fd < 0)

@@ -187,6 +187,19 @@ static void on_message(int write_p, int version, int type, const void *buf, size
     }
 }
 
+/* The same, from OpenSSL's certificate callback, which every version calls
+ * when the server asks (the message callback's view of an encrypted
+ * handshake has varied between releases). */
+static int on_cert_request(SSL *ssl, void *arg)
+{
+    rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
+
+    (void)arg;
+    if (l)
+        l->cert_asked = 1;
+    return 1;
+}
+
 int rl__tls_on(const rl_client *c)
 {
     return c->tls_ctx != NULL;
@@ -283,6 +296,7 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
                                     o->tls_key_file);
     }
     SSL_CTX_set_msg_callback(ctx, on_message);
+    SSL_CTX_set_cert_cb(ctx, on_cert_request, NULL);
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     if (o->version >= 5 && o->tls_server_name && !(c->tls_name = strdup(o->tls_server_name))) {
@@ -381,7 +395,11 @@ static int failure(rl__tls_link *l, int ret, const char *who)
             what = X509_verify_cert_error_string(v);
         }
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, what);
-    } else if (l->cert_asked && !l->got_data && (!q || reason > SSL_AD_REASON_OFFSET)) {
+    } else if (l->cert_asked && !l->got_data &&
+               (!q || reason > SSL_AD_REASON_OFFSET ||
+                reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+        /* (OpenSSL 3.5 reads the close that comes instead of the alert
+         * as an unexpected EOF; 3.0 as a bare EOF.) */
         /* It asked for the client's certificate, then alerted or dropped
          * the link before answering anything: TLS 1.3 refuses a
          * certificate after the client's side of the handshake, and its

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <hiredis/hiredis.h>
 
@@ -196,6 +197,12 @@ typedef struct bn_wdres {
     int got;                /* ticks seen */
     double wall_max, wall_mean, cpu;
 } bn_wdres;
+
+/* wl_watchdog.c, for the workloads that watch the watchdog thread: take a
+ * client's first lock and find its watchdog thread (and its keeper); then
+ * its bursts of CPU use, one per renewal round (see wl_watchdog.c). */
+int bn_wd_first_acquire(rl_lock *first, pid_t *wd, pid_t *keeper);
+int bn_watch_bursts(int fd, int want, long quiet_ms, long limit_ms, double *walls, double *cpus);
 
 void bn_run_baseline(int n);
 void bn_run_solo(int n);

@@ -209,7 +209,7 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     bn_cstats *a = bn_xmalloc(sizeof *a), *b = bn_xmalloc(sizeof *b);
     bn_cstats *na = bn_xmalloc(sizeof *na * (size_t)tg->n), *nb = bn_xmalloc(sizeof *nb * (size_t)tg->n);
     pid_t wd_tid = 0;
-    int i, j, st, per, got, fd, errors = 0, answered = 0, masters_renewed = 0;
+    int i, j, st, per, got, fd, errors = 0, answered = 0, masters_renewed = 0, syscalls_seen;
     pthread_barrier_t held, release;
     double walls[TICKS + 1], cpus[TICKS + 1], wall_max = 0, wall_sum = 0, cpu_sum = 0, idle_dummy[1];
     double round_trips = 0, server_ms_max = 0;
@@ -219,7 +219,7 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     long long min_pttl = -3, evalsha_usec0, evalsha_usec1, ev0, ev1, refreshes;
     bn_targets t = { .any = 0 };
     bn_rec r = { .n = 0 };
-    bn_wdres out = { 0, 0, 0, 0 };
+    bn_wdres out = { NULL, 0, 0, 0, 0 };
     char by_master[200] = "";
 
     if (!w)
@@ -266,6 +266,9 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     }
     if (got)
         round_trips = (double)((long long)(s1.syscw - s0.syscw) - refreshes) / got;
+    /* TLS sends and receives with send(2) and recv(2), which the task's
+     * syscw and syscr do not count: no round trips to tell then. */
+    syscalls_seen = s1.syscw != s0.syscw || ev1 == ev0;
     /* Per master: its renewal calls per tick, and its server time (the
      * masters run their share at the same time: the largest one counts). */
     for (i = 0; i < tg->n; i++) {
@@ -314,7 +317,10 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     task_stat(wd_tid, &i1);
     close(fd);
 
-    bn_rec_add(&r, "workload", "%s", cluster ? "watchdog_cluster" : "watchdog");
+    if (tg == &bn_single)
+        bn_rec_add(&r, "workload", "watchdog");
+    else
+        bn_rec_add(&r, "workload", "watchdog_%s", tg->mode);
     bn_rec_add(&r, "mode", "%s", tg->mode);
     bn_rec_add(&r, "procs", "1");
     bn_rec_add(&r, "threads", "%d", nthreads + 1);
@@ -328,18 +334,24 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     bn_rec_add(&r, "tick_wall_ms_mean", "%.1f", got ? wall_sum / got : 0);
     bn_rec_add(&r, "tick_wall_ms_max", "%.1f", wall_max);
     bn_rec_add(&r, "tick_wall_ratio_ping", "%.0f", got ? wall_max * 1000 / bn_ping_p50 : 0);
-    if (cluster && single) {
-        bn_rec_add(&r, "tick_wall_ms_max_single", "%.1f", single->wall_max);
-        bn_rec_add(&r, "tick_wall_max_ratio_single", "%.2f",
-                single->wall_max > 0 ? wall_max / single->wall_max : 0);
-        bn_rec_add(&r, "tick_wall_ms_mean_single", "%.1f", single->wall_mean);
-        bn_rec_add(&r, "tick_wall_mean_ratio_single", "%.2f",
-                got && single->wall_mean > 0 ? wall_sum / got / single->wall_mean : 0);
+    if (single) {
+        bn_rec_add_ref(&r, "tick_wall_ms_max_", single->mode, "%.1f", single->wall_max);
+        bn_rec_add_ref(&r, "tick_wall_max_ratio_", single->mode, "%.2f",
+                       single->wall_max > 0 ? wall_max / single->wall_max : 0);
+        bn_rec_add_ref(&r, "tick_wall_ms_mean_", single->mode, "%.1f", single->wall_mean);
+        bn_rec_add_ref(&r, "tick_wall_mean_ratio_", single->mode, "%.2f",
+                       got && single->wall_mean > 0 ? wall_sum / got / single->wall_mean : 0);
     }
     bn_rec_add(&r, "tick_cpu_ms", "%.1f", got ? cpu_sum / got : 0);
-    if (cluster && single)
-        bn_rec_add(&r, "tick_cpu_ms_single", "%.1f", single->cpu);
-    bn_rec_add(&r, "tick_round_trips", "%.1f", round_trips);
+    if (single) {
+        bn_rec_add_ref(&r, "tick_cpu_ms_", single->mode, "%.1f", single->cpu);
+        bn_rec_add_ref(&r, "tick_cpu_ratio_", single->mode, "%.2f",
+                       got && single->cpu > 0 ? cpu_sum / got / single->cpu : 0);
+    }
+    if (syscalls_seen)
+        bn_rec_add(&r, "tick_round_trips", "%.1f", round_trips);
+    else
+        bn_rec_add(&r, "tick_round_trips", "-");
     bn_rec_add(&r, "masters_renewed", "%d", masters_renewed);
     bn_rec_add(&r, "tick_evalsha", "%.1f", got ? (double)(ev1 - ev0) / got : 0);
     if (cluster)
@@ -349,8 +361,10 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     if (cluster)
         bn_rec_add(&r, "tick_server_ms_max_master", "%.1f", server_ms_max);
     bn_rec_add(&r, "slot_map_refreshes", "%lld", refreshes);
-    bn_rec_add(&r, "tick_write_syscalls", "%.1f", got ? (double)(s1.syscw - s0.syscw) / got : 0);
-    bn_rec_add(&r, "tick_read_syscalls", "%.1f", got ? (double)(s1.syscr - s0.syscr) / got : 0);
+    if (syscalls_seen) {
+        bn_rec_add(&r, "tick_write_syscalls", "%.1f", got ? (double)(s1.syscw - s0.syscw) / got : 0);
+        bn_rec_add(&r, "tick_read_syscalls", "%.1f", got ? (double)(s1.syscr - s0.syscr) / got : 0);
+    }
     bn_rec_add(&r, "tick_blocking_waits", "%.1f", got ? (double)(s1.vcs - s0.vcs) / got : 0);
     bn_rec_add(&r, "min_pttl_ms", "%lld", min_pttl);
     bn_rec_add(&r, "idle_cpu_ticks", "%llu", i1.ticks - i0.ticks);
@@ -374,6 +388,7 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     bn_tgt_emit(&r, &t);
     bn_rec_emit(&r);
 
+    out.mode = tg->mode;
     out.got = got;
     out.wall_max = wall_max;
     out.wall_mean = got ? wall_sum / got : 0;

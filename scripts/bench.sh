@@ -116,7 +116,7 @@ echo "csv=$csv"
 
 # ---------------------------------------------------------------------------
 # The contention curve: acquisitions/s and p99 wait against W.
-if command -v gnuplot >/dev/null 2>&1 && grep -q '^contend' "$csv"; then
+if command -v gnuplot >/dev/null 2>&1 && grep -qE '^contend(_mp)?,' "$csv"; then
     data=$out_dir/bench-$stamp.dat
     # Columns of the CSV: workload,procs,threads,n,seconds,rate_s,...,p99_us (9th)
     awk -F, '$1 == "contend"    { print $3, $6, $9 / 1000 > "'"$data"'.1" }

@@ -236,6 +236,7 @@ void bn_run_rw_beside(void);
  * plain port and the TLS port of one redis-server the workload starts
  * (0: that part is skipped). */
 typedef struct bn_tls_spec {
+    int on;                     /* 0: --tls 0, none of them */
     int solo_n;                 /* pairs of each */
     int contend[16][2], ncontend;   /* P:W shapes, one name */
     long contend_ms;

@@ -802,6 +802,50 @@ static int parse_list(const char *s, int *out, int max)
     return n;
 }
 
+/* The --tls* options: 1 when a is one of them. */
+static int tls_option(bn_tls_spec *t, const char *a, const char *v)
+{
+    const char *p = v;
+
+    if (strcmp(a, "--tls") == 0) {
+        t->on = atoi(v);
+    } else if (strcmp(a, "--tls-contend") == 0) {
+        for (t->ncontend = 0; p && *p && t->ncontend < 16; t->ncontend++) {
+            if (sscanf(p, "%d:%d", &t->contend[t->ncontend][0], &t->contend[t->ncontend][1]) != 2)
+                bn_die("bad --tls-contend %s (P:W,...)", v);
+            p = strchr(p, ',');
+            if (p)
+                p++;
+        }
+    } else if (strcmp(a, "--tls-storm-ms") == 0) {
+        t->storm_ms = atol(v);
+    } else if (strcmp(a, "--tls-kill-ms") == 0) {
+        t->kill_ms = atol(v);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The TLS workloads --only asks for ("tls": all four), unless --tls 0. */
+static void run_tls(bn_tls_spec *t, const char *only, int solo_n, long contend_ms, int wd_k)
+{
+    int all = wanted(only, "tls");
+
+    if (!t->on)
+        return;
+    t->solo_n = all || wanted(only, "solo_tls") ? solo_n : 0;
+    t->ncontend = all || wanted(only, "contend_tls") ? t->ncontend : 0;
+    t->contend_ms = contend_ms;
+    t->wd_k = wd_k;
+    t->watchdog = all || wanted(only, "watchdog_tls");
+    t->storm_ms = all || wanted(only, "storm_tls") ? t->storm_ms : 0;
+    if (t->kill_ms < 1)
+        bn_die("--tls-kill-ms must be positive");
+    if (t->solo_n || t->ncontend || t->watchdog || t->storm_ms)
+        bn_run_tls(t);
+}
+
 int main(int argc, char **argv)
 {
     const char *csv = NULL, *only = NULL;
@@ -810,9 +854,8 @@ int main(int argc, char **argv)
     int ws[16] = { 1, 2, 4, 8, 16, 32 }, nw = 6, ts[16] = { 1, 2, 4, 8 }, nt = 4;
     int rn[16] = { 3, 5 }, nrn = 2, rc_shape[16][3] = { { 1, 4, 1 }, { 4, 8, 2 } }, nrc = 2;
     bn_contend_out c4 = { 0 }, c4mp = { 0 };
-    bn_tls_spec tls = { .contend = { { 1, 4 }, { 4, 8 } }, .ncontend = 2, .storm_ms = 8000,
-                        .kill_ms = 500 };
-    int tls_on = 1;
+    bn_tls_spec tls = { .on = 1, .contend = { { 1, 4 }, { 4, 8 } }, .ncontend = 2,
+                        .storm_ms = 8000, .kill_ms = 500 };
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -863,23 +906,7 @@ int main(int argc, char **argv)
             nw = parse_list(v, ws, 16);
         } else if (strcmp(a, "--spread-t") == 0) {
             nt = parse_list(v, ts, 16);
-        } else if (strcmp(a, "--tls") == 0) {
-            tls_on = atoi(v);
-        } else if (strcmp(a, "--tls-contend") == 0) {
-            const char *p = v;
-            for (tls.ncontend = 0; p && *p && tls.ncontend < 16; tls.ncontend++) {
-                if (sscanf(p, "%d:%d", &tls.contend[tls.ncontend][0],
-                           &tls.contend[tls.ncontend][1]) != 2)
-                    bn_die("bad --tls-contend %s (P:W,...)", v);
-                p = strchr(p, ',');
-                if (p)
-                    p++;
-            }
-        } else if (strcmp(a, "--tls-storm-ms") == 0) {
-            tls.storm_ms = atol(v);
-        } else if (strcmp(a, "--tls-kill-ms") == 0) {
-            tls.kill_ms = atol(v);
-        } else {
+        } else if (!tls_option(&tls, a, v)) {
             usage();
         }
     }
@@ -971,18 +998,8 @@ int main(int argc, char **argv)
         }
     }
 
-    /* TLS last: its own server, started and stopped here. */
-    if (tls_on) {
-        int all = wanted(only, "tls");
-        tls.solo_n = all || wanted(only, "solo_tls") ? solo_n : 0;
-        tls.ncontend = all || wanted(only, "contend_tls") ? tls.ncontend : 0;
-        tls.contend_ms = (long)(seconds * 1000);
-        tls.wd_k = wd_k;
-        tls.watchdog = all || wanted(only, "watchdog_tls");
-        tls.storm_ms = all || wanted(only, "storm_tls") ? tls.storm_ms : 0;
-        if (tls.solo_n || tls.ncontend || tls.watchdog || tls.storm_ms)
-            bn_run_tls(&tls);
-    }
+    /* TLS last: its own server, started and stopped there. */
+    run_tls(&tls, only, solo_n, (long)(seconds * 1000), wd_k);
 
     if (g_csv)
         fclose(g_csv);

@@ -9,7 +9,9 @@
  *
  * solo_tls: the acquire + release pair, plain and TLS in alternating turns
  * of 250 pairs, so that drift hits both alike (issue 24's target: TLS p50
- * at most 1.3 x plain). contend_tls and watchdog_tls are contend_redlock's
+ * at most 1.3 x plain), each turn followed by as many PINGs on each port
+ * (hiredis on the plain one, OpenSSL's own SSL_read/SSL_write on the TLS
+ * one): the floor of each transport, measured alongside. contend_tls and watchdog_tls are contend_redlock's
  * and watchdog's runs (wl_contend.c, wl_watchdog.c) on those two ports.
  *
  * storm_tls: K holds kept by the watchdog (3 s lease, a round every 1 s)
@@ -20,13 +22,19 @@
  * the watchdog's bursts of work), with the keeper's CPU showing where the
  * handshakes went.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/ssl.h>
 
 #include "redis_server.h"
 #include "rt_tls.h"
@@ -70,6 +78,61 @@ static void tls_teardown(void)
 
 /* ---- solo_tls ---------------------------------------------------------- */
 
+/* A bare TLS connection to the TLS port, for the PING floor. */
+typedef struct tls_ping {
+    SSL_CTX *ctx;
+    SSL *ssl;
+    int fd;
+} tls_ping;
+
+static void tping_open(tls_ping *t, int port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    int one = 1;
+
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (!(t->ctx = SSL_CTX_new(TLS_client_method())) ||
+        SSL_CTX_load_verify_locations(t->ctx, g_certs->ca, NULL) != 1)
+        bn_die("tls ping: cannot set up OpenSSL");
+    SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+    if ((t->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(t->fd, (struct sockaddr *)&a, sizeof a) != 0)
+        bn_die("tls ping: connect to %d failed", port);
+    setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!(t->ssl = SSL_new(t->ctx)) || SSL_set_fd(t->ssl, t->fd) != 1 || SSL_connect(t->ssl) != 1)
+        bn_die("tls ping: handshake with %d failed", port);
+}
+
+static void tping_close(tls_ping *t)
+{
+    SSL_free(t->ssl);
+    SSL_CTX_free(t->ctx);
+    close(t->fd);
+}
+
+/* n PINGs on each transport: round trips in µs. */
+static void ping_turn(redisContext *rc, tls_ping *t, int n, bn_samples ping[2])
+{
+    char buf[64];
+    int i, got;
+
+    for (i = 0; i < n; i++) {
+        int64_t t0 = bn_now_ns();
+        freeReplyObject(bn_rcmd(rc, "PING"));
+        bn_s_push(&ping[0], (double)(bn_now_ns() - t0) / 1000.0);
+        t0 = bn_now_ns();
+        if (SSL_write(t->ssl, "PING\r\n", 6) != 6)
+            bn_die("tls ping: write failed");
+        for (got = 0; got < 7;) {           /* "+PONG\r\n" */
+            int k = SSL_read(t->ssl, buf + got, (int)sizeof buf - got);
+            if (k <= 0)
+                bn_die("tls ping: read failed");
+            got += k;
+        }
+        bn_s_push(&ping[1], (double)(bn_now_ns() - t0) / 1000.0);
+    }
+}
+
 static void solo_turn(rl_lock *l, int n, bn_samples *pair)
 {
     int i, st;
@@ -89,9 +152,15 @@ static void solo_tls(const bn_target *tg[2], int n)
     enum { TURN = 250 };
     rl_client *c[2];
     rl_lock *l[2];
-    bn_samples pair[2] = { { 0 } };
-    double p50[2], p99[2];
+    bn_samples pair[2] = { { 0 } }, ping[2] = { { 0 } };
+    double p50[2], p99[2], ping50[2];
+    redisContext *rc = rt_redis_connect(g_srv);
+    tls_ping tp;
     int i, m;
+
+    if (!rc)
+        bn_die("solo_tls: cannot connect to the plain port");
+    tping_open(&tp, atoi(strrchr(tg[1]->url, ':') + 1));
 
     for (m = 0; m < 2; m++) {
         c[m] = bn_make_client_at(tg[m]->url, 0, 0);
@@ -99,14 +168,17 @@ static void solo_tls(const bn_target *tg[2], int n)
         solo_turn(l[m], 200, &pair[m]);         /* warm-up: connections, scripts */
         pair[m].n = 0;
     }
-    for (i = 0; i < n; i += TURN)
+    for (i = 0; i < n; i += TURN) {
         for (m = 0; m < 2; m++)
             solo_turn(l[m], n - i < TURN ? n - i : TURN, &pair[m]);
+        ping_turn(rc, &tp, n - i < TURN ? n - i : TURN, ping);
+    }
     for (m = 0; m < 2; m++) {
         bn_targets t = { .any = 0 };
         bn_rec r = { .n = 0 };
         p50[m] = bn_s_pct(&pair[m], 50);
         p99[m] = bn_s_pct(&pair[m], 99);
+        ping50[m] = bn_s_pct(&ping[m], 50);
         bn_rec_add(&r, "workload", "solo_%s", tg[m]->mode);
         bn_rec_add(&r, "mode", "%s", tg[m]->mode);
         bn_rec_add(&r, "procs", "1");
@@ -116,7 +188,11 @@ static void solo_tls(const bn_target *tg[2], int n)
         bn_rec_add(&r, "p99_us", "%.1f", p99[m]);
         bn_rec_add(&r, "max_us", "%.1f", bn_s_max(&pair[m]));
         bn_rec_add(&r, "mean_us", "%.1f", bn_s_mean(&pair[m]));
+        bn_rec_add(&r, "ping_p50_us", "%.1f", ping50[m]);
+        bn_rec_add(&r, "ping_p99_us", "%.1f", bn_s_pct(&ping[m], 99));
+        bn_rec_add(&r, "p50_ratio_ping", "%.2f", p50[m] / ping50[m]);
         if (m == 1) {
+            bn_rec_add(&r, "ping_p50_ratio_plain", "%.2f", ping50[1] / ping50[0]);
             bn_rec_add(&r, "p50_ratio_plain", "%.2f", p50[1] / p50[0]);
             bn_rec_add(&r, "p99_ratio_plain", "%.2f", p99[1] / p99[0]);
             bn_tgt_check(&t, "p50_ratio_plain<=1.3", p50[1] <= 1.3 * p50[0]);
@@ -124,7 +200,10 @@ static void solo_tls(const bn_target *tg[2], int n)
         bn_tgt_emit(&r, &t);
         bn_rec_emit(&r);
     }
+    tping_close(&tp);
+    redisFree(rc);
     for (m = 0; m < 2; m++) {
+        bn_s_free(&ping[m]);
         bn_s_free(&pair[m]);
         rl_lock_free(l[m]);
         rl_client_free(c[m]);

@@ -6,8 +6,12 @@
 # rlbench (tests/bench/wl_*.c; spread and watchdog on the cluster too, each
 # right after its single-server run, with ratios; solo_redlock and
 # contend_redlock on Redlocks of 3 and 5 masters beside the single server,
-# with ratios). Prints one key=value line per workload, writes a CSV and,
-# when gnuplot is installed, a PNG of the contention curve.
+# with ratios), and last the TLS leg: solo_tls, contend_tls, watchdog_tls and
+# storm_tls on a redis-server that rlbench starts itself with a TLS port
+# beside its plain one (certificates made by openssl), each TLS figure with
+# its ratio to the plain port's in the same run. Prints one key=value line
+# per workload, writes a CSV and, when gnuplot is installed, a PNG of the
+# contention curve.
 #
 # Targets are reported as target=... met=yes/no; they never change the exit
 # status. The script fails only on errors (build, Redis, a failed rlock call).
@@ -18,10 +22,13 @@
 #   RL_BENCH_CLUSTER=0       no cluster: skip spread_cluster and watchdog_cluster
 #   RL_BENCH_REDLOCK=0       no Redlock masters: skip solo_redlock and
 #                            contend_redlock
+#   RL_BENCH_TLS=0           no TLS leg (it needs redis-server built with TLS
+#                            and the openssl command)
 #   RL_BENCH_PROFILE=1       afterwards, profile solo, contend W=4 and (with
 #                            Redlock) solo_redlock with callgrind and print
 #                            the hottest functions
-#   Extra arguments go to rlbench (e.g. --only solo,contend).
+#   Extra arguments go to rlbench (e.g. --only solo,contend; --only tls for
+#   the TLS leg alone; --tls-kill-ms 250 for a harsher storm).
 set -euo pipefail
 
 RL_LOG_TAG=bench.sh
@@ -86,6 +93,14 @@ if [[ ${RL_BENCH_REDLOCK:-1} != 0 ]]; then
     redlock_args=(--redlock-url "$RL_REDLOCK_URL")
 fi
 
+# The TLS leg: rlbench starts its own server (plain port + TLS port).
+tls_args=()
+if [[ ${RL_BENCH_TLS:-1} != 0 ]]; then
+    command -v openssl >/dev/null 2>&1 || rl_die "openssl not found (the TLS leg makes its certificates with it; RL_BENCH_TLS=0 skips it)"
+else
+    tls_args=(--tls 0)
+fi
+
 # ---------------------------------------------------------------------------
 mkdir -p "$out_dir"
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -94,14 +109,14 @@ png=$out_dir/bench-$stamp.png
 rl_log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)"
 t0=$SECONDS
 status=0
-"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" "${redlock_args[@]}" --csv "$csv" \
+"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" "${redlock_args[@]}" "${tls_args[@]}" --csv "$csv" \
     --rb "$rb_arg" --seconds "$seconds" "$@" || status=$?
 rl_log "rlbench took $((SECONDS - t0)) s (exit status $status)"
 echo "csv=$csv"
 
 # ---------------------------------------------------------------------------
 # The contention curve: acquisitions/s and p99 wait against W.
-if command -v gnuplot >/dev/null 2>&1 && grep -q '^contend' "$csv"; then
+if command -v gnuplot >/dev/null 2>&1 && grep -qE '^contend(_mp)?,' "$csv"; then
     data=$out_dir/bench-$stamp.dat
     # Columns of the CSV: workload,procs,threads,n,seconds,rate_s,...,p99_us (9th)
     awk -F, '$1 == "contend"    { print $3, $6, $9 / 1000 > "'"$data"'.1" }

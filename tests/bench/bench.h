@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <hiredis/hiredis.h>
 
@@ -94,6 +95,9 @@ typedef struct bn_rec {
 } bn_rec;
 
 void bn_rec_add(bn_rec *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A field compared with a reference run: key = prefix + ref (its mode). */
+void bn_rec_add_ref(bn_rec *r, const char *prefix, const char *ref, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void bn_rec_emit(const bn_rec *r);
 /* Flush stdout, stderr and the CSV (before a fork). */
 void bn_flush_output(void);
@@ -170,6 +174,9 @@ void bn_tg_stats(const bn_target *tg, redisContext **cs, bn_cstats *one, bn_csta
 
 /* ---- rlock helpers ----------------------------------------------------- */
 
+/* Trusted by the clients of rediss:// URLs when set (wl_tls.c sets it). */
+extern char bn_tls_ca[320];
+
 rl_client *bn_make_client_at(const char *url, long lease_ms, int pool);
 rl_client *bn_make_client(long lease_ms, int pool);     /* at --url */
 rl_lock *bn_make_lock(rl_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -186,16 +193,25 @@ double bn_rb_rate(int clients);
 /* ---- the workloads, one file each -------------------------------------- */
 
 typedef struct bn_contend_out {
+    const char *mode;       /* the target's: ratios to it are named for it */
     double acq_s;
     double rl_cmds_per_acq;
     double wait_max_us;
 } bn_contend_out;
 
-/* What the single-server watchdog run measured, for the cluster's ratios. */
+/* What the single-server watchdog run measured, for the cluster's ratios
+ * (or the plain port's, for TLS's). */
 typedef struct bn_wdres {
+    const char *mode;       /* the target's: ratios to it are named for it */
     int got;                /* ticks seen */
     double wall_max, wall_mean, cpu;
 } bn_wdres;
+
+/* wl_watchdog.c, for the workloads that watch the watchdog thread: take a
+ * client's first lock and find its watchdog thread (and its keeper); then
+ * its bursts of CPU use, one per renewal round (see wl_watchdog.c). */
+int bn_wd_first_acquire(rl_lock *first, pid_t *wd, pid_t *keeper);
+int bn_watch_bursts(int fd, int want, long quiet_ms, long limit_ms, double *walls, double *cpus);
 
 void bn_run_baseline(int n);
 void bn_run_solo(int n);
@@ -215,5 +231,20 @@ void bn_run_rw(int nthreads, long dur_ms);
 /* rw_readers_beside (wl_rw.c): a reader's and a writer's cost beside 0,
  * 100 and 1000 readers. */
 void bn_run_rw_beside(void);
+
+/* solo_tls, contend_tls, watchdog_tls, storm_tls (wl_tls.c): each on the
+ * plain port and the TLS port of one redis-server the workload starts
+ * (0: that part is skipped). */
+typedef struct bn_tls_spec {
+    int on;                     /* 0: --tls 0, none of them */
+    int solo_n;                 /* pairs of each */
+    int contend[16][2], ncontend;   /* P:W shapes, one name */
+    long contend_ms;
+    int watchdog;               /* 1: watchdog_tls */
+    int wd_k;                   /* holds of watchdog_tls and storm_tls */
+    long storm_ms, kill_ms;     /* storm length; one CLIENT KILL every kill_ms */
+} bn_tls_spec;
+
+void bn_run_tls(const bn_tls_spec *sp);
 
 #endif

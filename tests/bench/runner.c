@@ -17,6 +17,9 @@
  * the cluster's figures as ratios to the single server's. Given
  * --redlock-url, solo_redlock and contend_redlock (wl_contend.c) compare
  * Redlocks of its first masters with the single server in the same way.
+ * Last, solo_tls, contend_tls, watchdog_tls and storm_tls (wl_tls.c) start
+ * a redis-server of their own with a TLS port beside its plain one, and
+ * compare TLS with plain TCP in the same run.
  *
  * The program defines malloc and its relatives itself, forwarding to
  * glibc's, so that it can count every allocation made in the process,
@@ -279,6 +282,19 @@ void bn_rec_add(bn_rec *r, const char *key, const char *fmt, ...)
     if (r->n >= BN_REC_MAX)
         bn_die("too many fields in one record");
     snprintf(r->key[r->n], sizeof r->key[0], "%s", key);
+    va_start(ap, fmt);
+    vsnprintf(r->val[r->n], sizeof r->val[0], fmt, ap);
+    va_end(ap);
+    r->n++;
+}
+
+void bn_rec_add_ref(bn_rec *r, const char *prefix, const char *ref, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->n >= BN_REC_MAX)
+        bn_die("too many fields in one record");
+    snprintf(r->key[r->n], sizeof r->key[0], "%s%s", prefix, ref);
     va_start(ap, fmt);
     vsnprintf(r->val[r->n], sizeof r->val[0], fmt, ap);
     va_end(ap);
@@ -662,6 +678,8 @@ void bn_tg_redlock_first(bn_target *out, int n)
  * rlock helpers
  * ====================================================================== */
 
+char bn_tls_ca[320];     /* the CA that rediss:// clients trust (wl_tls.c) */
+
 rl_client *bn_make_client_at(const char *url, long lease_ms, int pool)
 {
     rl_options o;
@@ -670,6 +688,8 @@ rl_client *bn_make_client_at(const char *url, long lease_ms, int pool)
 
     rl_options_init(&o, RL_OPTIONS_VERSION);
     o.url = url;
+    if (bn_tls_ca[0] && strncmp(url, "rediss://", 9) == 0)
+        o.tls_ca_file = bn_tls_ca;
     o.lease_ms = lease_ms;
     o.pool_size = pool;
     if ((rc = rl_client_new(&c, &o)) != RL_OK)
@@ -743,7 +763,14 @@ static void usage(void)
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
             "  --contend-w LIST    W values of contend (default 1,2,4,8,16,32)\n"
-            "  --spread-t LIST     T values of spread (default 1,2,4,8)\n");
+            "  --spread-t LIST     T values of spread (default 1,2,4,8)\n"
+            "  --tls 0             skip the TLS workloads (solo_tls, contend_tls,\n"
+            "                      watchdog_tls, storm_tls; --only tls: all four). They\n"
+            "                      start their own redis-server with a TLS port beside\n"
+            "                      the plain one, and compare the two in the same run\n"
+            "  --tls-contend LIST  P:W shapes of contend_tls, one name (default 1:4,4:8)\n"
+            "  --tls-storm-ms MS   length of storm_tls on each port (default 8000)\n"
+            "  --tls-kill-ms MS    storm_tls: CLIENT KILL TYPE normal every MS (default 500)\n");
     exit(2);
 }
 
@@ -775,6 +802,50 @@ static int parse_list(const char *s, int *out, int max)
     return n;
 }
 
+/* The --tls* options: 1 when a is one of them. */
+static int tls_option(bn_tls_spec *t, const char *a, const char *v)
+{
+    const char *p = v;
+
+    if (strcmp(a, "--tls") == 0) {
+        t->on = atoi(v);
+    } else if (strcmp(a, "--tls-contend") == 0) {
+        for (t->ncontend = 0; p && *p && t->ncontend < 16; t->ncontend++) {
+            if (sscanf(p, "%d:%d", &t->contend[t->ncontend][0], &t->contend[t->ncontend][1]) != 2)
+                bn_die("bad --tls-contend %s (P:W,...)", v);
+            p = strchr(p, ',');
+            if (p)
+                p++;
+        }
+    } else if (strcmp(a, "--tls-storm-ms") == 0) {
+        t->storm_ms = atol(v);
+    } else if (strcmp(a, "--tls-kill-ms") == 0) {
+        t->kill_ms = atol(v);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* The TLS workloads --only asks for ("tls": all four), unless --tls 0. */
+static void run_tls(bn_tls_spec *t, const char *only, int solo_n, long contend_ms, int wd_k)
+{
+    int all = wanted(only, "tls");
+
+    if (!t->on)
+        return;
+    t->solo_n = all || wanted(only, "solo_tls") ? solo_n : 0;
+    t->ncontend = all || wanted(only, "contend_tls") ? t->ncontend : 0;
+    t->contend_ms = contend_ms;
+    t->wd_k = wd_k;
+    t->watchdog = all || wanted(only, "watchdog_tls");
+    t->storm_ms = all || wanted(only, "storm_tls") ? t->storm_ms : 0;
+    if (t->kill_ms < 1)
+        bn_die("--tls-kill-ms must be positive");
+    if (t->solo_n || t->ncontend || t->watchdog || t->storm_ms)
+        bn_run_tls(t);
+}
+
 int main(int argc, char **argv)
 {
     const char *csv = NULL, *only = NULL;
@@ -783,6 +854,8 @@ int main(int argc, char **argv)
     int ws[16] = { 1, 2, 4, 8, 16, 32 }, nw = 6, ts[16] = { 1, 2, 4, 8 }, nt = 4;
     int rn[16] = { 3, 5 }, nrn = 2, rc_shape[16][3] = { { 1, 4, 1 }, { 4, 8, 2 } }, nrc = 2;
     bn_contend_out c4 = { 0 }, c4mp = { 0 };
+    bn_tls_spec tls = { .on = 1, .contend = { { 1, 4 }, { 4, 8 } }, .ncontend = 2,
+                        .storm_ms = 8000, .kill_ms = 500 };
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -833,7 +906,7 @@ int main(int argc, char **argv)
             nw = parse_list(v, ws, 16);
         } else if (strcmp(a, "--spread-t") == 0) {
             nt = parse_list(v, ts, 16);
-        } else {
+        } else if (!tls_option(&tls, a, v)) {
             usage();
         }
     }
@@ -924,6 +997,9 @@ int main(int argc, char **argv)
             bn_run_contend_on(&big, p, w, k, ms, &single);
         }
     }
+
+    /* TLS last: its own server, started and stopped there. */
+    run_tls(&tls, only, solo_n, (long)(seconds * 1000), wd_k);
 
     if (g_csv)
         fclose(g_csv);

@@ -365,6 +365,7 @@ bn_contend_out bn_run_contend(int procs, int w, long dur_ms, const bn_contend_ou
     bn_tgt_emit(&rr, &t);
     bn_rec_emit(&rr);
 
+    out.mode = bn_single.mode;
     out.acq_s = acq_s;
     out.rl_cmds_per_acq = m.acq ? (double)m.ca.rl_top / (double)m.acq : 0;
     out.wait_max_us = bn_s_max(&m.waits);
@@ -401,7 +402,10 @@ bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int name
     acq_s = m.acq / m.secs;
     wmax = bn_s_max(&m.waits);
 
-    bn_rec_add(&rr, "workload", "contend_redlock");
+    if (tg == &bn_single || strcmp(tg->mode, "redlock") == 0)
+        bn_rec_add(&rr, "workload", "contend_redlock");
+    else
+        bn_rec_add(&rr, "workload", "contend_%s", tg->mode);
     bn_rec_add(&rr, "mode", "%s", tg->mode);
     bn_rec_add(&rr, "nodes", "%d", tg->n);
     bn_rec_add(&rr, "procs", "%d", procs);
@@ -412,17 +416,19 @@ bn_contend_out bn_run_contend_on(const bn_target *tg, int procs, int w, int name
         bn_rec_add(&rr, "evalsha_per_acq_per_node", "%.2f",
                    m.acq ? (double)m.ca.evalsha / (double)m.acq / tg->n : 0);
     if (single) {
-        bn_rec_add(&rr, "acq_s_single", "%.0f", single->acq_s);
-        bn_rec_add(&rr, "acq_s_ratio_single", "%.3f", single->acq_s > 0 ? acq_s / single->acq_s : 0);
-        bn_rec_add(&rr, "wait_max_us_single", "%.0f", single->wait_max_us);
-        bn_rec_add(&rr, "wait_max_ratio_single", "%.2f",
-                   single->wait_max_us > 0 ? wmax / single->wait_max_us : 0);
-        bn_rec_add(&rr, "rl_cmds_per_acq_single", "%.2f", single->rl_cmds_per_acq);
+        bn_rec_add_ref(&rr, "acq_s_", single->mode, "%.0f", single->acq_s);
+        bn_rec_add_ref(&rr, "acq_s_ratio_", single->mode, "%.3f",
+                       single->acq_s > 0 ? acq_s / single->acq_s : 0);
+        bn_rec_add_ref(&rr, "wait_max_us_", single->mode, "%.0f", single->wait_max_us);
+        bn_rec_add_ref(&rr, "wait_max_ratio_", single->mode, "%.2f",
+                       single->wait_max_us > 0 ? wmax / single->wait_max_us : 0);
+        bn_rec_add_ref(&rr, "rl_cmds_per_acq_", single->mode, "%.2f", single->rl_cmds_per_acq);
     }
     bn_tgt_check(&t, "lost=0", m.acq == m.counted);
     bn_tgt_emit(&rr, &t);
     bn_rec_emit(&rr);
 
+    out.mode = tg->mode;
     out.acq_s = acq_s;
     out.rl_cmds_per_acq = m.acq ? (double)m.ca.rl_top / (double)m.acq : 0;
     out.wait_max_us = wmax;

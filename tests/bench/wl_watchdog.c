@@ -16,16 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "bench.h"
-
-static pid_t gettid_(void)
-{
-    return (pid_t)syscall(SYS_gettid);
-}
 
 /* Task ids of this process. */
 static int list_tasks(pid_t *out, int max)
@@ -124,11 +118,49 @@ static void *wd_thread(void *arg)
 }
 
 /*
+ * Take `first`, the client's first lock: the keeper thread starts, then the
+ * watchdog thread (watchdog.c). Both are new tasks of this process; the
+ * watchdog is the later one (task ids grow). Returns the watchdog's
+ * schedstat, open; its id in *wd, the keeper's (or 0) in *keeper.
+ */
+int bn_wd_first_acquire(rl_lock *first, pid_t *wd, pid_t *keeper)
+{
+    pid_t before[256], after[256], fresh[4];
+    int nbefore, nafter, nfresh = 0, i, j, st, fd;
+    char path[64];
+
+    nbefore = list_tasks(before, 256);
+    if ((st = rl_lock_acquire(first)) != RL_OK)
+        bn_die("watchdog: first acquire: %s", rl_strerror(st));
+    nafter = list_tasks(after, 256);
+    for (i = 0; i < nafter && nfresh < 4; i++) {
+        int seen = 0;
+        for (j = 0; j < nbefore; j++)
+            if (after[i] == before[j])
+                seen = 1;
+        if (!seen)
+            fresh[nfresh++] = after[i];
+    }
+    if (nfresh < 1)
+        bn_die("watchdog: cannot find the watchdog thread");
+    *wd = fresh[0];
+    for (i = 1; i < nfresh; i++)
+        *wd = fresh[i] > *wd ? fresh[i] : *wd;
+    if (keeper)
+        for (*keeper = 0, i = 0; i < nfresh; i++)
+            *keeper = fresh[i] != *wd && fresh[i] > *keeper ? fresh[i] : *keeper;
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)*wd);
+    if ((fd = open(path, O_RDONLY)) < 0)
+        bn_die("watchdog: open %s: %s", path, strerror(errno));
+    return fd;
+}
+
+/*
  * Watch the watchdog thread's CPU clock every millisecond. A tick is a burst
  * of CPU use; it ends after `quiet_ms` without any. Returns when `want`
  * bursts have ended or `limit_ms` passed; fills walls (ms) and cpus (ms).
  */
-static int watch_bursts(int fd, int want, long quiet_ms, long limit_ms, double *walls, double *cpus)
+int bn_watch_bursts(int fd, int want, long quiet_ms, long limit_ms, double *walls, double *cpus)
 {
     int64_t t_end = bn_now_ns() + limit_ms * 1000000, prev_t = bn_now_ns(), burst_start = 0, last_change = 0;
     unsigned long long cpu = task_cpu_ns(fd), cpu_start = 0;
@@ -176,8 +208,8 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     wdworker *w = calloc((size_t)nthreads, sizeof *w);
     bn_cstats *a = bn_xmalloc(sizeof *a), *b = bn_xmalloc(sizeof *b);
     bn_cstats *na = bn_xmalloc(sizeof *na * (size_t)tg->n), *nb = bn_xmalloc(sizeof *nb * (size_t)tg->n);
-    pid_t before[256], after[256], wd_tid = 0;
-    int nbefore, nafter, i, j, st, per, got, fd, errors = 0, answered = 0, masters_renewed = 0;
+    pid_t wd_tid = 0;
+    int i, j, st, per, got, fd, errors = 0, answered = 0, masters_renewed = 0, syscalls_seen;
     pthread_barrier_t held, release;
     double walls[TICKS + 1], cpus[TICKS + 1], wall_max = 0, wall_sum = 0, cpu_sum = 0, idle_dummy[1];
     double round_trips = 0, server_ms_max = 0;
@@ -187,34 +219,16 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     long long min_pttl = -3, evalsha_usec0, evalsha_usec1, ev0, ev1, refreshes;
     bn_targets t = { .any = 0 };
     bn_rec r = { .n = 0 };
-    bn_wdres out = { 0, 0, 0, 0 };
-    char path[64], by_master[200] = "";
+    bn_wdres out = { NULL, 0, 0, 0, 0 };
+    char by_master[200] = "";
 
     if (!w)
         bn_die("out of memory");
-    (void)gettid_;
     bn_tg_connect_all(tg, cs);
     for (i = 0; i < k; i++)
         locks[i] = bn_make_lock(c, "wd:%s:%s:%d", bn_run, tg->mode, i);
 
-    /* The watchdog thread starts on the first acquisition: find its id. */
-    nbefore = list_tasks(before, 256);
-    if ((st = rl_lock_acquire(locks[0])) != RL_OK)
-        bn_die("watchdog: first acquire: %s", rl_strerror(st));
-    nafter = list_tasks(after, 256);
-    for (i = 0; i < nafter && !wd_tid; i++) {
-        int seen = 0;
-        for (j = 0; j < nbefore; j++)
-            if (after[i] == before[j])
-                seen = 1;
-        if (!seen)
-            wd_tid = after[i];
-    }
-    if (!wd_tid)
-        bn_die("watchdog: cannot find the watchdog thread");
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)wd_tid);
-    if ((fd = open(path, O_RDONLY)) < 0)
-        bn_die("watchdog: open %s: %s", path, strerror(errno));
+    fd = bn_wd_first_acquire(locks[0], &wd_tid, NULL);
 
     /* Take the other K-1 locks with a few threads, and keep them. */
     pthread_barrier_init(&held, NULL, (unsigned)nthreads + 1);
@@ -234,10 +248,10 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     t_acq = bn_now_ns() - t0;
 
     /* Wait for a quiet moment, then observe TICKS complete renewal ticks. */
-    watch_bursts(fd, 1, 150, 1500, walls, cpus);
+    bn_watch_bursts(fd, 1, 150, 1500, walls, cpus);
     task_stat(wd_tid, &s0);
     bn_tg_stats(tg, cs, na, a);
-    got = watch_bursts(fd, TICKS, 150, 1000L * (TICKS + 3), walls, cpus);
+    got = bn_watch_bursts(fd, TICKS, 150, 1000L * (TICKS + 3), walls, cpus);
     bn_tg_stats(tg, cs, nb, b);
     task_stat(wd_tid, &s1);
     bn_cs_account(a, b, &ca);
@@ -252,6 +266,9 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     }
     if (got)
         round_trips = (double)((long long)(s1.syscw - s0.syscw) - refreshes) / got;
+    /* TLS sends and receives with send(2) and recv(2), which the task's
+     * syscw and syscr do not count: no round trips to tell then. */
+    syscalls_seen = s1.syscw != s0.syscw || ev1 == ev0;
     /* Per master: its renewal calls per tick, and its server time (the
      * masters run their share at the same time: the largest one counts). */
     for (i = 0; i < tg->n; i++) {
@@ -294,13 +311,16 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     if ((st = rl_lock_release(locks[0])) != RL_OK)
         bn_fail("watchdog release", st);
     t_rel = bn_now_ns() - t0;
-    watch_bursts(fd, 1, 300, 1500, idle_dummy, idle_dummy);
+    bn_watch_bursts(fd, 1, 300, 1500, idle_dummy, idle_dummy);
     task_stat(wd_tid, &i0);
     bn_sleep_us(3000000);
     task_stat(wd_tid, &i1);
     close(fd);
 
-    bn_rec_add(&r, "workload", "%s", cluster ? "watchdog_cluster" : "watchdog");
+    if (tg == &bn_single)
+        bn_rec_add(&r, "workload", "watchdog");
+    else
+        bn_rec_add(&r, "workload", "watchdog_%s", tg->mode);
     bn_rec_add(&r, "mode", "%s", tg->mode);
     bn_rec_add(&r, "procs", "1");
     bn_rec_add(&r, "threads", "%d", nthreads + 1);
@@ -314,18 +334,24 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     bn_rec_add(&r, "tick_wall_ms_mean", "%.1f", got ? wall_sum / got : 0);
     bn_rec_add(&r, "tick_wall_ms_max", "%.1f", wall_max);
     bn_rec_add(&r, "tick_wall_ratio_ping", "%.0f", got ? wall_max * 1000 / bn_ping_p50 : 0);
-    if (cluster && single) {
-        bn_rec_add(&r, "tick_wall_ms_max_single", "%.1f", single->wall_max);
-        bn_rec_add(&r, "tick_wall_max_ratio_single", "%.2f",
-                single->wall_max > 0 ? wall_max / single->wall_max : 0);
-        bn_rec_add(&r, "tick_wall_ms_mean_single", "%.1f", single->wall_mean);
-        bn_rec_add(&r, "tick_wall_mean_ratio_single", "%.2f",
-                got && single->wall_mean > 0 ? wall_sum / got / single->wall_mean : 0);
+    if (single) {
+        bn_rec_add_ref(&r, "tick_wall_ms_max_", single->mode, "%.1f", single->wall_max);
+        bn_rec_add_ref(&r, "tick_wall_max_ratio_", single->mode, "%.2f",
+                       single->wall_max > 0 ? wall_max / single->wall_max : 0);
+        bn_rec_add_ref(&r, "tick_wall_ms_mean_", single->mode, "%.1f", single->wall_mean);
+        bn_rec_add_ref(&r, "tick_wall_mean_ratio_", single->mode, "%.2f",
+                       got && single->wall_mean > 0 ? wall_sum / got / single->wall_mean : 0);
     }
     bn_rec_add(&r, "tick_cpu_ms", "%.1f", got ? cpu_sum / got : 0);
-    if (cluster && single)
-        bn_rec_add(&r, "tick_cpu_ms_single", "%.1f", single->cpu);
-    bn_rec_add(&r, "tick_round_trips", "%.1f", round_trips);
+    if (single) {
+        bn_rec_add_ref(&r, "tick_cpu_ms_", single->mode, "%.1f", single->cpu);
+        bn_rec_add_ref(&r, "tick_cpu_ratio_", single->mode, "%.2f",
+                       got && single->cpu > 0 ? cpu_sum / got / single->cpu : 0);
+    }
+    if (syscalls_seen)
+        bn_rec_add(&r, "tick_round_trips", "%.1f", round_trips);
+    else
+        bn_rec_add(&r, "tick_round_trips", "-");
     bn_rec_add(&r, "masters_renewed", "%d", masters_renewed);
     bn_rec_add(&r, "tick_evalsha", "%.1f", got ? (double)(ev1 - ev0) / got : 0);
     if (cluster)
@@ -335,8 +361,10 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     if (cluster)
         bn_rec_add(&r, "tick_server_ms_max_master", "%.1f", server_ms_max);
     bn_rec_add(&r, "slot_map_refreshes", "%lld", refreshes);
-    bn_rec_add(&r, "tick_write_syscalls", "%.1f", got ? (double)(s1.syscw - s0.syscw) / got : 0);
-    bn_rec_add(&r, "tick_read_syscalls", "%.1f", got ? (double)(s1.syscr - s0.syscr) / got : 0);
+    if (syscalls_seen) {
+        bn_rec_add(&r, "tick_write_syscalls", "%.1f", got ? (double)(s1.syscw - s0.syscw) / got : 0);
+        bn_rec_add(&r, "tick_read_syscalls", "%.1f", got ? (double)(s1.syscr - s0.syscr) / got : 0);
+    }
     bn_rec_add(&r, "tick_blocking_waits", "%.1f", got ? (double)(s1.vcs - s0.vcs) / got : 0);
     bn_rec_add(&r, "min_pttl_ms", "%lld", min_pttl);
     bn_rec_add(&r, "idle_cpu_ticks", "%llu", i1.ticks - i0.ticks);
@@ -360,6 +388,7 @@ bn_wdres bn_run_watchdog(const bn_target *tg, int k, int nthreads, const bn_wdre
     bn_tgt_emit(&r, &t);
     bn_rec_emit(&r);
 
+    out.mode = tg->mode;
     out.got = got;
     out.wall_max = wall_max;
     out.wall_mean = got ? wall_sum / got : 0;

@@ -16,6 +16,7 @@
 #                          build-trixie/ of the source tree)
 #   RL_DEBIAN_MIRROR=URL   Debian mirror (default http://deb.debian.org/debian)
 #   RL_CTEST_JOBS=N        run N tests at once inside the root (default 1)
+#   RL_TRIXIE_TESTS=RE     only the tests whose names match RE (ctest -R)
 #
 # Needs root (debootstrap, chroot, mount) and installs debootstrap on the host
 # when it is missing. Nothing is cached outside DIR. While a leg runs, /proc,
@@ -55,7 +56,7 @@ inside_ctest() {
     rl_redis_start
     "${RL_REDIS_SERVER}" --version
     ctest --test-dir /build --output-on-failure --no-tests=error --timeout 600 \
-        -j "${RL_CTEST_JOBS:-1}" -L '^(unit|integration)$'
+        -j "${RL_CTEST_JOBS:-1}" -L '^(unit|integration)$' ${RL_TRIXIE_TESTS:+-R "$RL_TRIXIE_TESTS"}
 }
 
 inside() {
@@ -218,7 +219,7 @@ configure_root() {
 in_root() {
     run chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
         HOME=/root LC_ALL=C.UTF-8 TMPDIR=/tmp DEBIAN_FRONTEND=noninteractive \
-        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" "$@"
+        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" RL_TRIXIE_TESTS="${RL_TRIXIE_TESTS:-}" "$@"
 }
 
 install_packages() {

@@ -396,10 +396,11 @@ static int failure(rl__tls_link *l, int ret, const char *who)
         }
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, what);
     } else if (l->cert_asked && !l->got_data &&
-               (!q || reason > SSL_AD_REASON_OFFSET ||
+               (!q || reason > SSL_AD_REASON_OFFSET || ERR_GET_LIB(q) == ERR_LIB_SYS ||
                 reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
-        /* (OpenSSL 3.5 reads the close that comes instead of the alert
-         * as an unexpected EOF; 3.0 as a bare EOF.) */
+        /* (The reset that comes instead of the alert: OpenSSL 3.0 queues
+         * nothing for it, later releases the system's error or an
+         * unexpected EOF.) */
         /* It asked for the client's certificate, then alerted or dropped
          * the link before answering anything: TLS 1.3 refuses a
          * certificate after the client's side of the handshake, and its

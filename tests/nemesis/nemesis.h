@@ -123,9 +123,10 @@ typedef struct nm_plan {
     int tls;              /* NM_TLS_*: the workers and the controller's client over TLS */
 } nm_plan;
 
-/* TLS (nm_plan.c draw_tls): the servers get a tls-port beside their plain
- * one (the harness's own connections stay plain), rlock's clients use
- * rediss:// or redlocks:// and trust the run's CA (tests/common/rt_tls.h). */
+/* TLS (nm_plan.c draw_tls, draw_tls_cs): the servers get a tls-port beside
+ * their plain one (the harness's own connections stay plain), rlock's
+ * clients use rediss://, redlocks:// or sentinels:// and trust the run's CA
+ * (tests/common/rt_tls.h). Cluster and Sentinel: NM_TLS_ON only. */
 #define NM_TLS_OFF    0
 #define NM_TLS_ON     1   /* server certificates only */
 #define NM_TLS_MUTUAL 2   /* the servers also require a client certificate */

@@ -347,9 +347,7 @@ static void draw_queue_profile(nm_plan *p, uint64_t seed)
  * of the single, single-with-replica and Redlock plans run over TLS, half
  * of those with client certificates required (mutual TLS). Its constant is
  * the first after "tls" that leaves the short form's seeds
- * (CMakeLists.txt) plain, as they were. Cluster and Sentinel stay plain
- * until rt_cluster and rt_sentinel start their nodes with TLS (README.md,
- * "TLS"). */
+ * (CMakeLists.txt) plain, as they were. */
 static void draw_tls(nm_plan *p, uint64_t seed)
 {
     nm_rng r;
@@ -359,6 +357,22 @@ static void draw_tls(nm_plan *p, uint64_t seed)
         return;
     if (nm_rng_pct(&r, 40))
         p->tls = nm_rng_pct(&r, 50) ? NM_TLS_MUTUAL : NM_TLS_ON;
+}
+
+/* TLS for Cluster and Sentinel, from a stream of their own (the plans of
+ * single, single+r and Redlock seeds stay what they were): 40 % of their
+ * plans, one-way TLS only (rt_cluster_start_tls and rt_sentinel_start_tls
+ * ask no client certificates). Its constant is the first after "tlscs"
+ * that leaves the short form's earlier seeds as they were. */
+static void draw_tls_cs(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+
+    nm_rng_seed(&r, seed ^ 0x746c736373000021ULL);
+    if (!nm_is_cluster(p->deploy) && p->deploy != NM_SENTINEL)
+        return;
+    if (nm_rng_pct(&r, 40))
+        p->tls = NM_TLS_ON;
 }
 
 int nm_is_cluster(int deploy)
@@ -397,6 +411,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     draw_long_holds(p, seed);
     draw_queue_profile(p, seed);
     draw_tls(p, seed);
+    draw_tls_cs(p, seed);
 }
 
 const char *nm_fault_name(int kind)

@@ -703,6 +703,31 @@ static int start_servers(nm_ctl *c)
     return 0;
 }
 
+/* A Cluster (3 masters, with replicas for cluster3x1): over TLS, every
+ * node gets a tls-port beside its plain one (rlock's clients get
+ * cl->seeds, rediss:// and the TLS ports; the harness, redis-cli and the
+ * faults keep the plain ports), the bus and replication over TLS, no
+ * client certificates asked (rt_cluster_start_tls offers none). */
+static rt_cluster *start_cluster(const nm_ctl *c)
+{
+    static const char *const args = "--cluster-require-full-coverage no";
+    int replicas = c->plan.deploy == NM_CLUSTER_R;
+
+    if (c->tls != NULL)
+        return rt_cluster_start_tls(3, replicas, 1000, args, c->tls);
+    return rt_cluster_start(3, replicas, 1000, args);
+}
+
+/* A primary, 2 replicas and 3 sentinels: over TLS, the sentinels and the
+ * nodes each get a tls-port, the sentinels monitor the primary's over TLS
+ * and rlock's clients get sentinels:// (one-way TLS, as above). */
+static rt_sentinel *start_sentinel(const nm_ctl *c)
+{
+    if (c->tls != NULL)
+        return rt_sentinel_start_tls(2, 3, "nm", NULL, RT_SENTINEL_DOWN_AFTER_MS, c->tls);
+    return rt_sentinel_start(2, 3, "nm", NULL);
+}
+
 static int setup(nm_ctl *c)
 {
     char path[600];
@@ -711,11 +736,15 @@ static int setup(nm_ctl *c)
     snprintf(path, sizeof path, "%s/ctl.hist", c->dir);
     if ((c->hist = fopen(path, "w")) == NULL)
         return -1;
+    /* Certificates once per run, for the deployments that draw TLS. */
+    if (c->plan.tls != NM_TLS_OFF && (c->tls = rt_tls_make()) == NULL) {
+        fprintf(stderr, "rlnemesis: no certificates: this TLS run FAILS without openssl\n");
+        return -1;
+    }
     if (nm_is_cluster(c->plan.deploy)) {
         /* Without full coverage, the masters left serve their own slots
          * while one is down: what the isolation check relies on. */
-        if ((c->cl = rt_cluster_start(3, c->plan.deploy == NM_CLUSTER_R, 1000,
-                                      "--cluster-require-full-coverage no")) == NULL) {
+        if ((c->cl = start_cluster(c)) == NULL) {
             fprintf(stderr, "rlnemesis: no Redis Cluster: this test FAILS without Redis\n");
             return -1;
         }
@@ -724,7 +753,7 @@ static int setup(nm_ctl *c)
         track_pids(c);
     }
     if (c->plan.deploy == NM_SENTINEL) {
-        if ((c->sn = rt_sentinel_start(2, 3, "nm", NULL)) == NULL) {
+        if ((c->sn = start_sentinel(c)) == NULL) {
             fprintf(stderr, "rlnemesis: no Sentinel deployment: this test FAILS without "
                             "Redis\n");
             return -1;
@@ -732,11 +761,6 @@ static int setup(nm_ctl *c)
         for (i = 0; i < c->plan.nnodes; i++)
             c->node[i] = c->sn->node[i];
         track_pids(c);
-    }
-    /* Certificates once per run, for the deployments that draw TLS. */
-    if (c->plan.tls != NM_TLS_OFF && (c->tls = rt_tls_make()) == NULL) {
-        fprintf(stderr, "rlnemesis: no certificates: this TLS run FAILS without openssl\n");
-        return -1;
     }
     if (c->cl == NULL && c->sn == NULL && start_servers(c) != 0)
         return -1;

@@ -15,7 +15,6 @@
 #include "client.h"
 #include "conn.h"
 #include "error.h"
-#include "fork.h"
 #include "server.h"
 #include "tls.h"
 #include "util.h"

@@ -23,7 +23,6 @@
 #include "conn.h"
 #include "error.h"
 #include "fair.h"
-#include "fork.h"
 #include "holds.h"
 #include "nopipe.h"
 #include "router.h"

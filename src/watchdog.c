@@ -18,7 +18,6 @@
 #include "client.h"
 #include "conn.h"
 #include "error.h"
-#include "fork.h"
 #include "holds.h"
 #include "keeper.h"
 #include "owner.h"

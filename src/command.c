@@ -170,8 +170,7 @@ static int read_step(rl__conn *conn, rl__resp *out, int flags)
             return broken(conn, RL_ECONN, what);
         }
         if (n < 0)
-            return broken(conn, RL_ECONN, errno == EPROTO && rl__tls_error(conn->ctx->fd)
-                                              ? rl__tls_error(conn->ctx->fd) : strerror(errno));
+            return broken(conn, RL_ECONN, rl__io_strerror(conn->ctx->fd));
         conn->rhave += (size_t)n;
     }
 }

@@ -62,15 +62,12 @@ void rl__nopipe_end(rl__nopipe *np)
 /* A failure on ctx, as hiredis would have set it. */
 static int set_error(redisContext *ctx, ssize_t n)
 {
-    const char *tls = rl__tls_error(ctx->fd);
-
     if (n == 0) {
         ctx->err = REDIS_ERR_EOF;
         snprintf(ctx->errstr, sizeof ctx->errstr, "%s", "Server closed the connection");
     } else {
         ctx->err = REDIS_ERR_IO;
-        snprintf(ctx->errstr, sizeof ctx->errstr, "%s",
-                 errno == EPROTO && tls ? tls : strerror(errno));
+        snprintf(ctx->errstr, sizeof ctx->errstr, "%s", rl__io_strerror(ctx->fd));
     }
     return REDIS_ERR;
 }
@@ -95,7 +92,7 @@ static int tls_write(redisContext *ctx, int wait, int *done)
             return REDIS_OK;
         }
         if (n <= 0)
-            return set_error(ctx, n < 0 ? -1 : 0);
+            return set_error(ctx, n);
         rl__sdsrange(ctx->obuf, (int)n, -1);
     }
 }
@@ -126,8 +123,6 @@ static int tls_read(redisContext *ctx, int wait)
  * (its caller polls, then reads with rl__redis_buffer_read()). */
 static int tls_get_reply(redisContext *ctx, void **reply)
 {
-    /* As redisGetReply: a non-blocking context only gives what its reader
-     * holds (the caller polls, writes and reads itself). */
     if (!(ctx->flags & REDIS_BLOCK))
         return REDIS_OK;
     if (tls_write(ctx, 1, NULL) != REDIS_OK)

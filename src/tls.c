@@ -63,13 +63,16 @@ static link_slot *slot_of(int fd, int make)
     return page ? &page[fd & (PAGE_SIZE - 1)] : NULL;
 }
 
+/* fd's slot, when a link was ever made (else NULL, at the cost of one load). */
+static link_slot *slot_if_any(int fd)
+{
+    return atomic_load_explicit(&any_link, memory_order_relaxed) ? slot_of(fd, 0) : NULL;
+}
+
 rl__tls_link *rl__tls_of(int fd)
 {
-    link_slot *s;
+    link_slot *s = slot_if_any(fd);
 
-    if (!atomic_load_explicit(&any_link, memory_order_relaxed))
-        return NULL;
-    s = slot_of(fd, 0);
     return s ? atomic_load_explicit(s, memory_order_acquire) : NULL;
 }
 
@@ -83,18 +86,17 @@ static void link_free(rl__tls_link *l)
 
 void rl__tls_drop(int fd)
 {
-    link_slot *s;
+    link_slot *s = slot_if_any(fd);
 
-    if (!atomic_load_explicit(&any_link, memory_order_relaxed) || !(s = slot_of(fd, 0)))
-        return;
-    link_free(atomic_exchange(s, NULL));
+    if (s)
+        link_free(atomic_exchange(s, NULL));
 }
 
 void rl__tls_forget(int fd)
 {
-    link_slot *s;
+    link_slot *s = slot_if_any(fd);
 
-    if (atomic_load_explicit(&any_link, memory_order_relaxed) && (s = slot_of(fd, 0)))
+    if (s)
         atomic_store(s, NULL);
 }
 
@@ -174,22 +176,8 @@ static void bio_method_make(void)
 
 /* ---- the client's settings --------------------------------------------- */
 
-/* Each handshake message: whether the server asked for the client's
- * certificate is noted (TLS 1.3 says later whether it took it). */
-static void on_message(int write_p, int version, int type, const void *buf, size_t len,
-                       SSL *ssl, void *arg)
-{
-    (void)version, (void)arg;
-    if (!write_p && type == SSL3_RT_HANDSHAKE && len > 0 &&
-        ((const unsigned char *)buf)[0] == SSL3_MT_CERTIFICATE_REQUEST) {
-        rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
-        l->cert_asked = 1;
-    }
-}
-
-/* The same, from OpenSSL's certificate callback, which every version calls
- * when the server asks (the message callback's view of an encrypted
- * handshake has varied between releases). */
+/* Called by OpenSSL when the server asks for the client's certificate,
+ * given or not: noted (TLS 1.3 says only later whether it took it). */
 static int on_cert_request(SSL *ssl, void *arg)
 {
     rl__tls_link *l = BIO_get_data(SSL_get_rbio(ssl));
@@ -295,7 +283,6 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
             return tls_option_error(ctx, "tls_key_file (does not match tls_cert_file)",
                                     o->tls_key_file);
     }
-    SSL_CTX_set_msg_callback(ctx, on_message);
     SSL_CTX_set_cert_cb(ctx, on_cert_request, NULL);
     c->tls_insecure = o->version >= 5 && o->tls_insecure_skip_verify;
     SSL_CTX_set_verify(ctx, c->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
@@ -398,14 +385,12 @@ static int failure(rl__tls_link *l, int ret, const char *who)
     } else if (l->cert_asked && !l->got_data &&
                (!q || reason > SSL_AD_REASON_OFFSET || ERR_GET_LIB(q) == ERR_LIB_SYS ||
                 reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
-        /* (The reset that comes instead of the alert: OpenSSL 3.0 queues
-         * nothing for it, later releases the system's error or an
-         * unexpected EOF.) */
         /* It asked for the client's certificate, then alerted or dropped
          * the link before answering anything: TLS 1.3 refuses a
          * certificate after the client's side of the handshake, and its
          * alert may be lost to the reset the requests sent meanwhile
-         * cause. */
+         * cause (for which OpenSSL 3.0 queues nothing, later releases the
+         * system's error or an unexpected EOF). */
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who, SSL_get_certificate(l->ssl)
                  ? "the server refused the client certificate (tls_cert_file: not signed "
                    "by a CA it trusts, or expired?)"
@@ -416,7 +401,7 @@ static int failure(rl__tls_link *l, int ret, const char *who)
         snprintf(l->why, sizeof l->why, "TLS with %s: the server does not speak TLS on this "
                  "port (a plain port? then redis://)", who);
     } else if (e == SSL_ERROR_SYSCALL || e == SSL_ERROR_ZERO_RETURN ||
-               (q && ERR_GET_REASON(q) == SSL_R_UNEXPECTED_EOF_WHILE_READING)) {
+               reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         rc = RL_ECONN;
         snprintf(l->why, sizeof l->why, "TLS with %s: %s", who,
                  saved && e == SSL_ERROR_SYSCALL && !q ? strerror(saved)
@@ -483,16 +468,17 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 static ssize_t io_result(rl__tls_link *l, int ret)
 {
     int e = SSL_get_error(l->ssl, ret);
+    /* Closed before any answer by a server that asked for the client's
+     * certificate: failure() says why. */
+    int cert_refusal = l->cert_asked && !l->got_data;
 
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
         errno = EAGAIN;
         return -1;
     }
-    /* Closed before any answer by a server that asked for the client's
-     * certificate: failure() says why. */
-    if (e == SSL_ERROR_ZERO_RETURN && !(l->cert_asked && !l->got_data))
+    if (e == SSL_ERROR_ZERO_RETURN && !cert_refusal)
         return 0;
-    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && !(l->cert_asked && !l->got_data)) {
+    if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && !cert_refusal) {
         ERR_clear_error();
         if (errno == 0)
             return 0;   /* EOF without close_notify: closed all the same */
@@ -562,4 +548,11 @@ const char *rl__tls_error(int fd)
     rl__tls_link *l = rl__tls_of(fd);
 
     return l && l->why[0] ? l->why : NULL;
+}
+
+const char *rl__io_strerror(int fd)
+{
+    const char *tls = errno == EPROTO ? rl__tls_error(fd) : NULL;
+
+    return tls ? tls : strerror(errno);
 }

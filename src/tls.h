@@ -82,5 +82,8 @@ ssize_t rl__io_send(int fd, const void *buf, size_t n, int dontwait);
 int rl__io_readable_now(int fd);
 /* The last TLS failure on fd's link, in words; NULL: none. */
 const char *rl__tls_error(int fd);
+/* Why rl__io_recv()/rl__io_send() on fd failed, in words: the link's for a
+ * TLS failure (errno EPROTO), else strerror(errno). */
+const char *rl__io_strerror(int fd);
 
 #endif

@@ -531,6 +531,33 @@ static void insecure_failure_not_blamed_on_certificate(void **state)
     rt_redis_stop(s.redis);
 }
 
+/* Ten new clients, rediss:// and redlocks:// in turn, to servers that want
+ * a client certificate, with this one (crt, key; NULL: none): each
+ * RL_ETLS, its words naming the client certificate. */
+static void cert_refused_every_mode(const char *crt, const char *key)
+{
+    tls_server s[3];
+    char url[256];
+    rl_client *c = NULL;
+    rl_options o;
+    int i, k;
+
+    for (i = 0; i < 3; i++)
+        server_start_ex(&s[i], 1, NULL);
+    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             s[0].tls_port, s[1].tls_port, s[2].tls_port);
+    for (k = 0; k < 10; k++) {
+        tls_options(&o, k % 2 ? url : s[0].url, 0, 0);
+        o.tls_cert_file = crt;
+        o.tls_key_file = key;
+        IT_RC(rl_client_new(&c, &o), RL_ETLS);
+        if (!strstr(rl_last_error(), "client certificate"))
+            fail_msg("%s: rl_last_error(): %s", o.url, rl_last_error());
+    }
+    for (i = 0; i < 3; i++)
+        rt_redis_stop(s[i].redis);
+}
+
 /*
  * TLS 1.3: a server that wants a client certificate says so after the
  * client's side of the handshake is done, in an alert read with the first
@@ -539,25 +566,8 @@ static void insecure_failure_not_blamed_on_certificate(void **state)
  */
 static void client_certificate_wanted_every_mode(void **state)
 {
-    tls_server s[3];
-    char url[256];
-    rl_client *c = NULL;
-    rl_options o;
-    int i, k;
-
     (void)state;
-    for (i = 0; i < 3; i++)
-        server_start_ex(&s[i], 1, NULL);
-    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-             s[0].tls_port, s[1].tls_port, s[2].tls_port);
-    for (k = 0; k < 10; k++) {
-        tls_options(&o, k % 2 ? url : s[0].url, 0, 0);
-        IT_RC(rl_client_new(&c, &o), RL_ETLS);
-        if (!strstr(rl_last_error(), "client certificate"))
-            fail_msg("%s: rl_last_error(): %s", o.url, rl_last_error());
-    }
-    for (i = 0; i < 3; i++)
-        rt_redis_stop(s[i].redis);
+    cert_refused_every_mode(NULL, NULL);
 }
 
 /* The same with sentinels that want a client certificate: the sentinels
@@ -636,27 +646,8 @@ static void error_queue_left_clean(void **state)
  */
 static void client_certificate_refused_every_mode(void **state)
 {
-    tls_server s[3];
-    char url[256];
-    rl_client *c = NULL;
-    rl_options o;
-    int i, k;
-
     (void)state;
-    for (i = 0; i < 3; i++)
-        server_start_ex(&s[i], 1, NULL);
-    snprintf(url, sizeof url, "redlocks://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-             s[0].tls_port, s[1].tls_port, s[2].tls_port);
-    for (k = 0; k < 10; k++) {
-        tls_options(&o, k % 2 ? url : s[0].url, 0, 0);
-        o.tls_cert_file = certs->rogue_crt;
-        o.tls_key_file = certs->rogue_key;
-        IT_RC(rl_client_new(&c, &o), RL_ETLS);
-        if (!strstr(rl_last_error(), "client certificate"))
-            fail_msg("%s: rl_last_error(): %s", o.url, rl_last_error());
-    }
-    for (i = 0; i < 3; i++)
-        rt_redis_stop(s[i].redis);
+    cert_refused_every_mode(certs->rogue_crt, certs->rogue_key);
 }
 
 /* ---- many threads ------------------------------------------------------- */

@@ -7,8 +7,11 @@
  * when a server cannot be reached, at least every RL__MAP_MAX_AGE_MS, and
  * after a MOVED (which also corrects its one slot at once). ASK sends the
  * next try to the named node after ASKING. TRYAGAIN and CLUSTERDOWN are
- * sent again after a short pause, until the route's deadline. Every one of
- * those replies comes before a command runs, so sending it again is safe.
+ * sent again after a short pause, until the route's deadline; so are
+ * redirects past RL__REDIRECTS_MAX (nodes that send a command round in a
+ * circle disagree on who owns the slot: a failover or a migration half
+ * seen). Every one of those replies comes before a command runs, so
+ * sending it again is safe.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,19 +448,34 @@ rl__server *rl__router_redirect(rl_client *c, const rl__redirect *red, const rl_
     return s;
 }
 
+/* The servers are in motion: pause (doubling), have the map asked for
+ * again, and RL__RETRY; RL_ECONN (nothing ran) once the pause would pass
+ * rt's deadline. */
+static int settle(rl_client *c, rl__route *rt, const char *msg, size_t len)
+{
+    int64_t now = rl__now_ms();
+
+    rt->backoff = rl__backoff_ms(rt->backoff, RL__BUSY_FIRST_MS, RL__BUSY_MAX_MS);
+    if (now + rt->backoff > rt->deadline)
+        return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
+                       (int)(len > 200 ? 200 : len), msg);
+    pause_ms(rt->backoff);
+    rl__map_suspect(c);
+    return RL__RETRY;
+}
+
 int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
 {
     rl__redirect red;
     rl__server *s;
-    int kind = rl__redirect_parse(msg, len, &red);
+    int rc, kind = rl__redirect_parse(msg, len, &red);
 
     if (kind < 0)
         return rl__err(RL_EPROTO, "a redirect not understood: %.*s", (int)(len > 200 ? 200 : len),
                        msg);
     if (kind == 1) {
-        if (++rt->redirects > RL__REDIRECTS_MAX)
-            return rl__err(RL_EREDIS, "more than %d redirects for one command (last: %.*s)",
-                           RL__REDIRECTS_MAX, (int)(len > 200 ? 200 : len), msg);
+        if (++rt->redirects > RL__REDIRECTS_MAX && (rc = settle(c, rt, msg, len)) != RL__RETRY)
+            return rc;
         pthread_mutex_lock(&c->mu);
         s = rl__router_redirect(c, &red, rt->last);
         pthread_mutex_unlock(&c->mu);
@@ -473,15 +491,7 @@ int rl__route_error(rl_client *c, rl__route *rt, const char *msg, size_t len)
         rl__map_suspect(c);
     }
     if (rl__cluster_retryable(msg, len) ||
-        (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8))) {
-        int64_t now = rl__now_ms();
-        rt->backoff = rl__backoff_ms(rt->backoff, RL__BUSY_FIRST_MS, RL__BUSY_MAX_MS);
-        if (now + rt->backoff > rt->deadline)
-            return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
-                           (int)(len > 200 ? 200 : len), msg);
-        pause_ms(rt->backoff);
-        rl__map_suspect(c);
-        return RL__RETRY;
-    }
+        (c->mode == RL__MODE_SENTINEL && len >= 8 && memmem(msg, len, "READONLY", 8)))
+        return settle(c, rt, msg, len);
     return RL_OK;
 }

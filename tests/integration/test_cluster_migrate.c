@@ -853,6 +853,113 @@ static void test_fair_hold_across_a_migration(void **state)
     rl_client_free(ca);
 }
 
+/* ---- two masters that send a name's slot to each other ---------------- */
+
+/* Where node i sends a GET of key: the port a MOVED names, 0 when it
+ * would serve it, -1 on error. */
+static int sends_to(rt_cluster *cl, int i, const char *key, size_t kl)
+{
+    redisContext *rc = rt_cluster_connect(cl, i);
+    const char *argv[2] = { "GET", key };
+    size_t lens[2] = { 3, kl };
+    redisReply *r = rc ? redisCommandArgv(rc, 2, argv, lens) : NULL;
+    const char *colon;
+    int port = -1;
+
+    if (r && r->type != REDIS_REPLY_ERROR)
+        port = 0;
+    else if (r && strncmp(r->str, "MOVED ", 6) == 0 && (colon = strrchr(r->str, ':')) != NULL)
+        port = atoi(colon + 1);
+    freeReplyObject(r);
+    if (rc)
+        redisFree(rc);
+    return port;
+}
+
+#define CIRCLE_MS 400    /* how long the two masters send the slot round */
+
+typedef struct circle {
+    rt_cluster *cl;
+    int a;
+    int64_t close_at;
+    const char *setslot[5];
+    size_t lens[5];
+    int rc;
+} circle;
+
+/* At close_at, the circle's end: `a` takes the slot back. */
+static void *close_circle(void *arg)
+{
+    circle *k = arg;
+    int64_t left = k->close_at - rt_now_ms();
+
+    if (left > 0)
+        rt_sleep_ms(left);
+    k->rc = node_cmd(k->cl, k->a, 5, k->setslot, k->lens);
+    return NULL;
+}
+
+/* Master A gives a name's (empty) slot to B, while B still believes A owns
+ * it: each answers MOVED to the other, as two masters do for a moment in a
+ * failover or a migration half seen. The library, past its redirect limit,
+ * waits for the cluster to settle (pausing, asking for the slot map again)
+ * within the call's time (an acquisition's wait; the command timeout for a
+ * release), rather than failing at once with RL_EREDIS: once A takes the
+ * slot back, the acquisition succeeds. */
+static void test_redirect_circle_waits_for_the_cluster(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *c = cl_client_timed(e->cl->url, 5000);
+    rl_lock *l = it_lock(c, "circle-1");
+    char key[2200], slotstr[16];
+    const char *give[5] = { "CLUSTER", "SETSLOT", slotstr, "NODE", NULL };
+    size_t kl, glens[5];
+    int slot = key_of(e->cl, "circle-1", key, &kl), a, b, i, rc;
+    pthread_t th;
+    circle k;
+    int64_t t0, took;
+
+    assert_true(slot >= 0);
+    a = rt_cluster_master_of(e->cl, slot);
+    assert_true(a >= 0);
+    b = (a + 1) % 3;
+    snprintf(slotstr, sizeof slotstr, "%d", slot);
+    give[4] = e->cl->id[b];
+    for (i = 0; i < 5; i++)
+        glens[i] = strlen(give[i]);
+    /* The client learns the map before the circle: its first try goes to A. */
+    IT_RC(rl_lock_try_acquire(l, 0, 1000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+
+    memset(&k, 0, sizeof k);
+    k.cl = e->cl;
+    k.a = a;
+    memcpy(k.setslot, give, sizeof give);
+    k.setslot[4] = e->cl->id[a];
+    for (i = 0; i < 5; i++)
+        k.lens[i] = strlen(k.setslot[i]);
+    IT_EQ(node_cmd(e->cl, a, 5, give, glens), 0);      /* A: "B owns it" */
+    /* The circle: A sends the key to B, B back to A. */
+    IT_EQ(sends_to(e->cl, a, key, kl), e->cl->node[b]->port);
+    IT_EQ(sends_to(e->cl, b, key, kl), e->cl->node[a]->port);
+    t0 = rt_now_ms();
+    k.close_at = t0 + CIRCLE_MS;
+    IT_EQ(pthread_create(&th, NULL, close_circle, &k), 0);
+    rc = rl_lock_try_acquire(l, 3000, 1000);
+    took = rt_now_ms() - t0;
+    print_message("%s %lld ms into a circle of %d ms%s%s\n", rc == RL_OK ? "acquired" : "failed",
+                  (long long)took, CIRCLE_MS, rc == RL_OK ? "" : ": ",
+                  rc == RL_OK ? "" : rl_last_error());
+    pthread_join(th, NULL);
+    IT_EQ(k.rc, 0);
+    IT_RC(rc, RL_OK);
+    assert_true(took >= CIRCLE_MS);     /* it was sent round, not served */
+    IT_EQ(sends_to(e->cl, b, key, kl), e->cl->node[a]->port);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -862,6 +969,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fair_release_mid_migration),
         cmocka_unit_test(test_fair_acquire_mid_migration),
         cmocka_unit_test(test_fair_hold_across_a_migration),
+        cmocka_unit_test(test_redirect_circle_waits_for_the_cluster),
     };
 
     if (argc > 1)

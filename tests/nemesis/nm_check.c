@@ -15,9 +15,12 @@
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out,
  *              but in a Cluster with replicas (a failover, wait_replicas 1).
- *   delay      after a lost hold A (a release returned a status other than
- *              RL_OK or RL_ECONN (nothing sent), or its process was killed), no hold B with a valid write
- *              returns before A's last valid moment + delay - NM_DELAY_TOL.
+ *   delay      after a lost hold A (its last release returned a status
+ *              other than RL_OK or RL_ECONN (nothing sent), it was never
+ *              released, or its process was killed), no hold B with a
+ *              valid write returns before A's last valid moment + delay -
+ *              NM_DELAY_TOL. A thread may keep holds of several names (a
+ *              release that failed leaves the count): each is followed.
  *   liveness   outside faults (and a lease, a delay and a fair place after
  *              them): an acquisition that timed out saw no stretch longer
  *              than NM_LIVE_BOUND_MS in which the name was provably free;
@@ -199,7 +202,10 @@ static void violation(nm_hist *h, int inv, int name, const nm_hold *a, const nm_
 
 typedef struct nm_tstate {
     int tid;
-    long hold;               /* index in holds, -1: none */
+    long hold;               /* the hold of the line's name and side, -1: none */
+    long held[NM_NAMES_MAX][3];  /* each name and side's hold, -1: none (a release
+                                  * that failed may leave one while the thread
+                                  * goes on to another name) */
     int64_t inv;
     long wait;
     long last_hold;          /* the hold its last release closed, -1: none */
@@ -217,6 +223,8 @@ static nm_tstate *tstate(nm_tstate *ts, int *n, int tid)
         return &ts[0];
     ts[*n].tid = tid;
     ts[*n].hold = -1;
+    for (i = 0; i < NM_NAMES_MAX * 3; i++)
+        ts[*n].held[i / 3][i % 3] = -1;
     ts[*n].last_hold = -1;
     ts[*n].inv_shut = 0;
     return &ts[(*n)++];
@@ -229,6 +237,17 @@ static void wfault_violation(nm_hist *h, int inv, int pi, int tid, int64_t ns, c
     printf("VIOLATION %s: %s thread %d at %lld ns: %s\n  replay: rlnemesis run --seed 0x%llx"
            "   (histories: %s)\n", nm_inv_name(inv), h->procs[pi].file, tid, (long long)ns, what,
            (unsigned long long)h->plan.seed, h->dir);
+}
+
+/* Whether the thread holds another name or side than (name, side). */
+static int holds_other(const nm_tstate *t, int name, int side)
+{
+    int i;
+
+    for (i = 0; i < NM_NAMES_MAX * 3; i++)
+        if (t->held[i / 3][i % 3] >= 0 && i != name * 3 + side)
+            return 1;
+    return 0;
 }
 
 static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
@@ -268,7 +287,7 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         h->holds[t->hold].rel_ret = ns;   /* dropped without a release we saw */
     h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
     memset(&h->holds[h->nholds], 0, sizeof *h->holds);
-    h->holds[h->nholds].others = t->hold >= 0;
+    h->holds[h->nholds].others = t->hold >= 0 || holds_other(t, f[0], f[1]);
     h->holds[h->nholds].count = 1;
     h->holds[h->nholds].proc = pi;
     h->holds[h->nholds].tid = t->tid;
@@ -321,9 +340,12 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         x->cut = h->procs[pi].shut_rec[f[0]] + 1;
         h->procs[pi].cut[f[0]]++;
     }
-    /* RL_ECONN: nothing was sent, the hold stands (the worker calls again). */
-    if (f[2] != RL_OK && f[2] != RL_ECONN)
-        x->bad_release = 1;
+    /* RL_ECONN: nothing was sent, the hold stands (the worker calls again).
+     * A release that failed and left the count (a Cluster that did not
+     * settle in time, say) is judged by the releases after it: the last
+     * one says whether the hold ended cleanly. */
+    if (f[2] != RL_ECONN)
+        x->bad_release = f[2] != RL_OK;
     x->rel_ret = ns;
     x->count = f[3];
     x->last_release_open = 0;
@@ -474,19 +496,12 @@ static void on_release_invoked(nm_hist *h, nm_tstate *t)
         h->holds[t->hold].last_release_open = 1;
 }
 
-static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
+static void parse_hold_line(nm_hist *h, int pi, nm_tstate *t, long long ns, char ev,
+                            const char *line)
 {
-    long long ns, a1, a2, a3, a4, a5, a6;
-    int tid, f[4];
-    char ev;
-    nm_tstate *t;
+    long long a1, a2, a3, a4, a5;
+    int f[4];
 
-    if (sscanf(line, "%lld %d %c", &ns, &tid, &ev) != 3)
-        return;
-    t = tstate(ts, nts, tid);
-    line = strchr(strchr(line, ' ') + 1, ' ') + 3;
-    if (parse_wfault_line(h, pi, t, ns, ev, line))
-        return;
     if (ev == 'A' && sscanf(line, "%lld %lld %lld", &a1, &a2, &a3) == 3) {
         t->inv = ns;
         t->wait = (long)a3;
@@ -502,8 +517,15 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
             on_released(h, pi, t, ns, f);
-    } else if (ev == 'S' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a6) == 5
-               && a1 >= 0 && a1 < h->plan.nnames) {
+    }
+}
+
+static void parse_other_line(nm_hist *h, int pi, char ev, const char *line)
+{
+    long long a1, a2, a3, a4, a6;
+
+    if (ev == 'S' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a6) == 5 &&
+        a1 >= 0 && a1 < h->plan.nnames) {
         h->procs[pi].has_stats[a1] = 1;
         h->procs[pi].s_acq[a1] = (unsigned long long)a2;
         h->procs[pi].s_reent[a1] = (unsigned long long)a3;
@@ -511,6 +533,30 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
     } else if (ev == 'P' && strncmp(line, "end", 3) == 0) {
         h->procs[pi].ended = 1;
     }
+}
+
+static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const char *line)
+{
+    long long ns, a1, a2;
+    int tid;
+    char ev;
+    nm_tstate *t;
+
+    if (sscanf(line, "%lld %d %c", &ns, &tid, &ev) != 3)
+        return;
+    t = tstate(ts, nts, tid);
+    line = strchr(strchr(line, ' ') + 1, ' ') + 3;
+    if (parse_wfault_line(h, pi, t, ns, ev, line))
+        return;
+    /* A line of a name and side: its hold is the thread's to act on. */
+    if (strchr("AaLlW", ev) == NULL || sscanf(line, "%lld %lld", &a1, &a2) != 2 || a1 < 0 ||
+        a1 >= h->plan.nnames || a1 >= NM_NAMES_MAX || a2 < 0 || a2 > 2) {
+        parse_other_line(h, pi, ev, line);
+        return;
+    }
+    t->hold = t->held[a1][a2];
+    parse_hold_line(h, pi, t, ns, ev, line);
+    t->held[a1][a2] = t->hold;
 }
 
 static int read_worker(nm_hist *h, const char *file)

@@ -82,7 +82,7 @@ typedef struct candidate {
     rl_lock *lock;
     long watch_ms;
     int journal;            /* the journal's descriptor, -1: none */
-    int unreachable;        /* said once per outage */
+    int unreachable;        /* the last wait ended with Redis away */
     char seen[160];         /* the leader last printed: "none", "host:pid (id)" */
 } candidate;
 
@@ -230,27 +230,32 @@ static int step_down(candidate *c, int why)
     return rl_lock_hold_count(c->lock) == 0 ? 0 : -1;
 }
 
-/* Stand until a signal: wait for the lock in slices, watch between them. */
+/* Stand until a signal: wait for the lock in slices, watch who leads
+ * between them (not while Redis is away: the wait rides the outage out). */
 static int run(candidate *c)
 {
     int rc, why;
 
     while (!stop_signal) {
-        watch(c);
+        if (!c->unreachable)
+            watch(c);
         rc = rl_lock_try_acquire(c->lock, c->watch_ms, RL_LEASE_WATCHDOG);
-        if (rc == RL_ETIMEDOUT || rc == RL_EBUSY)
-            continue;
-        if (rc == RL_ECONN) {       /* the wait rode out an outage: go on */
-            if (!c->unreachable++)
+        if (rc == RL_ECONN) {
+            if (!c->unreachable)
                 fprintf(stderr, "leader: Redis is unreachable (%s); waiting\n",
                         rl_last_error());
+            c->unreachable = 1;
             continue;
         }
+        if (c->unreachable)
+            fprintf(stderr, "leader: Redis answers again\n");
+        c->unreachable = 0;
+        if (rc == RL_ETIMEDOUT || rc == RL_EBUSY)
+            continue;
         if (rc != RL_OK) {
             fprintf(stderr, "leader: acquire: %s (%s)\n", rl_strerror(rc), rl_last_error());
             return 1;
         }
-        c->unreachable = 0;
         printf("LEAD %s\n", c->id);
         why = lead(c);
         if (step_down(c, why) != 0 || why == FAILED)

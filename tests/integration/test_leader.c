@@ -11,7 +11,6 @@
 #include "it_common.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -41,42 +40,49 @@ typedef struct cand {
 
 static cand cands[NCAND];
 static char journal_path[400];
+static int finished;    /* the test ran to its end */
 
 /* Kill what a failed test left running. */
 static void cand_kill(cand *x)
 {
     if (x->pid > 0 && !x->done) {
         kill(x->pid, SIGKILL);
-        kill(x->pid, SIGCONT);
         waitpid(x->pid, &x->status, 0);
         x->done = 1;
     }
 }
 
+/* A test that failed shows what each candidate printed. */
 static int teardown(void **state)
 {
-    for (int i = 0; i < NCAND; i++)
+    char line[512];
+    FILE *f;
+
+    for (int i = 0; i < NCAND; i++) {
         cand_kill(&cands[i]);
+        if (!finished && cands[i].pid > 0 && (f = fopen(cands[i].out, "r"))) {
+            while (fgets(line, sizeof line, f))
+                fprintf(stderr, "#   %s: %s", cands[i].id, line);
+            fclose(f);
+        }
+        cands[i].pid = 0;
+    }
+    finished = 0;
     return it_teardown(state);
 }
 
+/* Start candidate `id`: its stdout and stderr into a file of dir; killed
+ * when the test process dies. */
 static void cand_start(cand *x, const char *id, const char *url, const char *dir)
 {
     const char *argv[] = { LEADER_BIN, "--lease-ms", LEASE_ARG, "--journal", journal_path,
                            url, "election", id, NULL };
-    posix_spawn_file_actions_t fa;
-    int rc;
 
     memset(x, 0, sizeof *x);
     snprintf(x->id, sizeof x->id, "%s", id);
     snprintf(x->out, sizeof x->out, "%s/out.%s", dir, id);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, x->out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    rc = posix_spawn(&x->pid, LEADER_BIN, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        fail_msg("cannot run %s: %s", LEADER_BIN, strerror(rc));
+    if ((x->pid = rt_spawn_logged(LEADER_BIN, (char *const *)argv, x->out)) < 0)
+        fail_msg("cannot run %s", LEADER_BIN);
 }
 
 static int cand_reaped(cand *x)
@@ -149,14 +155,14 @@ static int follows(const cand *x, const cand *leader)
     return where[0] && lines(x, "FOLLOW ", last, sizeof last) > 0 && strcmp(last, want) == 0;
 }
 
-/* The one candidate of the running ones (not `except`) that has led `n`
- * times, when exactly one has; else NULL. */
-static cand *the_leader(int n, const cand *except)
+/* The one candidate of the running ones that has led, when exactly one
+ * has; else NULL. */
+static cand *the_leader(void)
 {
     cand *found = NULL;
 
     for (int i = 0; i < NCAND; i++) {
-        if (&cands[i] == except || cands[i].done || leads(&cands[i]) < n)
+        if (cands[i].done || leads(&cands[i]) == 0)
             continue;
         if (found)
             return NULL;
@@ -252,7 +258,7 @@ static void test_election(void **state)
     cand_start(&cands[2], "c", e->redis->url, e->redis->dir);
 
     /* One leads; the other two name it, and none of them leads. */
-    IT_WAIT((first = the_leader(1, NULL)) != NULL, 5000);
+    IT_WAIT((first = the_leader()) != NULL, 5000);
     for (int i = 0; i < NCAND; i++)
         if (&cands[i] != first)
             IT_WAIT(follows(&cands[i], first), 3000);
@@ -263,7 +269,7 @@ static void test_election(void **state)
     t0 = rt_now_ms();
     kill(first->pid, SIGKILL);
     IT_EQ(cand_wait(first, 2000), 1000 + SIGKILL);
-    IT_WAIT((second = the_leader(1, NULL)) != NULL, LEASE_MS + 1000);
+    IT_WAIT((second = the_leader()) != NULL, LEASE_MS + 1000);
     printf("# hand-over after SIGKILL: %lld ms (lease %ld ms)\n",
            (long long)(rt_now_ms() - t0), LEASE_MS);
     third = other(first, second);
@@ -306,6 +312,7 @@ static void test_election(void **state)
     check_journal(terms, sizeof terms);
     snprintf(want, sizeof want, "%s%s%s%s", first->id, second->id, third->id, second->id);
     assert_string_equal(terms, want);
+    finished = 1;
 }
 
 /* Bad arguments: exit 2, nothing started. */

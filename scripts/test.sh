@@ -165,7 +165,7 @@ fi
 
 step_begin "7 examples: valgrind, then workers on a cluster"
 absent=0
-for ex in minimal workers long_job fencing; do
+for ex in minimal workers long_job fencing leader; do
     if [[ ! -x build/examples/$ex ]]; then
         printf '\n!!!!!!!!\n!!!! build/examples/%s is MISSING: it must exist before landing\n!!!!!!!!\n\n' "$ex" >&2
         absent=1

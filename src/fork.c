@@ -4,7 +4,8 @@
  * besides the thread-local identity and error detail.
  *
  * Before fork: every client mutex is taken, so the child inherits tables in
- * a consistent state. In the child: mutexes are released, condition
+ * a consistent state, then tls.c's gate is closed, so that no thread of
+ * the library is inside OpenSSL. In the child: mutexes are released, condition
  * variables made anew, and each client is marked; the first call on it then
  * rebuilds it as a new owner (new UUID) holding nothing.
  */
@@ -24,6 +25,7 @@
 #include "stats.h"
 #include "subscriber.h"
 #include "thread.h"
+#include "tls.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -39,12 +41,15 @@ static void prepare(void)
     pthread_mutex_lock(&registry_mu);
     for (c = registry; c; c = c->reg_next)
         pthread_mutex_lock(&c->mu);
+    /* Last: a thread inside OpenSSL takes no client mutex before it leaves. */
+    rl__tls_fork_prepare();
 }
 
 static void parent(void)
 {
     rl_client *c;
 
+    rl__tls_fork_parent();
     for (c = registry; c; c = c->reg_next)
         pthread_mutex_unlock(&c->mu);
     pthread_mutex_unlock(&registry_mu);
@@ -57,6 +62,7 @@ static void child(void)
     /* The only thread left is the one that forked: whatever it held in the
      * parent, it holds nothing here. */
     rl__thread_forget_all();
+    rl__tls_fork_child();
     for (c = registry; c; c = c->reg_next) {
         atomic_store(&c->forked, 1);
         /* The child is a new client as far as its counters go. */

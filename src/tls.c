@@ -1,9 +1,17 @@
 /*
  * TLS links (tls.h): OpenSSL over rlock's own socket transport. A link's
- * BIO reads and writes the descriptor with recv()/send(), so that a call
- * that must not wait says so per call (MSG_DONTWAIT) and no write raises
- * SIGPIPE (MSG_NOSIGNAL); a blocking call waits within the socket's
+ * BIO reads and writes the descriptor with recv()/send(), never waiting
+ * (MSG_DONTWAIT), and no write raises SIGPIPE (MSG_NOSIGNAL); a blocking
+ * call polls between OpenSSL's tries, each wait within the socket's
  * timeouts (SO_RCVTIMEO, SO_SNDTIMEO: hiredis's redisSetTimeout()).
+ *
+ * fork(): a child that uses OpenSSL hangs on any OpenSSL lock another
+ * thread of the parent held at the fork (a handshake's random numbers,
+ * its algorithm caches). So every OpenSSL call of the library runs inside
+ * the gate, and fork.c's prepare handler closes the gate (after every
+ * client mutex): fork() waits until no library thread is inside OpenSSL.
+ * Nothing waits on the network inside the gate (a blocking read or write
+ * polls outside it), and nothing inside takes a library lock.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,16 +31,63 @@
 #include "client.h"
 #include "error.h"
 #include "tls.h"
+#include "util.h"
 
 struct rl__tls_link {
     SSL *ssl;
     int fd;
-    int dontwait;       /* this call's reads and writes: MSG_DONTWAIT */
     int cert_asked;     /* the server asked for the client's certificate */
     int got_data;       /* a read returned data */
     char who[RL__HOST_MAX + 32];    /* the server ("sentinel host:port"), for the words */
     char why[RL__HOST_MAX + 200];   /* the last failure, in words */
 };
+
+/* ---- the gate ----------------------------------------------------------- */
+
+static pthread_rwlock_t gate;
+static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
+
+static void gate_make(void)
+{
+    pthread_rwlockattr_t a;
+
+    /* A fork waits for the calls inside, not for every call that follows. */
+    pthread_rwlockattr_init(&a);
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&gate, &a);
+    pthread_rwlockattr_destroy(&a);
+}
+
+/* Never nested: a waiting fork would hold a second entry back. */
+static void enter(void)
+{
+    pthread_once(&gate_once, gate_make);
+    pthread_rwlock_rdlock(&gate);
+}
+
+static void leave(void)
+{
+    pthread_rwlock_unlock(&gate);
+}
+
+void rl__tls_fork_prepare(void)
+{
+    pthread_once(&gate_once, gate_make);
+    pthread_rwlock_wrlock(&gate);
+}
+
+void rl__tls_fork_parent(void)
+{
+    pthread_rwlock_unlock(&gate);
+}
+
+void rl__tls_fork_child(void)
+{
+    /* Made anew: threads of the parent that waited at the gate are
+     * counted in it, and they are not here to leave. */
+    memset(&gate, 0, sizeof gate);
+    gate_make();
+}
 
 /* ---- links by descriptor ----------------------------------------------- */
 
@@ -76,12 +131,21 @@ rl__tls_link *rl__tls_of(int fd)
     return s ? atomic_load_explicit(s, memory_order_acquire) : NULL;
 }
 
-static void link_free(rl__tls_link *l)
+static void link_free_inside(rl__tls_link *l)
 {
     if (!l)
         return;
     SSL_free(l->ssl);       /* and its BIO; SSL_free writes nothing */
     free(l);
+}
+
+static void link_free(rl__tls_link *l)
+{
+    if (!l)
+        return;
+    enter();
+    link_free_inside(l);
+    leave();
 }
 
 void rl__tls_drop(int fd)
@@ -127,7 +191,7 @@ static int bio_write(BIO *b, const char *buf, int n)
 
     BIO_clear_retry_flags(b);
     do
-        w = send(l->fd, buf, (size_t)n, MSG_NOSIGNAL | (l->dontwait ? MSG_DONTWAIT : 0));
+        w = send(l->fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (w < 0 && errno == EINTR);
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_write(b);
@@ -141,7 +205,7 @@ static int bio_read(BIO *b, char *buf, int n)
 
     BIO_clear_retry_flags(b);
     do
-        r = recv(l->fd, buf, (size_t)n, l->dontwait ? MSG_DONTWAIT : 0);
+        r = recv(l->fd, buf, (size_t)n, MSG_DONTWAIT);
     while (r < 0 && errno == EINTR);
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         BIO_set_retry_read(b);
@@ -242,7 +306,7 @@ static const char *tls_option_given(const rl_options *o)
          : o->tls_insecure_skip_verify ? "tls_insecure_skip_verify" : NULL;
 }
 
-int rl__tls_client_init(rl_client *c, const rl_options *o)
+static int client_init_inside(rl_client *c, const rl_options *o)
 {
     const char *given = tls_option_given(o);
     SSL_CTX *ctx;
@@ -294,9 +358,23 @@ int rl__tls_client_init(rl_client *c, const rl_options *o)
     return RL_OK;
 }
 
+int rl__tls_client_init(rl_client *c, const rl_options *o)
+{
+    int rc;
+
+    enter();
+    rc = client_init_inside(c, o);
+    leave();
+    return rc;
+}
+
 void rl__tls_client_free(rl_client *c)
 {
-    SSL_CTX_free(c->tls_ctx);
+    if (c->tls_ctx) {
+        enter();
+        SSL_CTX_free(c->tls_ctx);
+        leave();
+    }
     c->tls_ctx = NULL;
     free(c->tls_name);
     c->tls_name = NULL;
@@ -311,20 +389,13 @@ static int is_ip(const char *host)
     return inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1;
 }
 
-int rl__tls_start(rl_client *c, const char *host, int fd, rl__tls_link **out)
+static int start_inside(rl_client *c, const char *name, rl__tls_link *l)
 {
-    const char *name = c->tls_name ? c->tls_name : host;
-    rl__tls_link *l;
     BIO *bio;
 
-    if (!(l = calloc(1, sizeof *l)))
-        return rl__err(RL_ENOMEM, "out of memory");
-    l->fd = fd;
     ERR_clear_error();
-    if (!(l->ssl = SSL_new(c->tls_ctx)) || !(bio = BIO_new(bio_method))) {
-        link_free(l);
+    if (!(l->ssl = SSL_new(c->tls_ctx)) || !(bio = BIO_new(bio_method)))
         return rl__err(RL_ENOMEM, "TLS: out of memory");
-    }
     BIO_set_data(bio, l);
     SSL_set_bio(l->ssl, bio, bio);
     if (!is_ip(name))
@@ -332,15 +403,28 @@ int rl__tls_start(rl_client *c, const char *host, int fd, rl__tls_link **out)
     if (!c->tls_insecure) {
         int ok = is_ip(name) ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(l->ssl), name)
                              : SSL_set1_host(l->ssl, name);
-        if (ok != 1) {
-            link_free(l);
+        if (ok != 1)
             return rl__err(RL_EINVAL, "TLS: cannot check certificates against \"%s\"", name);
-        }
     }
     SSL_set_connect_state(l->ssl);
-    l->dontwait = 1;
-    *out = l;
     return RL_OK;
+}
+
+int rl__tls_start(rl_client *c, const char *host, int fd, rl__tls_link **out)
+{
+    rl__tls_link *l;
+    int rc;
+
+    if (!(l = calloc(1, sizeof *l)))
+        return rl__err(RL_ENOMEM, "out of memory");
+    l->fd = fd;
+    enter();
+    if ((rc = start_inside(c, c->tls_name ? c->tls_name : host, l)) != RL_OK)
+        link_free_inside(l);
+    leave();
+    if (rc == RL_OK)
+        *out = l;
+    return rc;
 }
 
 /* Why the handshake or a read failed, as a status and words in l->why. */
@@ -419,21 +503,45 @@ int rl__tls_step(rl__tls_link *l, const char *who, short *events)
 
     if (!l->who[0])
         snprintf(l->who, sizeof l->who, "%s", who);
+    enter();
     ERR_clear_error();
     errno = 0;
-    if ((ret = SSL_do_handshake(l->ssl)) == 1) {
-        l->dontwait = 0;
-        if ((rc = link_put(l)) != RL_OK)
-            return rc;
-        return 0;
-    }
-    e = SSL_get_error(l->ssl, ret);
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    ret = SSL_do_handshake(l->ssl);
+    e = ret == 1 ? SSL_ERROR_NONE : SSL_get_error(l->ssl, ret);
+    rc = e == SSL_ERROR_NONE || e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE
+         ? RL_OK : failure(l, ret, who);
+    leave();
+    if (e == SSL_ERROR_NONE)
+        return link_put(l);
+    if (rc == RL_OK) {
         *events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
         return 1;
     }
-    rc = failure(l, ret, who);
     return rl__err(rc, "%s", l->why);
+}
+
+/* Wait until fd is ready for events, within the socket's timeout for
+ * them (none set: no limit). 1 ready, 0 timed out, -1 failed (errno). */
+static int wait_for(int fd, short events)
+{
+    struct pollfd p = { fd, events, 0 };
+    struct timeval tv = { 0, 0 };
+    socklen_t len = sizeof tv;
+    int64_t ms = -1, until = 0;
+    int n;
+
+    if (getsockopt(fd, SOL_SOCKET, events == POLLOUT ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &len) == 0 &&
+        (tv.tv_sec > 0 || tv.tv_usec > 0)) {
+        ms = (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+        until = rl__now_ms() + ms;
+    }
+    for (;;) {
+        n = poll(&p, 1, ms < 0 ? -1 : (int)ms);
+        if (n >= 0 || errno != EINTR)
+            return n > 0 ? 1 : n;
+        if (ms >= 0 && (ms = until - rl__now_ms()) < 0)
+            ms = 0;
+    }
 }
 
 void rl__tls_abort(rl__tls_link *l)
@@ -451,8 +559,9 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
         return RL_OK;
     if ((rc = rl__tls_start(c, host, fd, &l)) != RL_OK)
         return rc;
-    l->dontwait = 0;    /* the socket's timeouts bound each wait */
-    rc = rl__tls_step(l, who, &events);
+    /* The socket's timeouts bound each wait. */
+    while ((rc = rl__tls_step(l, who, &events)) == 1 && wait_for(fd, events) > 0)
+        ;
     if (rc == 1)
         rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (%s)", who,
                      RL__TLS_SILENT_WHY);
@@ -491,36 +600,67 @@ static ssize_t io_result(rl__tls_link *l, int ret)
     return -1;
 }
 
+/* One SSL_read or SSL_write, inside the gate; *events: what it waits for. */
+static ssize_t io_once(rl__tls_link *l, void *buf, size_t n, int write, short *events)
+{
+    int ret, len = n > INT32_MAX ? INT32_MAX : (int)n, saved;
+    ssize_t r;
+
+    enter();
+    ERR_clear_error();
+    errno = 0;
+    ret = write ? SSL_write(l->ssl, buf, len) : SSL_read(l->ssl, buf, len);
+    RL__HOOK("tls.inside");
+    if (ret > 0) {
+        l->got_data |= !write;
+        r = ret;
+    } else {
+        *events = SSL_want_write(l->ssl) ? POLLOUT : POLLIN;
+        r = io_result(l, ret);
+    }
+    saved = errno;
+    leave();
+    errno = saved;
+    return r;
+}
+
+/* A read or write that may wait polls outside the gate between tries. */
+static ssize_t io(rl__tls_link *l, void *buf, size_t n, int write, int dontwait)
+{
+    short events = POLLIN;
+    ssize_t r;
+    int w;
+
+    for (;;) {
+        r = io_once(l, buf, n, write, &events);
+        if (r >= 0 || errno != EAGAIN || dontwait)
+            return r;
+        if ((w = wait_for(l->fd, events)) <= 0) {
+            if (w == 0)
+                errno = EAGAIN;     /* as a socket's timeout says it */
+            return -1;
+        }
+    }
+}
+
 ssize_t rl__io_recv(int fd, void *buf, size_t n, int dontwait)
 {
     rl__tls_link *l = rl__tls_of(fd);
-    int ret;
 
     if (!l)
         return recv(fd, buf, n, dontwait ? MSG_DONTWAIT : 0);
-    l->dontwait = dontwait;
-    ERR_clear_error();
-    errno = 0;
-    ret = SSL_read(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    if (ret > 0)
-        l->got_data = 1;
-    return ret > 0 ? ret : io_result(l, ret);
+    return io(l, buf, n, 0, dontwait);
 }
 
 ssize_t rl__io_send(int fd, const void *buf, size_t n, int dontwait)
 {
     rl__tls_link *l = rl__tls_of(fd);
-    int ret;
 
     if (!l)
         return send(fd, buf, n, MSG_NOSIGNAL | (dontwait ? MSG_DONTWAIT : 0));
     if (n == 0)
         return 0;
-    l->dontwait = dontwait;
-    ERR_clear_error();
-    errno = 0;
-    ret = SSL_write(l->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    return ret > 0 ? ret : io_result(l, ret);
+    return io(l, (void *)buf, n, 1, dontwait);
 }
 
 int rl__io_readable_now(int fd)
@@ -535,12 +675,13 @@ int rl__io_readable_now(int fd)
     }
     /* Reads the records waiting (a session ticket is taken in here),
      * keeps any data. */
-    l->dontwait = 1;
+    enter();
     ERR_clear_error();
     errno = 0;
     ret = SSL_peek(l->ssl, &b, 1);
-    l->dontwait = 0;
-    return ret > 0 || io_result(l, ret) >= 0 || errno != EAGAIN;
+    ret = ret > 0 || io_result(l, ret) >= 0 || errno != EAGAIN;
+    leave();
+    return ret;
 }
 
 const char *rl__tls_error(int fd)

@@ -86,4 +86,11 @@ const char *rl__tls_error(int fd);
  * TLS failure (errno EPROTO), else strerror(errno). */
 const char *rl__io_strerror(int fd);
 
+/* fork.c's handlers: prepare waits until no thread of the library is
+ * inside OpenSSL and keeps new ones out (a child would hang on an OpenSSL
+ * lock held by a thread it does not have); parent and child reopen. */
+void rl__tls_fork_prepare(void);
+void rl__tls_fork_parent(void);
+void rl__tls_fork_child(void);
+
 #endif

@@ -115,6 +115,20 @@ pid_t rt_spawn_self(char *const argv[], const int *keep, int nkeep, unsigned ala
     return pid;
 }
 
+/* Where a child that hangs is stuck: every thread's stack, by gdb when
+ * there is one, on stderr. */
+static void print_stacks(pid_t pid)
+{
+    char cmd[256];
+
+    fflush(stderr);
+    snprintf(cmd, sizeof cmd, "command -v gdb >/dev/null 2>&1 && timeout 30 gdb -p %d -batch "
+             "-ex 'thread apply all bt' </dev/null 2>&1 | grep -v '^\\[' | head -120 >&2",
+             (int)pid);
+    if (system(cmd) == -1)
+        fprintf(stderr, "rltest: cannot run gdb on %d\n", (int)pid);
+}
+
 int rt_child_wait(pid_t pid, long timeout_ms)
 {
     const int64_t deadline = rt_now_ms() + timeout_ms;
@@ -131,6 +145,7 @@ int rt_child_wait(pid_t pid, long timeout_ms)
         if (rt_now_ms() >= deadline) {
             fprintf(stderr, "rltest: child %d still running after %ld ms; killing it\n",
                     (int)pid, timeout_ms);
+            print_stacks(pid);
             kill(pid, SIGKILL);
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
             }

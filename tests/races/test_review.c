@@ -27,6 +27,7 @@
 
 #include "proxy.h"
 #include "races_common.h"
+#include "rt_tls.h"
 #include "rt_util.h"
 
 /* LeakSanitizer (part of AddressSanitizer) can be asked for a leak check
@@ -978,6 +979,85 @@ static void test_stuck_drop_holds_up_no_renewal(void **state)
     free(d);
 }
 
+/* ======================================================================== */
+
+/* fork() while a thread of the library is inside OpenSSL: the child would
+ * hang for ever on any OpenSSL lock that thread held (openssl#19066; a
+ * fork child of test_tls_review hung so in CI). fork() must wait until
+ * the thread is out of OpenSSL. The hook holds a thread inside (after an
+ * SSL_read or SSL_write) for TG_HOLD_MS while the test forks. */
+
+#define TG_HOLD_MS 400
+
+struct tg {
+    atomic_int inside;      /* 1 in the hook; 2 left it */
+    int64_t left_ms;
+};
+
+static void tg_hold(void *arg)
+{
+    struct tg *x = arg;
+
+    atomic_store(&x->inside, 1);
+    wait_until_ms(rt_now_ms() + TG_HOLD_MS);
+    x->left_ms = rt_now_ms();
+    atomic_store(&x->inside, 2);
+}
+
+static int tg_child(void *arg)
+{
+    (void)arg;
+    return 0;
+}
+
+static void test_fork_waits_for_openssl_calls(void **state)
+{
+    rt_tls *certs = rt_tls_make();
+    struct tg x;
+    char args[2048], url[128];
+    rt_redis *r = NULL;
+    rl_options o;
+    rl_client *c;
+    races_call call;
+    hook_arm a;
+    pthread_t th;
+    int port, seen;
+    pid_t pid;
+
+    (void)state;
+    RACES_SKIP_FORK_UNDER_TSAN();
+    assert_non_null(certs);
+    port = rt_free_port();
+    assert_true(port > 0);
+    rt_tls_server_args(certs, port, NULL, NULL, 0, args, sizeof args);
+    if (!(r = rt_redis_start(args)))
+        fail_msg("cannot start a TLS redis-server");
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    it_options(&o, url, 0, 0);
+    o.tls_ca_file = certs->ca;
+    c = it_client_opts(&o);
+    memset(&call, 0, sizeof call);
+    call.l = it_lock(c, "tg");
+    IT_RC(rl_lock_is_locked(call.l), 0);       /* connected: TLS up */
+    memset(&x, 0, sizeof x);
+    arm(&a, "tls.inside", tg_hold, &x);
+    th = spawn(races_is_locked_main, &call);
+    IT_WAIT(atomic_load(&x.inside) >= 1, 5000);
+    pid = rt_child_start(tg_child, NULL, 10);
+    seen = atomic_load(&x.inside);              /* fork() has returned */
+    assert_true(pid > 0);
+    IT_EQ(rt_child_wait(pid, 10000), 0);
+    IT_EQ(join_at(th, &call.state, 2, 5000), 0);
+    print_message("fork() returned %s the thread left OpenSSL\n",
+                  seen == 2 ? "after" : "BEFORE");
+    IT_EQ(seen, 2);
+    IT_EQ(call.rc, 0);
+    rl_lock_free(call.l);
+    rl_client_free(c);
+    rt_redis_stop(r);
+    rt_tls_free(certs);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -999,6 +1079,8 @@ int main(int argc, char **argv)
                                         races_teardown),
         cmocka_unit_test_setup_teardown(test_try_after_lost_release_waits_for_drop,
                                         races_setup, races_teardown),
+        cmocka_unit_test_setup_teardown(test_fork_waits_for_openssl_calls, races_setup,
+                                        races_teardown),
         cmocka_unit_test_setup_teardown(test_stuck_drop_holds_up_no_renewal, races_setup,
                                         races_teardown),
     };

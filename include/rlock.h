@@ -613,7 +613,9 @@ RL_EXTERN int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n);
  * another owner); RL_ETIMEDOUT (the deadline passed before every member
  * was taken); or the failing member's RL_ECONN, RL_ELOST, RL_EREPLICA,
  * RL_ECANCELED, RL_EREDIS, RL_EPROTO, RL_ENOMEM (see
- * rl_lock_try_acquire()); RL_EINVAL (bad argument: nothing taken).
+ * rl_lock_try_acquire()); RL_ELOST too when a member taken first lost its
+ * lease before the last was taken (a fixed lease shorter than the wait, an
+ * outage), everything given back; RL_EINVAL (bad argument: nothing taken).
  * Holding other names while taking a set, outside its order, is not
  * covered by the order. Thread-safe.
  */

@@ -136,9 +136,19 @@ static long wait_left(long wait_ms, int64_t deadline)
     return left > 0 ? (long)left : 0;
 }
 
-int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
+/* Member i failed with rc: give back the first `taken`, and say which. */
+static int fail(rl_lockset *set, size_t i, size_t taken, int rc)
 {
     char why[600];
+
+    member_failed(set, i, rc);
+    snprintf(why, sizeof why, "%s", rl_last_error());
+    give_back(set, taken);
+    return rl__err(rc, "%s", why);
+}
+
+int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
+{
     int64_t deadline;
     size_t i;
     long wait;
@@ -158,11 +168,15 @@ int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
         /* The set's wait ran out before this member's turn: a timeout. */
         if (rc == RL_EBUSY && wait_ms > 0 && wait == 0)
             rc = rl__err(RL_ETIMEDOUT, "the set's wait ran out: %s", rl_last_error());
-        member_failed(set, i, rc);
-        snprintf(why, sizeof why, "%s", rl_last_error());
-        give_back(set, i);
-        return rl__err(rc, "%s", why);
+        return fail(set, i, i, rc);
     }
+    /* A member taken early may have lost its lease while later ones were
+     * waited for (a fixed lease shorter than the wait, an outage): the set
+     * is not held whole, and another owner may hold that member now. */
+    for (i = 0; i < set->n; i++)
+        if (rl_lock_interrupted(set->members[i]) == 1)
+            return fail(set, i, set->n, rl__err(RL_ELOST, "its lease was lost while the set's "
+                                                "other members were taken"));
     return RL_OK;
 }
 

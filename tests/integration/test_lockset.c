@@ -1,7 +1,8 @@
 /*
  * Sets of locks (rl_lockset_*, src/lockset.c): all or nothing when a member
  * is held by another client, two threads taking overlapping sets given in
- * opposite orders, one deadline for the whole set, reentry and release, the
+ * opposite orders, one deadline for the whole set, a member lost while the
+ * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
  * fails, bad input; a 3-master Cluster across slots and Redlock once. Each
  * single-server test starts its own redis-server.
@@ -139,6 +140,84 @@ static void test_one_deadline(void **state)
     rl_lock_free(o3);
     for (int i = 0; i < 3; i++)
         rl_lock_free(m[i]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* A member taken first whose fixed lease runs out while the next is waited
+ * for: the set is not held whole, so nothing of it is, and RL_ELOST names
+ * that member. */
+static void test_lost_meanwhile(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "l1"), it_lock(a, "l2") };
+    rl_lock *other = it_lock(b, "l2");
+    rl_lockset *set = make_set(m, 2);
+
+    IT_RC(rl_lock_try_acquire(other, 0, 300), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 3000, 50), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'l1'"));
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_EQ(hlen(e->rc, "l1") + hlen(e->rc, "l2"), 0);
+    IT_RC(rl_lock_release(other), RL_ELOST);
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The client is shut down while its set waits for a member: the call
+ * returns RL_ECANCELED and the member it took is released by the shutdown. */
+typedef struct waiting_set {
+    rl_lockset *set;
+    rl_lock *first;
+    atomic_int shut, done;
+    int rc, count_after;
+} waiting_set;
+
+static void *wait_set(void *arg)
+{
+    waiting_set *w = arg;
+
+    w->rc = rl_lockset_try_acquire(w->set, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+    /* The shutdown takes the member given back in vain: once it is over,
+     * the thread holds nothing. */
+    w->count_after = RT_WAIT_UNTIL(atomic_load(&w->shut), 5000) ?
+        rl_lock_hold_count(w->first) : -100;
+    rl_interrupted();       /* the shutdown's flag, reported once */
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_shutdown_while_waiting(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "w1"), it_lock(a, "w2") };
+    rl_lock *other = it_lock(b, "w2");
+    waiting_set w = { .set = make_set(m, 2), .first = m[0] };
+    pthread_t th;
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(pthread_create(&th, NULL, wait_set, &w), 0);
+    IT_WAIT(it_stats(a).waiters == 1, 3000);
+    IT_EQ(hlen(e->rc, "w1"), 1);
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    atomic_store(&w.shut, 1);
+    IT_WAIT(atomic_load(&w.done), 3000);
+    pthread_join(th, NULL);
+    IT_RC(w.rc, RL_ECANCELED);
+    IT_RC(w.count_after, RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "w1"), 0);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(w.set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
     rl_client_free(b);
     rl_client_free(a);
 }
@@ -547,6 +626,8 @@ int main(void)
     const struct CMUnitTest single[] = {
         cmocka_unit_test_setup_teardown(test_all_or_nothing, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_deadline, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_meanwhile, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_while_waiting, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_opposite_orders, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_interrupted, it_setup, it_teardown),

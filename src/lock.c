@@ -29,12 +29,6 @@
 #include "thread.h"
 #include "util.h"
 
-struct rl_lock {
-    rl_client *client;
-    rl__entry *entry;
-    int kind;                       /* RL_KIND_* */
-};
-
 /* Every call on a handle that reaches the client's state: counted in
  * flight, so that a shutdown can wait for it to leave. */
 static int begin(const rl_lock *lock)
@@ -743,23 +737,7 @@ int rl_lock_ttl(long *out, rl_lock *lock)
     return rc;
 }
 
-/* ---- what a set of locks (lockset.c) reads of its members -------------- */
-
-rl_client *rl__lock_client(const rl_lock *lock)
-{
-    return lock->client;
-}
-
-const char *rl__lock_name(const rl_lock *lock, size_t *len)
-{
-    *len = lock->entry->name_len;
-    return lock->entry->name;
-}
-
-int rl__lock_side(const rl_lock *lock)
-{
-    return rl__rw_side(lock->kind);
-}
+/* ---- the give-back of a set of locks (lockset.c) ---------------------- */
 
 /*
  * Release one hold of the calling thread, and when that release leaves the

@@ -35,15 +35,14 @@ static int side_rank(int side)
 static int order(const void *a, const void *b)
 {
     const rl_lock *x = *(rl_lock *const *)a, *y = *(rl_lock *const *)b;
-    size_t xl, yl;
-    const char *xn = rl__lock_name(x, &xl), *yn = rl__lock_name(y, &yl);
-    int d = memcmp(xn, yn, xl < yl ? xl : yl);
+    size_t xl = x->entry->name_len, yl = y->entry->name_len;
+    int d = memcmp(x->entry->name, y->entry->name, xl < yl ? xl : yl);
 
     if (d != 0)
         return d;
     if (xl != yl)
         return xl < yl ? -1 : 1;
-    return side_rank(rl__lock_side(x)) - side_rank(rl__lock_side(y));
+    return side_rank(rl__rw_side(x->kind)) - side_rank(rl__rw_side(y->kind));
 }
 
 /* Members of one client, none NULL. */
@@ -55,9 +54,9 @@ static int check_members(rl_lock *const *locks, size_t n)
         if (!locks[i])
             return rl__err(RL_EINVAL, "member %zu of the set is NULL", i);
     for (i = 1; i < n; i++)
-        if (rl__lock_client(locks[i]) != rl__lock_client(locks[0]))
+        if (locks[i]->client != locks[0]->client)
             return rl__err(RL_EINVAL, "members 0 and %zu of the set belong to two clients", i);
-    if (!rl__registry_has(rl__lock_client(locks[0])))
+    if (!rl__registry_has(locks[0]->client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     return RL_OK;
 }
@@ -66,8 +65,8 @@ int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n)
 {
     rl_lockset *set;
     rl_client *c;
-    size_t i, len;
-    const char *name;
+    const rl__entry *e;
+    size_t i;
     int rc;
 
     rl__err_clear();
@@ -77,7 +76,7 @@ int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n)
         return rl__err(RL_EINVAL, "a set has 1..%d members, not %zu", RL_LOCKSET_MAX, n);
     if ((rc = check_members(locks, n)) != RL_OK)
         return rc;
-    c = rl__lock_client(locks[0]);
+    c = locks[0]->client;
     if ((rc = rl__call_begin(c)) != RL_OK)
         return rc;
     set = malloc(sizeof *set + n * sizeof set->members[0]);
@@ -90,11 +89,11 @@ int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n)
     qsort(set->members, n, sizeof set->members[0], order);
     for (i = 1; i < n; i++) {
         if (order(&set->members[i - 1], &set->members[i]) == 0) {
-            name = rl__lock_name(set->members[i], &len);
+            e = set->members[i]->entry;
             free(set);
             rl__call_end(c);
             return rl__err(RL_EINVAL, "lock '%.*s' is in the set twice (one name and side)",
-                           (int)len, name);
+                           (int)e->name_len, e->name);
         }
     }
     rl__call_end(c);
@@ -110,11 +109,10 @@ void rl_lockset_free(rl_lockset *set)
 /* Say which member failed, before the failure's own words. */
 static int member_failed(const rl_lockset *set, size_t i, int rc)
 {
-    size_t len;
-    const char *name = rl__lock_name(set->members[i], &len);
+    const rl__entry *e = set->members[i]->entry;
 
-    return rl__err(rc, "lock '%.*s' (member %zu of %zu in the set's order): %s", (int)len,
-                   name, i + 1, set->n, rl_last_error());
+    return rl__err(rc, "lock '%.*s' (member %zu of %zu in the set's order): %s",
+                   (int)e->name_len, e->name, i + 1, set->n, rl_last_error());
 }
 
 /* The first `taken` members, in reverse order: each hold count back where

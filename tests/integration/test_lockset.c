@@ -1,6 +1,6 @@
 /*
  * Sets of locks (rl_lockset_*, src/lockset.c): all or nothing when a member
- * is held by another client, two threads taking overlapping sets given in
+ * is held by another client, threads taking overlapping sets given in
  * opposite orders, one deadline for the whole set, a member lost while the
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
@@ -222,7 +222,7 @@ static void test_shutdown_while_waiting(void **state)
     rl_client_free(a);
 }
 
-/* ---- two threads, overlapping sets, opposite orders -------------------- */
+/* ---- threads taking overlapping sets, in opposite orders --------------- */
 
 #define ROUNDS 150
 
@@ -268,28 +268,34 @@ static void test_opposite_orders(void **state)
 {
     it_env *e = *state;
     atomic_int inside = 0, overlap = 0;
-    racer r[2] = {
-        { .c = it_client(e, LEASE_MS), .names = { "oa", "ob", "oc" } },
-        { .c = it_client(e, LEASE_MS), .names = { "oc", "ob", "oa" } },
+    rl_client *c0 = it_client(e, LEASE_MS), *c1 = it_client(e, LEASE_MS);
+    /* Two clients (waiting in Redis), and two threads of one client
+     * (waiting in its local queue). */
+    racer r[3] = {
+        { .c = c0, .names = { "oa", "ob", "oc" } },
+        { .c = c1, .names = { "oc", "ob", "oa" } },
+        { .c = c0, .names = { "ob", "oc", "oa" } },
     };
-    pthread_t th[2];
+    pthread_t th[3];
     int i;
 
-    for (i = 0; i < 2; i++) {
+    for (i = 0; i < 3; i++) {
         r[i].inside = &inside;
         r[i].overlap = &overlap;
         assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
     }
-    IT_WAIT(atomic_load(&r[0].done) && atomic_load(&r[1].done), 12000);
-    for (i = 0; i < 2; i++) {
+    IT_WAIT(atomic_load(&r[0].done) && atomic_load(&r[1].done) && atomic_load(&r[2].done),
+            12000);
+    for (i = 0; i < 3; i++) {
         pthread_join(th[i], NULL);
         if (r[i].rc != RL_OK)
             fail_msg("racer %d: round %d: %s: %s", i, r[i].rounds, rl_strerror(r[i].rc),
                      r[i].err);
         IT_EQ(r[i].rounds, ROUNDS);
-        rl_client_free(r[i].c);
     }
     IT_EQ(atomic_load(&overlap), 0);
+    rl_client_free(c1);
+    rl_client_free(c0);
 }
 
 /* ---- reentry, release, the flag ---------------------------------------- */

@@ -52,10 +52,10 @@ static int check_members(rl_lock *const *locks, size_t n)
 
     for (i = 0; i < n; i++)
         if (!locks[i])
-            return rl__err(RL_EINVAL, "member %zu of the set is NULL", i);
+            return rl__err(RL_EINVAL, "locks[%zu] is NULL", i);
     for (i = 1; i < n; i++)
         if (locks[i]->client != locks[0]->client)
-            return rl__err(RL_EINVAL, "members 0 and %zu of the set belong to two clients", i);
+            return rl__err(RL_EINVAL, "locks[0] and locks[%zu] belong to two clients", i);
     if (!rl__registry_has(locks[0]->client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     return RL_OK;
@@ -123,7 +123,8 @@ static void give_back(rl_lockset *set, size_t taken)
         rl__lock_give_back(set->members[taken]);
 }
 
-/* What a member may wait of the set's deadline (-1: none). */
+/* What a member may wait: what is left of the set's deadline (0 once it
+ * has passed); a wait_ms of 0 or RL_WAIT_FOREVER as it is. */
 static long wait_left(long wait_ms, int64_t deadline)
 {
     int64_t left;

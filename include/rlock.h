@@ -591,7 +591,8 @@ typedef struct rl_lockset rl_lockset;
  * after the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
  * NULL member, n out of range, members of two clients, one name and side
  * twice, a client freed), RL_ECANCELED (a client shut down), RL_ENOMEM;
- * *out is set only on RL_OK. Thread-safe.
+ * *out is set only on RL_OK. Thread-safe; like a handle, a set may be used
+ * by many threads at once, each taking it for itself.
  */
 RL_EXTERN int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n);
 
@@ -643,7 +644,9 @@ RL_EXTERN int rl_lockset_release(rl_lockset *set);
  */
 RL_EXTERN int rl_lockset_interrupted(const rl_lockset *set);
 
-/** Free a set (not its member handles; holds stay held). Accepts NULL. */
+/** Free a set (not its member handles; holds stay held: they belong to
+ * threads, and each member's handle can release them). Must not race with
+ * other calls on the same set. Accepts NULL. */
 RL_EXTERN void rl_lockset_free(rl_lockset *set);
 
 /** The layout version of rl_stats this header describes. */

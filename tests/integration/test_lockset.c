@@ -503,13 +503,16 @@ static void test_bad_input(void **state)
     IT_RC(rl_lockset_new(&set, m, 2), RL_ECANCELED);
     IT_RC(rl_lockset_try_acquire(good, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
     IT_EQ(hlen(e->rc, "b1"), 0);
+    /* A freed client (its handles still valid memory). */
+    rl_client_free(b);
+    IT_RC(rl_lockset_new(&set, sides, 2), RL_EINVAL);
+    assert_ptr_equal(set, (rl_lockset *)&e);
     rl_lockset_free(good);
     rl_lock_free(sides[2]);
     rl_lock_free(r);
     rl_lock_free(w);
     for (i = 0; i < 3; i++)
         rl_lock_free(m[i]);
-    rl_client_free(b);
     rl_client_free(a);
 }
 

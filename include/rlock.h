@@ -590,7 +590,8 @@ typedef struct rl_lockset rl_lockset;
  * on each other in a circle. The handles stay the caller's: free them only
  * after the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
  * NULL member, n out of range, members of two clients, one name and side
- * twice, a client freed), RL_ECANCELED (a client shut down), RL_ENOMEM;
+ * twice), RL_ECANCELED (their client shut down or freed: as any call on
+ * its handles), RL_ENOMEM;
  * *out is set only on RL_OK. Thread-safe; like a handle, a set may be used
  * by many threads at once, each taking it for itself.
  */

@@ -13,7 +13,6 @@
 
 #include "client.h"
 #include "error.h"
-#include "fork.h"
 #include "lock.h"
 #include "rwlock.h"
 #include "util.h"
@@ -56,8 +55,6 @@ static int check_members(rl_lock *const *locks, size_t n)
     for (i = 1; i < n; i++)
         if (locks[i]->client != locks[0]->client)
             return rl__err(RL_EINVAL, "locks[0] and locks[%zu] belong to two clients", i);
-    if (!rl__registry_has(locks[0]->client))
-        return rl__err(RL_EINVAL, "not a live client (freed already?)");
     return RL_OK;
 }
 

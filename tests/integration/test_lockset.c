@@ -503,9 +503,10 @@ static void test_bad_input(void **state)
     IT_RC(rl_lockset_new(&set, m, 2), RL_ECANCELED);
     IT_RC(rl_lockset_try_acquire(good, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
     IT_EQ(hlen(e->rc, "b1"), 0);
-    /* A freed client (its handles still valid memory). */
+    /* A freed client: its handles are still valid memory, and answer
+     * RL_ECANCELED like every call on them. */
     rl_client_free(b);
-    IT_RC(rl_lockset_new(&set, sides, 2), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, sides, 2), RL_ECANCELED);
     assert_ptr_equal(set, (rl_lockset *)&e);
     rl_lockset_free(good);
     rl_lock_free(sides[2]);

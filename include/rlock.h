@@ -573,6 +573,83 @@ RL_EXTERN int rl_lock_interrupted(const rl_lock *lock);
  */
 RL_EXTERN int rl_interrupted(void);
 
+/* ---- Several names at once: all or nothing (src/lockset.c) */
+
+/** A set of lock handles taken and released together. */
+typedef struct rl_lockset rl_lockset;
+
+/** Most members of one set. */
+#define RL_LOCKSET_MAX 64
+
+/**
+ * Make a set of `n` (1..RL_LOCKSET_MAX) existing handles, all of one
+ * client, of any kinds (plain, fair, read, write), into *out. The set
+ * keeps pointers to the handles, in its own order: every set of every
+ * process sorts its members the same way (by the name's bytes, then the
+ * write side before the read side), so that sets sharing names never wait
+ * on each other in a circle. The handles stay the caller's: free them only
+ * after the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
+ * NULL member, n out of range, members of two clients, one name and side
+ * twice), RL_ECANCELED (their client shut down or freed: as any call on
+ * its handles), RL_ENOMEM;
+ * *out is set only on RL_OK. Thread-safe; like a handle, a set may be used
+ * by many threads at once, each taking it for itself.
+ */
+RL_EXTERN int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n);
+
+/**
+ * Take every member for the calling thread, or none: members are taken
+ * one after another in the set's order, each with lease_ms (as
+ * rl_lock_try_acquire()) and what is left of one deadline, wait_ms from
+ * the call (0: each member is tried once; RL_WAIT_FOREVER). A member the
+ * thread holds already is re-entered. When a member fails, the members
+ * this call took are given back in reverse order, each hold count back
+ * where it was (a give-back that fails leaves its hold flagged as lost and
+ * our field to be dropped when Redis answers, as a release whose outcome is
+ * unknown does); the call returns that member's status and
+ * rl_last_error() names it. The set's members are held together by the
+ * caller, not atomically in Redis: between two members' acquisitions
+ * another client may see the first held and the second free.
+ *
+ * Returns RL_OK (all held); RL_EBUSY (wait_ms 0 and a member held by
+ * another owner); RL_ETIMEDOUT (the deadline passed before every member
+ * was taken); or the failing member's RL_ECONN, RL_ELOST, RL_EREPLICA,
+ * RL_ECANCELED, RL_EREDIS, RL_EPROTO, RL_ENOMEM (see
+ * rl_lock_try_acquire()); RL_ELOST too when a member taken first lost its
+ * lease before the last was taken (a fixed lease shorter than the wait, an
+ * outage), everything given back; RL_EINVAL (bad argument: nothing taken).
+ * Holding other names while taking a set, outside its order, is not
+ * covered by the order. Thread-safe.
+ */
+RL_EXTERN int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms);
+
+/** rl_lockset_try_acquire(set, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG). */
+RL_EXTERN int rl_lockset_acquire(rl_lockset *set);
+
+/**
+ * Release one hold of every member, in reverse order; every member is
+ * tried, and every member's hold count drops by one whatever the status
+ * (a member whose release fails is flagged as lost and given up, our
+ * field dropped when Redis answers; a client being shut down releases
+ * them itself). Returns RL_OK, or the first failure (RL_ELOST, RL_ECONN,
+ * RL_EREDIS, RL_EPROTO, RL_ECANCELED, RL_ENOMEM; rl_last_error() names the
+ * member); RL_ENOTOWNER when the calling thread does not hold every member
+ * (nothing changes); RL_EINVAL (NULL). Thread-safe.
+ */
+RL_EXTERN int rl_lockset_release(rl_lockset *set);
+
+/**
+ * 1 when the calling thread holds a member whose lease was lost or can no
+ * longer be proven (rl_lock_interrupted() of any member), else 0;
+ * RL_EINVAL for NULL. No I/O.
+ */
+RL_EXTERN int rl_lockset_interrupted(const rl_lockset *set);
+
+/** Free a set (not its member handles; holds stay held: they belong to
+ * threads, and each member's handle can release them). Must not race with
+ * other calls on the same set. Accepts NULL. */
+RL_EXTERN void rl_lockset_free(rl_lockset *set);
+
 /** The layout version of rl_stats this header describes. */
 #define RL_STATS_VERSION 1
 

@@ -16,6 +16,7 @@
 #include "fair.h"
 #include "fork.h"
 #include "holds.h"
+#include "lock.h"
 #include "outcome.h"
 #include "redlock.h"
 #include "reply.h"
@@ -27,12 +28,6 @@
 #include "stats.h"
 #include "thread.h"
 #include "util.h"
-
-struct rl_lock {
-    rl_client *client;
-    rl__entry *entry;
-    int kind;                       /* RL_KIND_* */
-};
 
 /* Every call on a handle that reaches the client's state: counted in
  * flight, so that a shutdown can wait for it to leave. */
@@ -739,5 +734,41 @@ int rl_lock_ttl(long *out, rl_lock *lock)
     }
     if ((rc = key_query(lock, "PTTL", &n)) == RL_OK)
         *out = (long)n;
+    return rc;
+}
+
+/* ---- the give-back of a set of locks (lockset.c) ---------------------- */
+
+/*
+ * Release one hold of the calling thread, and when that release leaves the
+ * hold as it was (nothing sent, Redis refused the script, a count that
+ * disagrees), give the hold up anyway: flagged as lost, its count one
+ * lower, and at the last one our field left to the keeper (a leftover).
+ * The status is the release's. A client being shut down keeps the hold:
+ * the shutdown releases it.
+ */
+int rl__lock_give_back(rl_lock *lock)
+{
+    char why[512];
+    rl__thread *t;
+    rl__hold *h;
+    rl__op o;
+    int rc, before;
+
+    if ((rc = begin(lock)) != RL_OK)
+        return rc;
+    t = rl__thread_self();
+    h = find(lock, t);
+    before = h ? h->count : 0;
+    rc = named(lock, release(lock));
+    if (rc == RL_OK) {
+        RL__STAT_INC(lock->client, releases);
+    } else if (rc != RL_ECANCELED && before > 0 && (h = find(lock, t)) && h->count == before) {
+        snprintf(why, sizeof why, "%s", rl_last_error());
+        op_init(&o, lock, t);
+        release_lost(&o, t, h, RL__LOST_OTHER, "its release failed and it was given up");
+        rl__err(rc, "%s (the hold is given up and flagged as lost)", why);
+    }
+    rl__call_end(lock->client);
     return rc;
 }

@@ -1,0 +1,23 @@
+/*
+ * lock.c: the rl_lock API. A handle, as a set of locks (lockset.c) reads
+ * it, and the give-back that leaves no hold behind.
+ */
+#ifndef RL_LOCK_H
+#define RL_LOCK_H
+
+#include "common.h"
+#include "holds.h"
+
+struct rl_lock {
+    rl_client *client;
+    rl__entry *entry;
+    int kind;                       /* RL_KIND_* */
+};
+
+/* Release one hold of the calling thread; the count drops whatever the
+ * status (RL_ECANCELED aside: the shutdown takes the hold), a hold whose
+ * release failed being flagged as lost and its field left to the keeper.
+ * Returns the release's status. */
+int rl__lock_give_back(rl_lock *lock);
+
+#endif

@@ -1,0 +1,662 @@
+/*
+ * Sets of locks (rl_lockset_*, src/lockset.c): all or nothing when a member
+ * is held by another client, threads taking overlapping sets given in
+ * opposite orders, one deadline for the whole set, a member lost while the
+ * next is waited for, a shutdown during the wait, reentry and release, the
+ * flag of a force-released member, a member of each kind, a give-back that
+ * fails, bad input; a 3-master Cluster across slots and Redlock once. Each
+ * single-server test starts its own redis-server.
+ */
+#include "it_cluster.h"
+#include "proxy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEASE_MS 1000           /* the clients' watchdog lease */
+
+static rl_lock *kind_lock(rl_client *c, const char *name, int kind)
+{
+    rl_lock *l = NULL;
+
+    IT_RC(rl_lock_new_kind(&l, c, name, strlen(name), kind), RL_OK);
+    return l;
+}
+
+static rl_lockset *make_set(rl_lock *const *locks, size_t n)
+{
+    rl_lockset *set = NULL;
+
+    IT_RC(rl_lockset_new(&set, locks, n), RL_OK);
+    assert_non_null(set);
+    return set;
+}
+
+/* Fields of rl:{name} on rc (-1: the key is not a hash). */
+static long long hlen(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "HLEN rl:{%s}", name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* The hold count stored in our field of rl:{name} ("<count> <since>"): the
+ * value of the only field; 0 when there is none. */
+static long long stored_count(redisContext *rc, const char *name)
+{
+    char key[128];
+    size_t kl = it_key(key, sizeof key, "rl:", name, strlen(name), "");
+    it_hash h;
+
+    assert_int_equal(it_hgetall(rc, key, kl, &h), 0);
+    return h.fields == 0 ? 0 : atoll(h.value);
+}
+
+static void counts_are(rl_lock *const *locks, size_t n, int want)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        IT_EQ(rl_lock_hold_count(locks[i]), want);
+}
+
+/* ---- all or nothing ---------------------------------------------------- */
+
+/* A member held by another client: nothing of the set stays held, the
+ * thread's counts are back where they were (a member it held before, too),
+ * Redis has no field of ours, and the message names the member. */
+static void test_all_or_nothing(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[3] = { it_lock(a, "n3"), it_lock(a, "n1"), it_lock(a, "n2") };
+    rl_lock *other = it_lock(b, "n2");
+    rl_lockset *set = make_set(m, 3);
+    int64_t t0;
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_non_null(strstr(rl_last_error(), "'n2'"));
+    counts_are(m, 3, 0);
+    IT_EQ(hlen(e->rc, "n1"), 0);
+    IT_EQ(hlen(e->rc, "n3"), 0);
+    IT_EQ(hlen(e->rc, "n2"), 1);        /* b's field alone */
+
+    /* Waited for: the set's wait runs out; n1 was held before the call. */
+    IT_RC(rl_lock_try_acquire(m[1], 0, RL_LEASE_WATCHDOG), RL_OK);
+    t0 = rt_now_ms();
+    IT_RC(rl_lockset_try_acquire(set, 200, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RANGE(rt_now_ms() - t0, 190, 1500);
+    assert_non_null(strstr(rl_last_error(), "'n2'"));
+    IT_EQ(rl_lock_hold_count(m[1]), 1);
+    IT_EQ(stored_count(e->rc, "n1"), 1);
+    IT_EQ(rl_lock_hold_count(m[0]), 0);
+    IT_EQ(rl_lock_hold_count(m[2]), 0);
+    IT_EQ(hlen(e->rc, "n3"), 0);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+
+    /* Freed: the whole set is taken, then given back whole. */
+    IT_RC(rl_lock_release(other), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 3, 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 3, 0);
+    IT_EQ(hlen(e->rc, "n1") + hlen(e->rc, "n2") + hlen(e->rc, "n3"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    for (int i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* One deadline for the set: the second member comes free when its holder's
+ * 250 ms lease runs out, and the third (held) has only what is left of the
+ * set's 400 ms, not 400 ms of its own. */
+static void test_one_deadline(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[3] = { it_lock(a, "d1"), it_lock(a, "d2"), it_lock(a, "d3") };
+    rl_lock *o2 = it_lock(b, "d2"), *o3 = it_lock(b, "d3");
+    rl_lockset *set = make_set(m, 3);
+    int64_t t0;
+
+    IT_RC(rl_lock_try_acquire(o2, 0, 250), RL_OK);
+    IT_RC(rl_lock_try_acquire(o3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    t0 = rt_now_ms();
+    IT_RC(rl_lockset_try_acquire(set, 400, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RANGE(rt_now_ms() - t0, 390, 620);
+    assert_non_null(strstr(rl_last_error(), "'d3'"));
+    counts_are(m, 3, 0);
+    IT_EQ(hlen(e->rc, "d1") + hlen(e->rc, "d2"), 0);
+    IT_RC(rl_lock_release(o2), RL_ELOST);
+    IT_RC(rl_lock_release(o3), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(o2);
+    rl_lock_free(o3);
+    for (int i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* A member taken first whose fixed lease runs out while the next is waited
+ * for: the set is not held whole, so nothing of it is, and RL_ELOST names
+ * that member. */
+static void test_lost_meanwhile(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "l1"), it_lock(a, "l2") };
+    rl_lock *other = it_lock(b, "l2");
+    rl_lockset *set = make_set(m, 2);
+
+    IT_RC(rl_lock_try_acquire(other, 0, 300), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 3000, 50), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'l1'"));
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_EQ(hlen(e->rc, "l1") + hlen(e->rc, "l2"), 0);
+    IT_RC(rl_lock_release(other), RL_ELOST);
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The client is shut down while its set waits for a member: the call
+ * returns RL_ECANCELED and the member it took is released by the shutdown. */
+typedef struct waiting_set {
+    rl_lockset *set;
+    rl_lock *first;
+    atomic_int shut, done;
+    int rc, count_after;
+} waiting_set;
+
+static void *wait_set(void *arg)
+{
+    waiting_set *w = arg;
+
+    w->rc = rl_lockset_try_acquire(w->set, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+    /* The shutdown takes the member given back in vain: once it is over,
+     * the thread holds nothing. */
+    w->count_after = RT_WAIT_UNTIL(atomic_load(&w->shut), 5000) ?
+        rl_lock_hold_count(w->first) : -100;
+    rl_interrupted();       /* the shutdown's flag, reported once */
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_shutdown_while_waiting(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "w1"), it_lock(a, "w2") };
+    rl_lock *other = it_lock(b, "w2");
+    waiting_set w = { .set = make_set(m, 2), .first = m[0] };
+    pthread_t th;
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(pthread_create(&th, NULL, wait_set, &w), 0);
+    IT_WAIT(it_stats(a).waiters == 1, 3000);
+    IT_EQ(hlen(e->rc, "w1"), 1);
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    atomic_store(&w.shut, 1);
+    IT_WAIT(atomic_load(&w.done), 3000);
+    pthread_join(th, NULL);
+    IT_RC(w.rc, RL_ECANCELED);
+    IT_RC(w.count_after, RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "w1"), 0);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(w.set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* ---- threads taking overlapping sets, in opposite orders --------------- */
+
+#define ROUNDS 150
+
+typedef struct racer {
+    rl_client *c;
+    const char *names[3];
+    atomic_int *inside;         /* holders of the shared name "ob" now */
+    atomic_int *overlap;
+    atomic_int done;
+    int rc, rounds;
+    char err[256];
+} racer;
+
+static void *race(void *arg)
+{
+    racer *r = arg;
+    rl_lock *m[3];
+    rl_lockset *set = NULL;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        rl_lock_new(&m[i], r->c, r->names[i]);
+    r->rc = rl_lockset_new(&set, m, 3);
+    for (r->rounds = 0; r->rc == RL_OK && r->rounds < ROUNDS; r->rounds++) {
+        /* Deadline-bound: a circle would end in RL_ETIMEDOUT, not hang. */
+        if ((r->rc = rl_lockset_try_acquire(set, 3000, RL_LEASE_WATCHDOG)) != RL_OK)
+            break;
+        if (atomic_fetch_add(r->inside, 1) != 0)
+            atomic_store(r->overlap, 1);
+        atomic_fetch_sub(r->inside, 1);
+        r->rc = rl_lockset_release(set);
+    }
+    if (r->rc != RL_OK)
+        snprintf(r->err, sizeof r->err, "%s", rl_last_error());
+    rl_lockset_free(set);
+    for (i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static void test_opposite_orders(void **state)
+{
+    it_env *e = *state;
+    atomic_int inside = 0, overlap = 0;
+    rl_client *c0 = it_client(e, LEASE_MS), *c1 = it_client(e, LEASE_MS);
+    /* Two clients (waiting in Redis), and two threads of one client
+     * (waiting in its local queue). */
+    racer r[3] = {
+        { .c = c0, .names = { "oa", "ob", "oc" } },
+        { .c = c1, .names = { "oc", "ob", "oa" } },
+        { .c = c0, .names = { "ob", "oc", "oa" } },
+    };
+    pthread_t th[3];
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        r[i].inside = &inside;
+        r[i].overlap = &overlap;
+        assert_int_equal(pthread_create(&th[i], NULL, race, &r[i]), 0);
+    }
+    IT_WAIT(atomic_load(&r[0].done) && atomic_load(&r[1].done) && atomic_load(&r[2].done),
+            12000);
+    for (i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        if (r[i].rc != RL_OK)
+            fail_msg("racer %d: round %d: %s: %s", i, r[i].rounds, rl_strerror(r[i].rc),
+                     r[i].err);
+        IT_EQ(r[i].rounds, ROUNDS);
+    }
+    IT_EQ(atomic_load(&overlap), 0);
+    rl_client_free(c1);
+    rl_client_free(c0);
+}
+
+/* ---- reentry, release, the flag ---------------------------------------- */
+
+static void test_reentry_release(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "r1"), it_lock(a, "r2") };
+    rl_lockset *set = make_set(m, 2);
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 2, 2);
+    IT_EQ(stored_count(e->rc, "r1"), 2);
+    IT_EQ(stored_count(e->rc, "r2"), 2);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 1);
+    IT_EQ(stored_count(e->rc, "r2"), 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "r1") + hlen(e->rc, "r2"), 0);
+
+    /* Not every member held: nothing changes. */
+    IT_RC(rl_lockset_release(set), RL_ENOTOWNER);
+    IT_RC(rl_lock_acquire(m[1]), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_ENOTOWNER);
+    assert_non_null(strstr(rl_last_error(), "'r1'"));
+    IT_EQ(rl_lock_hold_count(m[1]), 1);
+    IT_EQ(stored_count(e->rc, "r2"), 1);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(a);
+}
+
+/* A member force-released by another client: the set's flag rises (at
+ * the holder's next renewal), and its release reports the loss while
+ * still giving every member back. */
+static void test_interrupted(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *b = it_client(e, LEASE_MS);
+    rl_lock *m[3] = { it_lock(a, "f1"), it_lock(a, "f2"), it_lock(a, "f3") };
+    rl_lock *force = it_lock(b, "f2");
+    rl_lockset *set = make_set(m, 3);
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lock_force_release(force), RL_OK);
+    IT_WAIT(rl_lockset_interrupted(set) == 1, 3000);
+    IT_EQ(rl_lock_interrupted(m[0]), 0);
+    IT_RC(rl_lockset_release(set), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'f2'"));
+    counts_are(m, 3, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_EQ(hlen(e->rc, "f1") + hlen(e->rc, "f2") + hlen(e->rc, "f3"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(force);
+    for (int i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* ---- a member of each kind --------------------------------------------- */
+
+/* Plain, fair, both sides of one read-write name (given read first: the
+ * set takes the write side first, else the read side would refuse it) and
+ * a write side alone. */
+static void test_kinds(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[5] = {
+        kind_lock(a, "k3", RL_KIND_READ), kind_lock(a, "k1", RL_KIND_PLAIN),
+        kind_lock(a, "k2", RL_KIND_FAIR), kind_lock(a, "k3", RL_KIND_WRITE),
+        kind_lock(a, "k4", RL_KIND_WRITE),
+    };
+    rl_lock *reader = kind_lock(b, "k3", RL_KIND_READ), *plain = it_lock(b, "k1");
+    rl_lock *fair = kind_lock(b, "k2", RL_KIND_FAIR);
+    rl_lockset *set = make_set(m, 5);
+
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 5, 1);
+    IT_RC(rl_lock_try_acquire(reader, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_try_acquire(plain, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_try_acquire(fair, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 5, 0);
+    IT_EQ(hlen(e->rc, "k1") + hlen(e->rc, "k2") + hlen(e->rc, "k4"), 0);
+    IT_RC(rl_lock_try_acquire(reader, 0, RL_LEASE_WATCHDOG), RL_OK);
+
+    /* b reads k3: a's set waits for it, in vain, and takes nothing. */
+    IT_RC(rl_lockset_try_acquire(set, 100, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    assert_non_null(strstr(rl_last_error(), "'k3'"));
+    counts_are(m, 5, 0);
+    IT_EQ(hlen(e->rc, "k1") + hlen(e->rc, "k2"), 0);
+    IT_RC(rl_lock_release(reader), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(reader);
+    rl_lock_free(plain);
+    rl_lock_free(fair);
+    for (int i = 0; i < 5; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* ---- a give-back that fails -------------------------------------------- */
+
+/* The release of the member taken first is answered with an error (Redis
+ * applied it; the reply is replaced): the hold is given up all the same,
+ * flagged and its count back to 0, and the call reports the busy member. */
+static void test_give_back_fails(void **state)
+{
+    it_env *e = *state;
+    it_proxied p;
+    rl_client *b = it_client(e, LEASE_MS);
+    rl_lock *m[2], *other = it_lock(b, "gb");
+    rl_lockset *set;
+    rl_stats st;
+
+    it_proxied_open(&p, e, "ga", LEASE_MS, 0);
+    m[0] = p.l;
+    m[1] = it_lock(p.c, "gb");
+    set = make_set(m, 2);
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_mangle_next_reply_matching(p.proxy, "rl:{ga}:release", "-ERR injected\r\n",
+                                        strlen("-ERR injected\r\n"));
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_non_null(strstr(rl_last_error(), "'gb'"));
+    IT_EQ(rt_proxy_mangled(p.proxy), 1);
+    counts_are(m, 2, 0);
+    IT_EQ(rl_interrupted(), 0);
+    st = it_stats(p.c);
+    IT_EQ(st.lost_other, 1);
+    IT_EQ(st.holds, 0);
+    IT_WAIT(hlen(e->rc, "ga") == 0, 3000);
+
+    /* The set's release: the same rule. */
+    IT_RC(rl_lock_release(other), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_mangle_next_reply_matching(p.proxy, "rl:{gb}:release", "-ERR injected\r\n",
+                                        strlen("-ERR injected\r\n"));
+    IT_RC(rl_lockset_release(set), RL_EREDIS);
+    assert_non_null(strstr(rl_last_error(), "'gb'"));
+    counts_are(m, 2, 0);
+    IT_WAIT(hlen(e->rc, "ga") + hlen(e->rc, "gb") == 0, 3000);
+    rl_lockset_free(set);
+    rl_lock_free(m[1]);
+    rl_lock_free(other);
+    rl_client_free(b);
+    it_proxied_close(&p);
+}
+
+/* ---- bad input --------------------------------------------------------- */
+
+static void test_bad_input(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[3] = { it_lock(a, "b1"), it_lock(a, "b2"), it_lock(a, "b1") };
+    rl_lock *r = kind_lock(b, "b3", RL_KIND_READ), *w = kind_lock(b, "b3", RL_KIND_WRITE);
+    rl_lock *many[RL_LOCKSET_MAX + 1];
+    rl_lock *mixed[2] = { m[0], r };
+    rl_lock *holes[2] = { m[0], NULL };
+    rl_lock *sides[3] = { r, w, NULL };
+    rl_lockset *set = (rl_lockset *)&e, *good;
+    int i;
+
+    for (i = 0; i <= RL_LOCKSET_MAX; i++)
+        many[i] = m[0];
+    IT_RC(rl_lockset_new(NULL, m, 2), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, NULL, 2), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, m, 0), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, many, RL_LOCKSET_MAX + 1), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, holes, 2), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, mixed, 2), RL_EINVAL);
+    IT_RC(rl_lockset_new(&set, m, 3), RL_EINVAL);         /* b1 twice */
+    assert_non_null(strstr(rl_last_error(), "'b1'"));
+    IT_RC(rl_lockset_new(&set, many, 2), RL_EINVAL);
+    assert_ptr_equal(set, (rl_lockset *)&e);
+    sides[2] = kind_lock(b, "b3", RL_KIND_READ);          /* one name and side twice */
+    IT_RC(rl_lockset_new(&set, sides, 3), RL_EINVAL);
+    assert_ptr_equal(set, (rl_lockset *)&e);
+
+    IT_RC(rl_lockset_try_acquire(NULL, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
+    IT_RC(rl_lockset_acquire(NULL), RL_EINVAL);
+    IT_RC(rl_lockset_release(NULL), RL_EINVAL);
+    IT_RC(rl_lockset_interrupted(NULL), RL_EINVAL);
+    rl_lockset_free(NULL);
+
+    good = make_set(m, 2);
+    IT_RC(rl_lockset_try_acquire(good, -5, RL_LEASE_WATCHDOG), RL_EINVAL);
+    IT_RC(rl_lockset_try_acquire(good, 0, 3), RL_EINVAL);  /* lease under the minimum */
+    IT_RC(rl_lockset_try_acquire(good, RL_TIME_MAX_MS + 1L, RL_LEASE_WATCHDOG), RL_EINVAL);
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "b1") + hlen(e->rc, "b2"), 0);
+    IT_RC(rl_lockset_release(good), RL_ENOTOWNER);
+
+    /* A shut-down client: no new set, and a set of it takes nothing. */
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    IT_RC(rl_lockset_new(&set, m, 2), RL_ECANCELED);
+    IT_RC(rl_lockset_try_acquire(good, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "b1"), 0);
+    /* A freed client: its handles are still valid memory, and answer
+     * RL_ECANCELED like every call on them. */
+    rl_client_free(b);
+    IT_RC(rl_lockset_new(&set, sides, 2), RL_ECANCELED);
+    assert_ptr_equal(set, (rl_lockset *)&e);
+    rl_lockset_free(good);
+    rl_lock_free(sides[2]);
+    rl_lock_free(r);
+    rl_lock_free(w);
+    for (i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(a);
+}
+
+/* ---- Cluster across slots ---------------------------------------------- */
+
+/* Names on at least two masters: the set is taken in order and given back
+ * across nodes; nothing stays on any node. */
+static void test_cluster_slots(void **state)
+{
+    it_cluster *ic = *state;
+    static const char *const names[4] = { "ca", "cb", "cc", "cd" };
+    rl_options o;
+    rl_client *a, *b;
+    rl_lock *m[4], *other;
+    rl_lockset *set;
+    redisContext *rc[4];
+    int master[4], spread = 0, i;
+    char key[64];
+
+    for (i = 0; i < 4; i++) {
+        size_t kl = it_key(key, sizeof key, "rl:", names[i], 2, "");
+        master[i] = rt_cluster_master_of(ic->cl, rt_cluster_keyslot(ic->cl, key, kl));
+        assert_true(master[i] >= 0);
+        spread |= 1 << master[i];
+        rc[i] = rt_cluster_connect(ic->cl, master[i]);
+        assert_non_null(rc[i]);
+    }
+    assert_true((spread & (spread - 1)) != 0);      /* two masters at least */
+    it_options(&o, ic->cl->url, LEASE_MS, 0);
+    a = it_client_opts(&o);
+    b = it_client_opts(&o);
+    for (i = 0; i < 4; i++)
+        m[i] = it_lock(a, names[i]);
+    other = it_lock(b, "cd");
+    set = make_set(m, 4);
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 50, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    counts_are(m, 4, 0);
+    for (i = 0; i < 3; i++)
+        IT_EQ(hlen(rc[i], names[i]), 0);
+    IT_RC(rl_lock_release(other), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    for (i = 0; i < 4; i++)
+        IT_EQ(hlen(rc[i], names[i]), 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    for (i = 0; i < 4; i++) {
+        IT_EQ(hlen(rc[i], names[i]), 0);
+        redisFree(rc[i]);
+        rl_lock_free(m[i]);
+    }
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* ---- Redlock once ------------------------------------------------------ */
+
+static rt_redis *node[3];
+static redisContext *nrc[3];
+
+static int redlock_setup(void **state)
+{
+    (void)state;
+    return rt_redis_open_all("it_lockset", 3, node, nrc);
+}
+
+static int redlock_teardown(void **state)
+{
+    (void)state;
+    rt_redis_close_all(3, node, nrc);
+    return 0;
+}
+
+static void test_redlock(void **state)
+{
+    char url[160];
+    rl_options o;
+    rl_client *a, *b;
+    rl_lock *m[2], *n[2];
+    rl_lockset *sa, *sb;
+    int i;
+
+    (void)state;
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, node[1]->port, node[2]->port);
+    it_options(&o, url, LEASE_MS, 0);
+    a = it_client_opts(&o);
+    b = it_client_opts(&o);
+    m[0] = it_lock(a, "lc");
+    m[1] = it_lock(a, "lb");
+    n[0] = it_lock(b, "lc");
+    n[1] = it_lock(b, "la");
+    sa = make_set(m, 2);
+    sb = make_set(n, 2);
+    IT_RC(rl_lockset_try_acquire(sa, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sb, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_non_null(strstr(rl_last_error(), "'lc'"));
+    counts_are(n, 2, 0);
+    for (i = 0; i < 3; i++)
+        IT_EQ(hlen(nrc[i], "la"), 0);   /* taken first, given back */
+    IT_RC(rl_lockset_release(sa), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sb, 1000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(sb), RL_OK);
+    for (i = 0; i < 3; i++)
+        IT_EQ(hlen(nrc[i], "la") + hlen(nrc[i], "lb") + hlen(nrc[i], "lc"), 0);
+    rl_lockset_free(sa);
+    rl_lockset_free(sb);
+    for (i = 0; i < 2; i++) {
+        rl_lock_free(m[i]);
+        rl_lock_free(n[i]);
+    }
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest single[] = {
+        cmocka_unit_test_setup_teardown(test_all_or_nothing, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_deadline, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_meanwhile, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_while_waiting, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_opposite_orders, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_reentry_release, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_interrupted, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_kinds, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
+    };
+    const struct CMUnitTest cluster[] = {
+        cmocka_unit_test(test_cluster_slots),
+    };
+    const struct CMUnitTest redlock[] = {
+        cmocka_unit_test(test_redlock),
+    };
+    int failed;
+
+    failed = cmocka_run_group_tests_name("lockset", single, NULL, NULL);
+    failed += cmocka_run_group_tests_name("lockset_cluster", cluster, it_cluster_setup,
+                                          it_cluster_teardown);
+    failed += cmocka_run_group_tests_name("lockset_redlock", redlock, redlock_setup,
+                                          redlock_teardown);
+    return failed;
+}

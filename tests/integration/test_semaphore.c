@@ -168,6 +168,18 @@ static void test_never_more_than_n(void **state)
 
 /* ---- k permits, reentry, bad input ------------------------------------- */
 
+/* On a thread of its own: take one permit through the handle and give it
+ * back; the try's status, or 100 + the release's. */
+static int one_permit_beside(void *arg)
+{
+    int rc = rl_lock_try_acquire(arg, 0, RL_LEASE_WATCHDOG);
+
+    if (rc != RL_OK)
+        return rc;
+    rc = rl_lock_release(arg);
+    return rc == RL_OK ? RL_OK : 100 + rc;
+}
+
 static void test_k_permits_and_reentry(void **state)
 {
     it_env *e = *state;
@@ -178,6 +190,8 @@ static void test_k_permits_and_reentry(void **state)
 
     IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(permits_held(e->rc, "k", NULL), 2);
+    /* Another thread of the same client is not kept out by this one. */
+    IT_RC(it_on_thread(one_permit_beside, la, 5000), RL_OK);
     IT_RC(rl_semaphore_acquire(lb, 2, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     IT_RC(rl_lock_try_acquire(lb, 0, RL_LEASE_WATCHDOG), RL_OK);          /* 1 permit */
     IT_RC(rl_semaphore_acquire(ld, 1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
@@ -207,9 +221,9 @@ static void test_k_permits_and_reentry(void **state)
     IT_RC(rl_lock_release(lb), RL_OK);
     IT_EQ(key_exists(e->rc, "k"), 0);
     st = it_stats(a);
-    IT_EQ(st.acquisitions, 1);
+    IT_EQ(st.acquisitions, 2);
     IT_EQ(st.reentries, 1);
-    IT_EQ(st.releases, 2);
+    IT_EQ(st.releases, 3);
     st = it_stats(d);
     IT_EQ(st.busy, 2);
     /* Kinds and counts that a semaphore's handle refuses. */
@@ -277,7 +291,7 @@ static void test_wake_and_deadline(void **state)
 
 /* ---- holders that die or stop -------------------------------------------- */
 
-/* "--child hold URL NAME": take all 3 permits of NAME (lease LEASE_MS,
+/* "--child hold URL NAME": take 2 of the 3 permits of NAME (lease LEASE_MS,
  * renewed), then wait to be flagged (stopped and let go on) and release:
  * 0 when the hold was flagged and its release said RL_ELOST. Killed, it
  * never returns. */
@@ -291,7 +305,7 @@ static int child_hold(const char *url, const char *name)
 
     it_options(&o, url, LEASE_MS, 0);
     if (rl_client_new(&c, &o) != RL_OK || rl_semaphore_new(&l, c, name, strlen(name), 3) ||
-        rl_semaphore_acquire(l, 3, 5000, RL_LEASE_WATCHDOG) != RL_OK)
+        rl_semaphore_acquire(l, 2, 5000, RL_LEASE_WATCHDOG) != RL_OK)
         return 10;
     for (i = 0; i < 3000 && !rl_lock_interrupted(l); i++)
         nanosleep(&step, NULL);
@@ -304,14 +318,15 @@ static int child_hold(const char *url, const char *name)
     return 0;
 }
 
-/* A holder process of all N permits is SIGKILLed: they come back within
- * its lease (not before two thirds of it: renewed every third), with no
- * one else acting but the waiter. */
+/* A holder process of 2 of 3 permits is SIGKILLed while a live holder
+ * of the third keeps the key alive (renewed): the 2 come back by their own
+ * deadline, within the dead holder's lease (not before two thirds of it:
+ * renewed every third), with no one else acting but the waiter. */
 static void test_killed_holder(void **state)
 {
     it_env *e = *state;
-    rl_client *c = it_client(e, LEASE_MS);
-    rl_lock *l = sem(c, "dead", 3);
+    rl_client *c = it_client(e, LEASE_MS), *d = it_client(e, LEASE_MS);
+    rl_lock *l = sem(c, "dead", 3), *live = sem(d, "dead", 3);
     char *argv[] = { "it_semaphore", "--child", "hold", e->redis->url, "dead", NULL };
     long long holds = 0;
     int64_t killed;
@@ -319,45 +334,53 @@ static void test_killed_holder(void **state)
 
     pid = rt_spawn_self(argv, NULL, 0, 60);
     assert_true(pid > 0);
-    IT_WAIT(permits_held(e->rc, "dead", &holds) == 3, 10000);
+    IT_WAIT(permits_held(e->rc, "dead", &holds) == 2, 10000);
+    IT_RC(rl_lock_try_acquire(live, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
     assert_int_equal(kill(pid, SIGKILL), 0);
     IT_EQ(rt_child_wait(pid, 5000), 128 + SIGKILL);
     killed = rt_now_ms();
-    IT_RC(rl_semaphore_acquire(l, 3, 5000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(l, 2, 5000, RL_LEASE_WATCHDOG), RL_OK);
     IT_RANGE(rt_now_ms() - killed, LEASE_MS / 2, LEASE_MS + 500);
     IT_EQ(permits_held(e->rc, "dead", &holds), 3);
-    IT_EQ(holds, 1);                  /* the dead hold was dropped */
+    IT_EQ(holds, 2);                  /* the dead hold was dropped */
+    IT_EQ(rl_lock_interrupted(live), 0);
     IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(live), RL_OK);
     IT_EQ(key_exists(e->rc, "dead"), 0);
-    FREE_ALL(l, NULL, c);
+    FREE_ALL(l, live, NULL, c, d);
 }
 
-/* A holder process SIGSTOPped: its permits come back within its lease;
- * let go on, it finds its hold flagged and its release says RL_ELOST (and
- * leaves the new holder's permits alone). */
+/* A holder process of 2 of 3 permits SIGSTOPped, a live holder of the
+ * third beside it: the 2 come back within its lease; let go on, it finds
+ * its hold flagged and its release says RL_ELOST (and leaves the new
+ * holder's permits alone). */
 static void test_stopped_holder(void **state)
 {
     it_env *e = *state;
-    rl_client *c = it_client(e, LEASE_MS);
-    rl_lock *l = sem(c, "stop", 3);
+    rl_client *c = it_client(e, LEASE_MS), *d = it_client(e, LEASE_MS);
+    rl_lock *l = sem(c, "stop", 3), *live = sem(d, "stop", 3);
     char *argv[] = { "it_semaphore", "--child", "hold", e->redis->url, "stop", NULL };
     int64_t stopped;
     pid_t pid;
 
     pid = rt_spawn_self(argv, NULL, 0, 60);
     assert_true(pid > 0);
-    IT_WAIT(permits_held(e->rc, "stop", NULL) == 3, 10000);
+    IT_WAIT(permits_held(e->rc, "stop", NULL) == 2, 10000);
+    IT_RC(rl_lock_try_acquire(live, 0, RL_LEASE_WATCHDOG), RL_OK);
     assert_int_equal(kill(pid, SIGSTOP), 0);
     stopped = rt_now_ms();
     IT_RC(rl_semaphore_acquire(l, 2, 5000, RL_LEASE_WATCHDOG), RL_OK);
     IT_RANGE(rt_now_ms() - stopped, LEASE_MS / 2, LEASE_MS + 500);
     assert_int_equal(kill(pid, SIGCONT), 0);
     IT_EQ(rt_child_wait(pid, 10000), 0);
-    IT_EQ(permits_held(e->rc, "stop", NULL), 2);
+    IT_EQ(permits_held(e->rc, "stop", NULL), 3);
     IT_EQ(rl_lock_interrupted(l), 0);
+    IT_EQ(rl_lock_interrupted(live), 0);
     IT_RC(rl_lock_release(l), RL_OK);
-    FREE_ALL(l, NULL, c);
+    IT_RC(rl_lock_release(live), RL_OK);
+    IT_EQ(key_exists(e->rc, "stop"), 0);
+    FREE_ALL(l, live, NULL, c, d);
 }
 
 /* ---- lost replies, fork --------------------------------------------------- */

@@ -53,8 +53,11 @@ if s.size and s.size ~= size and s.used > 0 then
                            ' permits in Redis, not ' .. num(size))
 end
 if s.used + want > size then
+  -- Asked before the HDEL (which leaves "~N", but a question after a
+  -- delete is what the rule forbids).
+  local wait = s.soonest and s.soonest - now or redis.call('pttl', k)
   if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
-  return {0, s.soonest and s.soonest - now or redis.call('pttl', k)}
+  return {0, wait}
 end
 -- Ours already (an acquire reported failed but applied late) is taken
 -- afresh: its permits were left out of s.used.

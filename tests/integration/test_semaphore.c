@@ -257,6 +257,27 @@ static void test_permit_count_mismatch(void **state)
     FREE_ALL(l3, l4, NULL, a, b);
 }
 
+/* A force-release frees every permit; the holder of another client is
+ * flagged by its next renewal, and its release says RL_ELOST. */
+static void test_force_release(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *d = it_client(e, 300);
+    rl_lock *la = sem(a, "f", 3), *ld = sem(d, "f", 3);
+
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rl_lock_is_locked(ld), 1);
+    IT_RC(rl_lock_force_release(ld), RL_OK);
+    IT_EQ(key_exists(e->rc, "f"), 0);
+    IT_RC(rl_semaphore_acquire(ld, 3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_WAIT(rl_lock_interrupted(la) == 1, 2000);
+    IT_RC(rl_lock_release(la), RL_ELOST);
+    IT_EQ(permits_held(e->rc, "f", NULL), 3);
+    IT_RC(rl_lock_release(ld), RL_OK);
+    IT_EQ(rl_lock_is_locked(ld), 0);
+    FREE_ALL(la, ld, NULL, a, d);
+}
+
 /* ---- waiting ------------------------------------------------------------- */
 
 /* A waiter is woken by the release, long before the holder's lease; a
@@ -586,6 +607,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_never_more_than_n, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_k_permits_and_reentry, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_permit_count_mismatch, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_force_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_wake_and_deadline, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_killed_holder, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_stopped_holder, it_setup, it_teardown),

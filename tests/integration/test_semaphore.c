@@ -310,6 +310,68 @@ static void test_wake_and_deadline(void **state)
     FREE_ALL(la, lb, NULL, a, b);
 }
 
+/* Start a thread that takes one permit with a fixed lease (no renewals:
+ * the script calls are counted) and holds it until let go. */
+static void fixed_holder(it_acq *a, rl_lock *l, long wait_ms)
+{
+    memset(a, 0, sizeof *a);
+    a->lock = l;
+    a->wait_ms = wait_ms;
+    a->lease_ms = 10000;
+    a->hold = 1;
+    it_acq_start(a);
+}
+
+#define EVALSHA_SINCE(e, base) (rt_redis_cmdstat_calls((e)->rc, "evalsha") - (base))
+
+/* No herd in a process: three threads of one client wait for a name whose
+ * 3 permits three threads of another hold. Each release of one permit
+ * costs three script calls (the release, the waiter it lets in, the next
+ * waiter's try, which finds none left and sleeps), whatever the number
+ * waiting: only the head of the local queue asks Redis. */
+static void test_no_herd(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *w = it_client(e, LEASE_MS);
+    rl_lock *la = sem(a, "herd", 3), *lw = sem(w, "herd", 3);
+    it_acq held[3], waiting[3];
+    long long base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+    int i, in;
+
+    assert_true(base >= 0);
+    for (i = 0; i < 3; i++) {
+        fixed_holder(&held[i], la, 0);
+        IT_WAIT(atomic_load(&held[i].state) >= 2, 5000);
+        IT_RC(held[i].rc, RL_OK);
+    }
+    for (i = 0; i < 3; i++)
+        fixed_holder(&waiting[i], lw, 10000);
+    /* The head tried, subscribed and tried again; the others wait behind. */
+    IT_WAIT(it_stats(w).waiters == 3 && EVALSHA_SINCE(e, base) == 3 + 2, 5000);
+    for (i = 0; i < 3; i++) {
+        base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+        it_acq_let_go(&held[i]);
+        assert_int_equal(it_acq_join(&held[i], 5000), 0);
+        IT_RC(held[i].release_rc, RL_OK);
+        IT_WAIT(it_stats(w).waiters == (unsigned long long)(2 - i), 5000);
+        /* The last one in leaves nobody behind to ask. */
+        IT_WAIT(EVALSHA_SINCE(e, base) >= (i < 2 ? 3 : 2), 5000);
+        IT_EQ(EVALSHA_SINCE(e, base), i < 2 ? 3 : 2);
+    }
+    for (i = 0, in = 0; i < 3; i++)
+        in += atomic_load(&waiting[i].state) >= 2 && waiting[i].rc == RL_OK;
+    IT_EQ(in, 3);
+    base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+    for (i = 0; i < 3; i++) {
+        it_acq_let_go(&waiting[i]);
+        assert_int_equal(it_acq_join(&waiting[i], 5000), 0);
+        IT_RC(waiting[i].release_rc, RL_OK);
+    }
+    IT_EQ(EVALSHA_SINCE(e, base), 3);
+    IT_EQ(key_exists(e->rc, "herd"), 0);
+    FREE_ALL(la, lw, NULL, a, w);
+}
+
 /* ---- holders that die or stop -------------------------------------------- */
 
 /* "--child hold URL NAME": take 2 of the 3 permits of NAME (lease LEASE_MS,
@@ -609,6 +671,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_permit_count_mismatch, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_force_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_wake_and_deadline, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_no_herd, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_killed_holder, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_stopped_holder, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),

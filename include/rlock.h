@@ -411,6 +411,59 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
 RL_EXTERN int rl_lock_new_kind(rl_lock **out, rl_client *client,
                                const void *name, size_t len, int kind);
 
+/* ---- semaphores --------------------------------------------------------- */
+
+/* The kind of a semaphore's handle (rl_semaphore_new(); not taken by
+ * rl_lock_new_kind(), which has no permit count: RL_EINVAL). 5, not 4:
+ * RL_KIND_RW (4) is rl_lock_info.kind of a read-write lock. */
+#define RL_KIND_SEMAPHORE 5
+/* The largest permit count of a semaphore. */
+#define RL_SEMAPHORE_MAX 2147483647
+
+/**
+ * A handle on the semaphore `name` (binary, `len` bytes, 1..RL_NAME_MAX)
+ * with `permits` permits (N, 1..RL_SEMAPHORE_MAX): up to N permits are
+ * held at once, by threads of any processes, each hold taking k of them
+ * (rl_semaphore_acquire(); rl_lock_try_acquire() and rl_lock_acquire()
+ * take 1). Every rl_lock_* call works on the handle: a hold is reentrant
+ * per thread (rl_lock_hold_count() counts its levels), kept alive by the
+ * watchdog and flagged (rl_interrupted(), on_lost) like a lock's, and its
+ * last release gives its permits back. A holder that dies or is stopped
+ * loses its permits when its lease runs out, with nobody else acting.
+ *
+ * N is the name's in Redis while it has live holds: a handle that says
+ * another gets RL_EINVAL at acquisition (the words name both counts) and
+ * changes nothing; the first acquisition on a free name sets it.
+ *
+ * Returns RL_OK; RL_EINVAL for a bad argument, or a name this client has
+ * open as another kind of lock or with another permit count; RL_ENOTSUP
+ * for a Redlock client (a permit count split over independent masters is
+ * not built) and for a client with rl_options.fencing or lock_delay_ms
+ * (the plain lock's so far); RL_ENOMEM. Thread-safe; free the handle with
+ * rl_lock_free().
+ */
+RL_EXTERN int rl_semaphore_new(rl_lock **out, rl_client *client,
+                               const void *name, size_t len, unsigned permits);
+
+/**
+ * Take k permits (1..N) of the semaphore for the calling thread, waiting
+ * up to wait_ms (0: do not wait; RL_WAIT_FOREVER) with a lease of lease_ms
+ * (RL_LEASE_WATCHDOG: renewed by the watchdog), as rl_lock_try_acquire().
+ * A thread that holds the semaphore enters its hold again (one more level,
+ * no more permits) when it asks the same k; another k is RL_EINVAL and
+ * changes nothing. A waiter is woken by releases (which say how many
+ * permits they gave back) or by the first holder's lease running out,
+ * without polling.
+ *
+ * Returns RL_OK; RL_EBUSY (wait_ms 0 and too few permits free);
+ * RL_ETIMEDOUT; RL_ECANCELED (the client shut down); RL_EINVAL for a
+ * handle that is not a semaphore's, k out of 1..N, bad wait_ms or
+ * lease_ms, another k than the thread holds, or another N than the name's
+ * live holds were taken with; the statuses of rl_lock_try_acquire()
+ * otherwise. Thread-safe.
+ */
+RL_EXTERN int rl_semaphore_acquire(rl_lock *sem, unsigned k, long wait_ms, long lease_ms);
+
 /**
  * Free a handle. Holds taken through it stay held: they belong to threads,
  * not to handles, and another handle on the same name can release them.

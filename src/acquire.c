@@ -158,6 +158,7 @@ static int acq_prepare(acquisition *a)
     memcpy(a->h->owner, o->owner, o->owner_len + 1);
     a->h->owner_len = o->owner_len;
     a->h->side = o->side;
+    a->h->permits = o->permits;
     /* A writer that will wait stops new readers meanwhile (rwlock.c). */
     o->intent_ms = o->side == RL__SIDE_WRITE && a->wait_ms != 0 ? RL__RW_INTENT_MS : 0;
     if ((rc = rl__watchdog_ensure(c)) != RL_OK)

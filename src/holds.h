@@ -53,11 +53,12 @@ typedef struct rl__entry {
      * Redis; notices was hint_notices before that release was sent. */
     uint64_t hint_serial, hint_notices;
     int local_reads;                /* of local_live, the read holds (RL__SIDE_READ) */
+    unsigned permits;               /* RL__FAM_SEM: the permit count N (semaphore.c) */
 } rl__entry;
 
 /* The family a name is open as, in one client: kinds of one family share
  * an entry (RL_KIND_READ and RL_KIND_WRITE: RL__FAM_RW). */
-enum { RL__FAM_PLAIN, RL__FAM_FAIR, RL__FAM_RW };
+enum { RL__FAM_PLAIN, RL__FAM_FAIR, RL__FAM_RW, RL__FAM_SEM };
 
 /* What one Redlock node holds of a hold. */
 #define RL__NODES_MAX 9
@@ -96,6 +97,7 @@ struct rl__hold {
     rl__fence doubt;                /* a change whose outcome is unknown (id < 0: none) */
     atomic_int orphan;              /* RL__HOLD_*: who frees it */
     int side;                       /* RL__SIDE_*: which side of the lock it holds */
+    unsigned permits;               /* a semaphore's: the permits it holds (k) */
     /* Redlock: each node's part, nodes[i] for c->servers[i] (c->nnodes of
      * them; none in the other modes). */
     rl__node_hold nodes[];

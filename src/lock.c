@@ -24,6 +24,7 @@
 #include "router.h"
 #include "rwlock.h"
 #include "scripts.h"
+#include "semaphore.h"
 #include "server.h"
 #include "stats.h"
 #include "thread.h"
@@ -46,20 +47,22 @@ static int kind_family(int kind)
     case RL_KIND_FAIR:  return RL__FAM_FAIR;
     case RL_KIND_READ:
     case RL_KIND_WRITE: return RL__FAM_RW;
+    case RL_KIND_SEMAPHORE: return RL__FAM_SEM;
     default:            return -1;
     }
 }
 
 /* Whether the client's mode offers the kind. The fair lock's queue and
- * the read-write lock's deadlines live on the one server that arbitrates
- * the name: not in Redlock mode. */
+ * the read-write lock's and the semaphore's deadlines live on the one
+ * server that arbitrates the name: not in Redlock mode. */
 static int kind_offered(const rl_client *c, int kind)
 {
     /* Fencing tokens and lock-delay are the plain lock's so far: a client
      * with either offers no other kind (scripts.c). */
     if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
         return 0;
-    if (kind == RL_KIND_FAIR || kind == RL_KIND_READ || kind == RL_KIND_WRITE)
+    if (kind == RL_KIND_FAIR || kind == RL_KIND_READ || kind == RL_KIND_WRITE ||
+        kind == RL_KIND_SEMAPHORE)
         return c->mode != RL__MODE_REDLOCK;
     return kind == RL_KIND_PLAIN;
 }
@@ -139,19 +142,29 @@ static int key_command(rl_client *c, const rl__entry *e, int argc, const char **
     return rc;
 }
 
-int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
+/* The entry e (mutex held) as a handle of `family` (with `permits`, a
+ * semaphore) would open it: RL_OK, or why not (nothing changed). */
+static int entry_fits(const rl__entry *e, int family, unsigned permits)
+{
+    int used = e->handles > 0 || e->holds > 0 || e->leftovers > 0;
+
+    if (used && e->family != family)
+        return rl__err(RL_EINVAL, "this client has the name open as another kind of lock");
+    if (used && family == RL__FAM_SEM && e->permits != permits)
+        return rl__err(RL_EINVAL, "this client has the semaphore open with %u permits, not %u",
+                       e->permits, permits);
+    return RL_OK;
+}
+
+/* A handle of `kind` (a semaphore's with `permits`), its arguments
+ * checked. */
+static int handle_new(rl_lock **out, rl_client *client, const void *name, size_t len,
+                      int kind, unsigned permits)
 {
     rl_lock *lock;
     rl__entry *e;
     int rc, family = kind_family(kind);
 
-    rl__err_clear();
-    if (!out || !client || !name)
-        return rl__err(RL_EINVAL, "out, client and name must not be NULL");
-    if (len == 0 || len > RL_NAME_MAX)
-        return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
-    if (family < 0)
-        return rl__err(RL_EINVAL, "unknown kind of lock %d", kind);
     if (!rl__registry_has(client))
         return rl__err(RL_EINVAL, "not a live client (freed already?)");
     if ((rc = rl__call_begin(client)) != RL_OK)
@@ -167,11 +180,11 @@ int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t 
     }
     pthread_mutex_lock(&client->mu);
     e = rl__entry_get(client, name, len);
-    if (e && e->family != family && (e->handles > 0 || e->holds > 0 || e->leftovers > 0)) {
+    if (e && (rc = entry_fits(e, family, permits)) != RL_OK) {
         pthread_mutex_unlock(&client->mu);
         free(lock);
         rl__call_end(client);
-        return rl__err(RL_EINVAL, "this client has the name open as another kind of lock");
+        return rc;
     }
     if (e && family == RL__FAM_FAIR && rl__fair_entry_init(e) != 0) {
         rl__entry_maybe_free(client, e);
@@ -183,6 +196,8 @@ int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t 
          * watchdog read it without the mutex. */
         if (e->family != family)
             e->family = family;
+        if (family == RL__FAM_SEM && e->permits != permits)
+            e->permits = permits;
         e->handles++;
     }
     pthread_mutex_unlock(&client->mu);
@@ -198,6 +213,43 @@ int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t 
     *out = lock;
     rl__call_end(client);
     return RL_OK;
+}
+
+/* The checks every handle's arguments pass. */
+static int check_new(rl_lock **out, rl_client *client, const void *name, size_t len)
+{
+    rl__err_clear();
+    if (!out || !client || !name)
+        return rl__err(RL_EINVAL, "out, client and name must not be NULL");
+    if (len == 0 || len > RL_NAME_MAX)
+        return rl__err(RL_EINVAL, "lock name must be 1..%d bytes, not %zu", RL_NAME_MAX, len);
+    return RL_OK;
+}
+
+int rl_lock_new_kind(rl_lock **out, rl_client *client, const void *name, size_t len, int kind)
+{
+    int rc = check_new(out, client, name, len);
+
+    if (rc != RL_OK)
+        return rc;
+    if (kind == RL_KIND_SEMAPHORE)
+        return rl__err(RL_EINVAL, "a semaphore is opened by rl_semaphore_new(), with its "
+                                  "permit count");
+    if (kind_family(kind) < 0)
+        return rl__err(RL_EINVAL, "unknown kind of lock %d", kind);
+    return handle_new(out, client, name, len, kind, 0);
+}
+
+int rl_semaphore_new(rl_lock **out, rl_client *client, const void *name, size_t len,
+                     unsigned permits)
+{
+    int rc = check_new(out, client, name, len);
+
+    if (rc != RL_OK)
+        return rc;
+    if (permits == 0 || permits > RL_SEMAPHORE_MAX)
+        return rl__err(RL_EINVAL, "permits must be 1..%d, not %u", RL_SEMAPHORE_MAX, permits);
+    return handle_new(out, client, name, len, RL_KIND_SEMAPHORE, permits);
 }
 
 int rl_lock_new_bin(rl_lock **out, rl_client *client, const void *name, size_t len)
@@ -355,7 +407,8 @@ static void count_acquire(rl_client *c, int rc, int reentry)
     }
 }
 
-int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
+/* An acquisition of k permits (1 for a lock) by the calling thread. */
+static int try_acquire(rl_lock *lock, unsigned k, long wait_ms, long lease_ms)
 {
     rl__thread *t;
     rl__hold *h;
@@ -378,11 +431,20 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
         /* Redis keeps the hold for the lease plus the delay (rl__redis_lease). */
         rc = rl__err(RL_EINVAL, "lease_ms %ld plus the client's lock_delay_ms %ld is past "
                      "%ld ms", lease_ms, lock->client->delay_ms, RL_TIME_MAX_MS);
+    } else if (lock->kind == RL_KIND_SEMAPHORE && (k == 0 || k > lock->entry->permits)) {
+        /* Only a semaphore's k may be other than 1; its entry's count
+         * changes only while nothing uses the entry. */
+        rc = rl__err(RL_EINVAL, "k must be 1..%u (the semaphore's permits), not %u",
+                     lock->entry->permits, k);
     } else {
         t = rl__thread_self();
         op_init(&o, lock, t);
+        o.permits = k;
         h = find(lock, t);
-        if (h)
+        if (h && h->permits != k && lock->kind == RL_KIND_SEMAPHORE)
+            rc = rl__err(RL_EINVAL, "the thread holds %u permits of this semaphore: entering "
+                         "it again takes the same number, not %u", h->permits, k);
+        else if (h)
             rc = reenter(&o, h);
         else if (o.side == RL__SIDE_WRITE &&
                  rl__thread_find_side(t, lock->client, lock->entry, RL__SIDE_READ))
@@ -392,10 +454,27 @@ int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
             rc = rl__acquire_new(&o, t, wait_ms, lease_ms, o.side == RL__SIDE_READ &&
                              rl__thread_find_side(t, lock->client, lock->entry,
                                                   RL__SIDE_WRITE) != NULL);
+        if (lock->kind == RL_KIND_SEMAPHORE)
+            rc = rl__sem_status(rc);
         count_acquire(lock->client, rc, h != NULL);
     }
     rl__call_end(lock->client);
     return named(lock, rc);
+}
+
+int rl_lock_try_acquire(rl_lock *lock, long wait_ms, long lease_ms)
+{
+    return try_acquire(lock, 1, wait_ms, lease_ms);
+}
+
+int rl_semaphore_acquire(rl_lock *sem, unsigned k, long wait_ms, long lease_ms)
+{
+    rl__err_clear();
+    if (!sem)
+        return rl__err(RL_EINVAL, "sem is NULL");
+    if (sem->kind != RL_KIND_SEMAPHORE)
+        return rl__err(RL_EINVAL, "not a semaphore's handle (rl_semaphore_new())");
+    return try_acquire(sem, k, wait_ms, lease_ms);
 }
 
 /*

@@ -40,6 +40,7 @@ void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t)
     o->next_len = 0;
     o->side = RL__SIDE_PLAIN;
     o->intent_ms = 0;
+    o->permits = 1;
 }
 
 /* Kill a connection of another server than the one we now talk to (the
@@ -274,7 +275,7 @@ int rl__outcome(int script, long long held, long long count, rl__result *res)
 
 /* A change's keys and arguments, and the numbers they point to. */
 typedef struct {
-    char held[24], lease[24], since[24], delay[24], place[24], intent[24];
+    char held[24], lease[24], since[24], delay[24], place[24], intent[24], size[24], k[24];
     const char *args[10];
     size_t lens[10];
     int nkeys, nargs;
@@ -311,7 +312,8 @@ static void build_args(const rl__op *o, int script, long long held, long lease_m
         args[nargs] = o->owner;     lens[nargs++] = o->owner_len;
         args[nargs] = a->held;      lens[nargs++] = heldlen;
         /* A new hold: "held since", for operators (scripts.c). */
-        if (held == 0 || o->c->fencing || o->c->delay_ms || o->e->family == RL__FAM_RW) {
+        if (held == 0 || o->c->fencing || o->c->delay_ms || o->e->family == RL__FAM_RW ||
+            o->e->family == RL__FAM_SEM) {
             args[nargs] = a->since;
             lens[nargs++] = rl__fmt_ll(a->since, held == 0 ? rl__wall_ms() : 0);
         }
@@ -323,6 +325,12 @@ static void build_args(const rl__op *o, int script, long long held, long lease_m
             lens[nargs++] = 1;
             args[nargs] = a->intent;
             lens[nargs++] = rl__fmt_ll(a->intent, o->intent_ms);
+        } else if (o->e->family == RL__FAM_SEM) {
+            /* The semaphore's: since always, N, the permits a new hold takes. */
+            args[nargs] = a->size;
+            lens[nargs++] = rl__fmt_ll(a->size, o->e->permits);
+            args[nargs] = a->k;
+            lens[nargs++] = rl__fmt_ll(a->k, o->permits);
         } else if (o->c->fencing || o->c->delay_ms) {
             args[nargs] = o->c->fencing ? "1" : "0";
             lens[nargs++] = 1;

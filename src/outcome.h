@@ -18,6 +18,7 @@ typedef struct rl__op {
     size_t owner_len;
     int side;                       /* RL__SIDE_* */
     long intent_ms;                 /* a writer that will wait: its intent (rwlock.c) */
+    unsigned permits;               /* a semaphore's new hold: the permits it takes */
     char field[RL__OWNER_MAX];      /* a reader's field, when owner points here */
     /* The caller's deadline (-1: none): a Cluster in motion (TRYAGAIN,
      * CLUSTERDOWN) is waited out until then, at most the command timeout. */

@@ -79,9 +79,12 @@
 #include "holds.h"
 #include "rwlock.h"
 #include "scripts.h"
+#include "semaphore.h"
 
 int rl__rw_script(const rl__entry *e, int script)
 {
+    if (e->family == RL__FAM_SEM)
+        return rl__sem_script(script);
     if (e->family != RL__FAM_RW)
         return script;
     switch (script) {
@@ -112,7 +115,10 @@ size_t rl__rw_field(char *out, const char *owner, size_t owner_len, int side)
 int rl__rw_local_busy(const rl__entry *e, int side)
 {
     /* Other threads of this process: a writer keeps everyone out, a
-     * reader keeps out writers only. */
+     * reader keeps out writers only; a semaphore's holders nobody (Redis
+     * counts the permits). */
+    if (e->family == RL__FAM_SEM)
+        return 0;
     if (side == RL__SIDE_READ)
         return e->local_live - e->local_reads > 0;
     return e->local_live > 0;

@@ -24,15 +24,16 @@ enum { RL__SIDE_PLAIN, RL__SIDE_READ, RL__SIDE_WRITE };
 #define RL__RW_SWEEP_STEP 20
 
 struct rl__entry;
-/* The script to run for a change of e: the read-write one when e is of
- * that family, else `script`. */
+/* The script to run for a change of e: the read-write (or semaphore) one
+ * when e is of that family, else `script`. */
 int rl__rw_script(const struct rl__entry *e, int script);
 int rl__rw_side(int kind);                  /* RL_KIND_* -> RL__SIDE_* */
 /* The hash field of a hold on `side`, from the thread's owner string:
  * "<owner>:r" for a reader. out has RL__OWNER_MAX bytes. */
 size_t rl__rw_field(char *out, const char *owner, size_t owner_len, int side);
 /* Whether other threads of this process keep a new hold on `side` out of
- * e: a writer keeps out everyone, a reader only writers. Mutex held. */
+ * e: a writer keeps out everyone, a reader only writers (a semaphore's
+ * holders: nobody). Mutex held. */
 int rl__rw_local_busy(const struct rl__entry *e, int side);
 
 #endif

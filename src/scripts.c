@@ -22,4 +22,7 @@ const char *const rl__script_src[RL__S_COUNT] = {
     [RL__S_RW_ACQUIRE] = rw_acquire_src,
     [RL__S_RW_RELEASE] = rw_release_src,
     [RL__S_RW_RENEW] = rw_renew_src,
+    [RL__S_SEM_ACQUIRE] = sem_acquire_src,
+    [RL__S_SEM_RELEASE] = sem_release_src,
+    [RL__S_SEM_RENEW] = sem_renew_src,
 };

@@ -17,10 +17,12 @@
  *   fair acquire  KEYS lock, queue, places; ARGV lease_ms, owner, 0, since, place_ms
  *   fair release  KEYS lock, queue, places; ARGV as release[, next, place_ms]
  *   fair leave    KEYS lock, queue, places; ARGV owner, notice, channel
+ *   sem acquire   KEYS lock; ARGV lease_ms, owner, held, since, N, k
+ *   sem release, sem renew: as release and renew
  *
  * The second half checks fencing tokens and lock-delay at the script level,
- * then the read-write scripts, then every script as the source of a
- * migrating Cluster slot runs it.
+ * then the read-write and semaphore scripts, then every script as the
+ * source of a migrating Cluster slot runs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1247,6 +1249,123 @@ static void test_fair_scripts_on_a_migrating_source_do_their_work(void **state)
     assert_int_equal(count(e), 1);
 }
 
+/* ---- the semaphore's scripts ---- */
+
+static redisReply *sem_acquire(env *e, const char *owner, const char *lease, const char *held,
+                               const char *n, const char *k)
+{
+    const char *a[7] = { KEY, lease, owner, held, "123", n, k };
+    return run(e, RL__S_SEM_ACQUIRE, 1, 7, a);
+}
+
+/* Bad leases and permit counts: an error, nothing written (a new hold),
+ * the count and expiry kept (a reentry, a release). */
+static void test_sem_bad_arguments_write_nothing(void **state)
+{
+    env *e = *state;
+    static const char *const counts[][2] = { { "0", "1" }, { "3", "0" }, { "3", "4" },
+                                             { "abc", "1" }, { "3", "1.5" }, { "3", "" } };
+    const char *rel[6] = { KEY, OWNER, "2", NULL, "1", CHANNEL };
+    redisReply *r;
+    size_t i;
+
+    for (i = 0; i < NHOSTILE; i++) {
+        flush(e);
+        r = sem_acquire(e, OWNER, hostile[i], "0", "3", "1");
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        assert_int_equal(exists(e), 0);
+    }
+    for (i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        r = sem_acquire(e, OWNER, "60000", "0", counts[i][0], counts[i][1]);
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        assert_int_equal(exists(e), 0);
+    }
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "1", "3", "2"), 1, 2);
+    freeReplyObject(r);
+    for (i = 0; i < NHOSTILE; i++) {
+        r = sem_acquire(e, OWNER, hostile[i], "2", "3", "2");
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        if (strcmp(hostile[i], "0") == 0)
+            continue;       /* a release's "leave the lease alone" */
+        rel[3] = hostile[i];
+        r = run(e, RL__S_SEM_RELEASE, 1, 6, rel);
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        assert_int_equal(count(e), 2);
+        IT_ASSERT_RANGE(pttl(e), 1, 60000);
+    }
+}
+
+/* Another N than the live holds': refused, nothing written; a hold past
+ * its deadline is dropped by the next new hold's look and its permits
+ * counted free; the last release takes the key. */
+static void test_sem_count_and_dead_holds(void **state)
+{
+    env *e = *state;
+    const char *rel[6] = { KEY, OWNER, "1", "0", "1", CHANNEL };
+    redisReply *r;
+
+    flush(e);
+    expect_pair(r = sem_acquire(e, OTHER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    r = sem_acquire(e, OWNER, "60000", "0", "4", "1");
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(r->str, "has 3 permits in Redis, not 4"));
+    freeReplyObject(r);
+    assert_int_equal(count(e), 0);
+    r = sem_acquire(e, OWNER, "60000", "0", "3", "2");          /* 2 + 2 > 3 */
+    assert_int_equal(r->element[0]->integer, 0);
+    IT_ASSERT_RANGE(r->element[1]->integer, 59000, 60000);      /* OTHER's deadline */
+    freeReplyObject(r);
+    /* OTHER's deadline passes (set back by hand): its 2 permits are free. */
+    freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OTHER));
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "3"), 1, 1);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "HEXISTS %s %s", KEY, OTHER);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    expect_pair(r = run(e, RL__S_SEM_RELEASE, 1, 6, rel), 1, 0);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+}
+
+/* The semaphore's releases (the last, a drop, a dead hold's) and renewal
+ * run whole on a migrating source. */
+static void test_sem_scripts_whole_on_a_migrating_source(void **state)
+{
+    env *e = *state;
+    const char *const rel1[6] = { KEY, OWNER, "1", "0", "1", CHANNEL };
+    const char *const drop[6] = { KEY, OWNER, "0", "0", "1", CHANNEL };
+    const char *const renew[3] = { KEY, "60000", OWNER };
+    redisReply *r;
+
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    expect_whole(run_migrating(e, RL__S_SEM_RENEW, 1, 3, renew), "renewal");
+    expect_whole(run_migrating(e, RL__S_SEM_RELEASE, 1, 6, rel1), "last release");
+    assert_int_equal(exists(e), 0);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    expect_whole(run_migrating(e, RL__S_SEM_RELEASE, 1, 6, drop), "drop");
+    assert_int_equal(exists(e), 0);
+    expect_pair(r = sem_acquire(e, OTHER, "60000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OWNER));
+    expect_whole(run_migrating(e, RL__S_SEM_RELEASE, 1, 6, rel1), "a dead hold's release");
+    expect_whole(run_migrating(e, RL__S_SEM_RELEASE, 1, 6,
+                               (const char *const[6]){ KEY, OTHER, "1", "0", "1", CHANNEL }),
+                 "the last live hold's release");
+    assert_int_equal(exists(e), 0);
+}
+
 /* The plain and read-write scripts already keep the rule (the fix is the
  * fair scripts'): their last releases, a drop leaving a lock-delay's
  * tombstone, a force-release, a writer taking its intent back, on a
@@ -1328,6 +1447,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fair_scripts_on_a_migrating_source_do_their_work,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_bad_arguments_write_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_count_and_dead_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_scripts_whole_on_a_migrating_source, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_plain_and_rw_scripts_whole_on_a_migrating_source,
                                         setup, teardown),
     };

@@ -1,0 +1,20 @@
+-- The semaphore (src/semaphore.c says how its one key is kept).
+--
+-- Fields of the hash besides the holds ("<owner>" -> "<count> <since>"),
+-- all beginning with '~': "~N", the name's permit count; "~d:<field>", a
+-- hold's deadline (Redis TIME, ms); "~k:<field>", the permits the hold
+-- has. A hold past its deadline is gone for every script, as an expired
+-- key is, and its permits with it. Everything lives in the one key, so
+-- that a Cluster slot migration moves it whole and no script touches a key
+-- it has not declared; no script touches the key after a change that may
+-- have deleted it (an HDEL).
+
+--@include "lib/clock.lua"
+
+-- A hold's deadline field; a number as Redis stores it; the
+-- key's expiry, made at least ms and never shortened.
+local function dl(f) return '~d:' .. f end
+local function num(x) return string.format('%d', x) end
+local function keep(k, ms)
+  if redis.call('pttl', k) < ms then redis.call('pexpire', k, ms) end
+end

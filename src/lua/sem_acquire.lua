@@ -1,0 +1,68 @@
+-- sem_acquire.lua: take k permits of a semaphore, or enter a hold of them
+-- again.
+--
+-- KEYS[1]  the semaphore, a hash (lib/sem_fields.lua)
+-- ARGV[1]  lease_ms
+-- ARGV[2]  field: the owner, "<uuid>:<tid>"
+-- ARGV[3]  held (0: a new hold)
+-- ARGV[4]  since
+-- ARGV[5]  N, the permit count the caller opened the name with
+-- ARGV[6]  k, the permits a new hold takes (1..N)
+--
+-- Reply, as acquire.lua's: {1, count} taken; {0, wait_ms} not taken (the
+-- first live deadline, or the key's PTTL when another kind of lock holds
+-- the name); {-1, 0} not ours (a reentry whose hold is gone); {-2, count}
+-- ours with another count, nothing changed. An error, nothing written, for
+-- a lease or a permit count out of range, and for an N other than the one
+-- the live holds were taken with ("ERR rlock: the semaphore has <n>
+-- permits in Redis, not <N>").
+--
+-- Never: writes before its arguments are checked; touches the key after a
+-- command that may have deleted it (its HDEL comes last, and leaves "~N");
+-- takes permits beyond N among live holds; touches a key it has not
+-- declared.
+
+--@include "lib/lease.lua"
+--@include "lib/hold_value.lua"
+
+local lease, bad = lease_arg(ARGV[1], 1)
+if not lease then return bad end
+local size, want = tonumber(ARGV[5]), tonumber(ARGV[6])
+if not size or size ~= math.floor(size) or size < 1 or size > 2147483647 or
+   not want or want ~= math.floor(want) or want < 1 or want > size then
+  return redis.error_reply('ERR rlock: permits out of range')
+end
+--@include "lib/sem_look.lua"
+
+local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
+if held > 0 then
+  local got = redis.call('hmget', k, f, dl(f))
+  local v, d = got[1], tonumber(got[2])
+  if not v or (d and d <= now) then return {-1, 0} end
+  local n = count(v)
+  if n ~= held then return {-2, n or -1} end
+  redis.call('hset', k, f, (n + 1) .. suffix(v), dl(f), math.max(d or 0, now + lease))
+  keep(k, lease)
+  return {1, n + 1}
+end
+local s = look(k, f)
+if not s then return {0, redis.call('pttl', k)} end
+-- The count is the live holds' while there are any; else the caller's.
+if s.size and s.size ~= size and s.used > 0 then
+  return redis.error_reply('ERR rlock: the semaphore has ' .. num(s.size) ..
+                           ' permits in Redis, not ' .. num(size))
+end
+if s.used + want > size then
+  -- Asked before the HDEL (which leaves "~N", but a question after a
+  -- delete is what the rule forbids).
+  local wait = s.soonest and s.soonest - now or redis.call('pttl', k)
+  if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
+  return {0, wait}
+end
+-- Ours already (an acquire reported failed but applied late) is taken
+-- afresh: its permits were left out of s.used.
+redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), num(now + lease), pk(f), num(want),
+           '~N', num(size))
+keep(k, lease)
+if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
+return {1, 1}

@@ -85,6 +85,16 @@ static rl__hold *find(const rl_lock *lock, rl__thread *t)
     return rl__thread_find_side(t, lock->client, lock->entry, rl__rw_side(lock->kind));
 }
 
+int rl__lock_begin(const rl_lock *lock)
+{
+    return begin(lock);
+}
+
+rl__hold *rl__lock_find(const rl_lock *lock, rl__thread *t)
+{
+    return find(lock, t);
+}
+
 /* A key of the lock holds another type than rlock's (a string SET by hand,
  * say): Redis's WRONGTYPE names neither the key nor the lock, so say both.
  * Any other status passes through. */
@@ -106,40 +116,6 @@ static int named(const rl_lock *lock, int rc)
     return rl__err(rc, "key %s of lock '%.*s' holds another type of value, not rlock's "
                    "(WRONGTYPE): delete or rename it to free the name", keys,
                    (int)e->name_len, e->name);
-}
-
-/* One command on a key of e's slot (not Redlock), following redirects;
- * its integer reply in *out. */
-static int key_command(rl_client *c, const rl__entry *e, int argc, const char **argv,
-                       const size_t *lens, long long *out)
-{
-    rl__conn *conn;
-    rl__route rt;
-    redisReply *r = NULL;
-    int rc;
-
-    rl__route_init(&rt, c, e->slot);
-    while ((rc = rl__route_get(c, &rt, &conn)) == RL_OK) {
-        rc = rl__conn_call(conn, &r, argc, argv, lens);
-        if (rc == RL_OK && r->type == REDIS_REPLY_ERROR &&
-            (rc = rl__route_error(c, &rt, r->str, r->len)) != RL_OK) {
-            freeReplyObject(r);
-            r = NULL;
-        }
-        rl__pool_put(c, conn);
-        if (rc != RL__RETRY)
-            break;
-    }
-    if (rc == RL_OK) {
-        if (r->type == REDIS_REPLY_INTEGER)
-            *out = r->integer;
-        else if (r->type == REDIS_REPLY_ERROR)
-            rc = rl__reply_error_status(r);
-        else
-            rc = rl__err(RL_EPROTO, "%s did not return an integer", argv[0]);
-        freeReplyObject(r);
-    }
-    return rc;
 }
 
 /* The entry e (mutex held) as a handle of `family` (with `permits`, a
@@ -721,99 +697,6 @@ int rl_lock_force_release(rl_lock *lock)
     rc = force_release(lock);
     rl__call_end(lock->client);
     return named(lock, rc);
-}
-
-int rl_lock_hold_count(const rl_lock *lock)
-{
-    const rl__hold *h;
-
-    rl__err_clear();
-    if (!lock)
-        return rl__err(RL_EINVAL, "lock is NULL");
-    if (atomic_load(&lock->client->closed))
-        return rl__shut_down();
-    h = find(lock, rl__thread_self());
-    return h ? h->count : 0;
-}
-
-int rl_lock_token(unsigned long long *out, const rl_lock *lock)
-{
-    const rl__hold *h;
-
-    rl__err_clear();
-    if (!out || !lock)
-        return rl__err(RL_EINVAL, "out and lock must not be NULL");
-    if (atomic_load(&lock->client->closed))
-        return rl__shut_down();
-    if (!lock->client->fencing)
-        return rl__err(RL_ENOTSUP, "the client was made without rl_options.fencing");
-    h = rl__thread_find(rl__thread_self(), lock->client, lock->entry);
-    if (!h)
-        return rl__err(RL_ENOTOWNER, "the calling thread does not hold this lock");
-    if (!h->token)
-        return rl__err(RL_EPROTO, "the hold has no fencing token in Redis");
-    *out = h->token;
-    return RL_OK;
-}
-
-int rl_lock_interrupted(const rl_lock *lock)
-{
-    const rl__hold *h;
-
-    rl__err_clear();
-    if (!lock)
-        return rl__err(RL_EINVAL, "lock is NULL");
-    /* After a shutdown: a hold the client let go of still counts as lost
-     * until rl_interrupted() has reported it. */
-    if (atomic_load(&lock->client->closed))
-        return rl__thread_has_orphan(rl__thread_self(), lock->client, lock->entry);
-    h = find(lock, rl__thread_self());
-    return h ? rl__hold_is_lost(h, rl__now_ms()) : 0;
-}
-
-/* One plain command on the lock's key, returning an integer. */
-static int key_query(rl_lock *lock, const char *cmd, long long *out)
-{
-    const char *argv[2];
-    size_t lens[2];
-    int rc;
-
-    if ((rc = begin(lock)) != RL_OK)
-        return rc;
-    if (lock->client->mode == RL__MODE_REDLOCK) {
-        rc = rl__redlock_query(lock->client, lock->entry, cmd, out);
-        rl__call_end(lock->client);
-        return rc;
-    }
-    argv[0] = cmd;
-    lens[0] = strlen(cmd);
-    argv[1] = lock->entry->key;
-    lens[1] = lock->entry->key_len;
-    rc = key_command(lock->client, lock->entry, 2, argv, lens, out);
-    rl__call_end(lock->client);
-    return rc;
-}
-
-int rl_lock_is_locked(rl_lock *lock)
-{
-    long long n = 0;
-    int rc = key_query(lock, "EXISTS", &n);
-
-    return rc == RL_OK ? n > 0 : rc;
-}
-
-int rl_lock_ttl(long *out, rl_lock *lock)
-{
-    long long n = 0;
-    int rc;
-
-    if (!out) {
-        rl__err_clear();
-        return rl__err(RL_EINVAL, "out is NULL");
-    }
-    if ((rc = key_query(lock, "PTTL", &n)) == RL_OK)
-        *out = (long)n;
-    return rc;
 }
 
 /* ---- the give-back of a set of locks (lockset.c) ---------------------- */

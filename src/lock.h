@@ -1,6 +1,6 @@
 /*
- * lock.c: the rl_lock API. A handle, as a set of locks (lockset.c) reads
- * it, and the give-back that leaves no hold behind.
+ * lock.c: the rl_lock API. A handle, as a set of locks (lockset.c) and the
+ * queries (query.c) read it, and the give-back that leaves no hold behind.
  */
 #ifndef RL_LOCK_H
 #define RL_LOCK_H
@@ -13,6 +13,11 @@ struct rl_lock {
     rl__entry *entry;
     int kind;                       /* RL_KIND_* */
 };
+
+/* A call on the handle begins (counted in flight; RL_OK, or why not). */
+int rl__lock_begin(const rl_lock *lock);
+/* The calling thread t's hold of the handle's name and side, or NULL. */
+rl__hold *rl__lock_find(const rl_lock *lock, rl__thread *t);
 
 /* Release one hold of the calling thread; the count drops whatever the
  * status (RL_ECANCELED aside: the shutdown takes the hold), a hold whose

@@ -56,6 +56,7 @@ int nm_rng_pct(nm_rng *r, int pct);
 #define NM_PLAIN 0
 #define NM_FAIR  1
 #define NM_RW    2
+#define NM_SEM   3   /* a semaphore of `permits` permits; a section takes k of them */
 
 /* Sides of a hold, as written in histories. */
 #define NM_SIDE_EXCL  0  /* plain or fair */
@@ -68,6 +69,7 @@ typedef struct nm_name {
     long delay_ms;    /* rl_options.lock_delay_ms: 0 or 300..1500 (plain only) */
     long lease_ms;    /* the watchdog's lease, or the fixed lease of every call */
     int fixed;        /* 1: each acquisition passes lease_ms (never renewed) */
+    int permits;      /* NM_SEM: N, 1..4 (each section takes 1..N) */
 } nm_name;
 
 /* Faults. Each runs alone (the schedule never overlaps two). */
@@ -121,6 +123,7 @@ typedef struct nm_plan {
     nm_fault faults[NM_FAULTS_MAX];
     int queue;            /* the queue profile (nm_plan.c): one fair or rw name, asked at once */
     int tls;              /* NM_TLS_*: the workers and the controller's client over TLS */
+    int sets;             /* % of sections that take a set of names (rl_lockset_*); 0: none */
 } nm_plan;
 
 /* TLS (nm_plan.c draw_tls, draw_tls_cs): the servers get a tls-port beside
@@ -132,6 +135,9 @@ typedef struct nm_plan {
 #define NM_TLS_MUTUAL 2   /* the servers also require a client certificate */
 
 void nm_plan_draw(nm_plan *p, uint64_t seed);
+/* Whether name i can be a set's member: not a semaphore, no fencing or
+ * lock-delay (the set's client has neither: nm_worker.c). */
+int nm_set_member(const nm_plan *p, int i);
 /* Whether the deployment is a Redis Cluster (with or without replicas). */
 int nm_is_cluster(int deploy);
 /* The wait_replicas every worker client of the deployment sets. */
@@ -161,6 +167,8 @@ enum {
     NM_INV_ISO,        /* a stopped node cost only its own holds */
     NM_INV_FORK,       /* a fork child held nothing and took nothing of its parent's */
     NM_INV_SHUT,       /* a client shut down mid-call: flags seen once, nothing RL_OK after */
+    NM_INV_CAP,        /* a semaphore's valid holds never take more than its permits */
+    NM_INV_SET,        /* a failed set left nothing held, a set taken holds every member */
     NM_INV_COUNT
 };
 

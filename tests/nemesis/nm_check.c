@@ -79,6 +79,8 @@ typedef struct nm_hold {
     int others;                /* its thread kept an earlier hold it never saw released */
     int count;                 /* the hold count its thread last saw */
     int last_release_open;     /* its last level's release was invoked and never returned */
+    int permits;               /* a semaphore's hold: the k it took; else 1 */
+    int member;                /* taken as a set's member (asked after the set's call) */
 } nm_hold;
 
 typedef struct nm_call {       /* an acquisition, for liveness */
@@ -86,6 +88,8 @@ typedef struct nm_call {       /* an acquisition, for liveness */
     long wait;
     int64_t inv, ret;
     int side;
+    int k;                     /* a semaphore's: the permits asked */
+    int set;                   /* a member of a set's call (not checked for liveness) */
 } nm_call;
 
 typedef struct nm_proc {
@@ -144,7 +148,8 @@ const char *nm_inv_name(int inv)
 {
     static const char *const names[NM_INV_COUNT] = { "exclusion", "fencing", "delay",
                                                      "liveness", "bookkeeping", "isolation",
-                                                     "fork", "shutdown" };
+                                                     "fork", "shutdown", "capacity",
+                                                     "sets" };
     return inv >= 0 && inv < NM_INV_COUNT ? names[inv] : "?";
 }
 
@@ -210,6 +215,11 @@ typedef struct nm_tstate {
     long wait;
     long last_hold;          /* the hold its last release closed, -1: none */
     int inv_shut;            /* its call began on a client shut down (D shut seen) */
+    int k;                   /* the permits its last acquire asked (A's last field) */
+    int member;              /* the line is a set member's (m, r): the sets' client's */
+    int before[NM_NAMES_MAX][3];  /* each member's hold count before its set's call */
+    int set_status;          /* the set call's (b) */
+    int64_t set_ret;         /* when it returned */
 } nm_tstate;
 
 static nm_tstate *tstate(nm_tstate *ts, int *n, int tid)
@@ -250,6 +260,8 @@ static int holds_other(const nm_tstate *t, int name, int side)
     return 0;
 }
 
+static void new_hold(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok);
+
 static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
 {
     nm_call *c;
@@ -265,24 +277,34 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     c->ret = ns;
     c->newhold = f[2] == RL_OK && f[3] == 1;
     c->side = f[1];
+    c->k = t->k;
+    c->set = t->member;
     h->v->ops++;
-    if (f[2] == RL_ECANCELED)
+    if (f[2] == RL_ECANCELED && !t->member)
         h->procs[pi].canc[f[0]]++;
-    if (f[2] == RL_OK && t->inv_shut)
+    if (f[2] == RL_OK && t->inv_shut && !t->member)
         wfault_violation(h, NM_INV_SHUT, pi, t->tid, ns, "an acquisition begun on a client "
                          "shut down returned RL_OK");
     if (f[2] != RL_OK)
         return;
+    new_hold(h, pi, t, ns, f, tok);
+}
+
+/* A hold begun, or entered again (count > 1). */
+static void new_hold(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
+{
     if (f[3] > 1) {
         if (h->procs[pi].child && (t->hold < 0 || h->holds[t->hold].name != f[0]))
             wfault_violation(h, NM_INV_FORK, pi, t->tid, ns, "the fork child re-entered a "
                              "hold it never took (the parent's?)");
-        h->procs[pi].reent[f[0]]++;
+        if (!t->member)
+            h->procs[pi].reent[f[0]]++;
         if (t->hold >= 0)
             h->holds[t->hold].count = f[3];
         return;
     }
-    h->procs[pi].acq[f[0]]++;
+    if (!t->member)
+        h->procs[pi].acq[f[0]]++;
     if (t->hold >= 0)
         h->holds[t->hold].rel_ret = ns;   /* dropped without a release we saw */
     h->holds = grow(h->holds, &h->capholds, h->nholds, sizeof *h->holds);
@@ -297,6 +319,8 @@ static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     h->holds[h->nholds].ret = ns;
     h->holds[h->nholds].token = tok;
     h->holds[h->nholds].rel_ret = ns;
+    h->holds[h->nholds].permits = t->k;
+    h->holds[h->nholds].member = t->member;
     t->hold = (long)h->nholds++;
     h->v->holds++;
 }
@@ -329,14 +353,15 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
     nm_hold *x = t->hold >= 0 ? &h->holds[t->hold] : NULL;
 
     h->v->ops++;
-    if (f[2] == RL_OK)
+    if (f[2] == RL_OK && !t->member)
         h->procs[pi].rel[f[0]]++;
-    if (f[2] == RL_OK && t->inv_shut)
+    if (f[2] == RL_OK && t->inv_shut && !t->member)
         wfault_violation(h, NM_INV_SHUT, pi, t->tid, ns, "a release begun on a client shut "
                          "down returned RL_OK");
     if (x == NULL)
         return;
-    if ((f[2] == RL_EINVAL || f[2] == RL_ECANCELED) && h->procs[pi].shut[f[0]] && !x->cut) {
+    if ((f[2] == RL_EINVAL || f[2] == RL_ECANCELED) && h->procs[pi].shut[f[0]] && !x->cut &&
+        !t->member) {
         x->cut = h->procs[pi].shut_rec[f[0]] + 1;
         h->procs[pi].cut[f[0]]++;
     }
@@ -496,6 +521,46 @@ static void on_release_invoked(nm_hist *h, nm_tstate *t)
         h->holds[t->hold].last_release_open = 1;
 }
 
+/* A member of a set after the set's call returned: a set that failed left
+ * its hold count as it was, a set taken holds it one level more (a new
+ * hold from the set's call to its return). */
+static void on_member(nm_hist *h, int pi, nm_tstate *t, const int *f)
+{
+    int before = t->before[f[0]][f[1]];
+    char what[160];
+
+    if ((f[2] != RL_OK && f[3] != before) || (f[2] == RL_OK && f[3] != before + 1)) {
+        snprintf(what, sizeof what, "a set that returned %d left member n%d (side %d) at hold "
+                 "count %d, %d before it", f[2], f[0], f[1], f[3], before);
+        wfault_violation(h, NM_INV_SET, pi, t->tid, t->set_ret, what);
+    }
+    on_acquired(h, pi, t, t->set_ret, f, -1);
+}
+
+/* B: a set's call (its members' counts before it); b: its return. */
+static int parse_set_line(nm_tstate *t, long long ns, char ev, const char *line)
+{
+    int n, i, len, a[3];
+
+    if (ev == 'b') {
+        t->set_ret = ns;
+        t->set_status = atoi(line);
+        return 1;
+    }
+    if (ev != 'B' || sscanf(line, "%d %*d %*d%n", &n, &len) != 1)
+        return ev == 'R';
+    t->inv = ns;
+    t->wait = 0;
+    t->k = 1;
+    line += len;
+    for (i = 0; i < n && sscanf(line, "%d %d %d%n", &a[0], &a[1], &a[2], &len) == 3; i++) {
+        line += len;
+        if (a[0] >= 0 && a[0] < NM_NAMES_MAX && a[1] >= 0 && a[1] < 3)
+            t->before[a[0]][a[1]] = a[2];
+    }
+    return 1;
+}
+
 static void parse_hold_line(nm_hist *h, int pi, nm_tstate *t, long long ns, char ev,
                             const char *line)
 {
@@ -505,6 +570,13 @@ static void parse_hold_line(nm_hist *h, int pi, nm_tstate *t, long long ns, char
     if (ev == 'A' && sscanf(line, "%lld %lld %lld", &a1, &a2, &a3) == 3) {
         t->inv = ns;
         t->wait = (long)a3;
+        t->k = sscanf(line, "%*d %*d %*d %*d %lld", &a4) == 1 && a4 > 0 ? (int)a4 : 1;
+    } else if (ev == 'm' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
+        f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
+        on_member(h, pi, t, f);
+    } else if (ev == 'r' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
+        f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
+        on_released(h, pi, t, ns, f);
     } else if (ev == 'a' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
@@ -546,10 +618,11 @@ static void parse_worker_line(nm_hist *h, int pi, nm_tstate *ts, int *nts, const
         return;
     t = tstate(ts, nts, tid);
     line = strchr(strchr(line, ' ') + 1, ' ') + 3;
-    if (parse_wfault_line(h, pi, t, ns, ev, line))
+    if (parse_wfault_line(h, pi, t, ns, ev, line) || parse_set_line(t, ns, ev, line))
         return;
     /* A line of a name and side: its hold is the thread's to act on. */
-    if (strchr("AaLlW", ev) == NULL || sscanf(line, "%lld %lld", &a1, &a2) != 2 || a1 < 0 ||
+    t->member = ev == 'm' || ev == 'r';
+    if (strchr("AaLlWmr", ev) == NULL || sscanf(line, "%lld %lld", &a1, &a2) != 2 || a1 < 0 ||
         a1 >= h->plan.nnames || a1 >= NM_NAMES_MAX || a2 < 0 || a2 > 2) {
         parse_other_line(h, pi, ev, line);
         return;
@@ -745,8 +818,8 @@ static void check_exclusion(nm_hist *h)
 
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
-        if (a->good_end <= a->ret)
-            continue;
+        if (a->good_end <= a->ret || h->plan.names[a->name].family == NM_SEM)
+            continue;   /* a semaphore's holds: check_capacity() */
         for (j = i + 1; j < h->nholds; j++) {
             const nm_hold *b = &h->holds[j];
             if (b->name != a->name || b->good_end <= b->ret || !exclusive_pair(a, b))
@@ -757,6 +830,81 @@ static void check_exclusion(nm_hist *h)
                 violation(h, NM_INV_EXCL, a->name, a, b, "two valid holds overlap");
         }
     }
+}
+
+/* Whether a force-release of x's name reaches into x's valid interval or
+ * a lease after it (as force_excuses(), for one hold). */
+static int forced_near(const nm_hist *h, const nm_hold *x)
+{
+    const nm_name *n = &h->plan.names[x->name];
+    int i;
+
+    for (i = 0; i < h->nfaults; i++) {
+        const nm_fwin *f = &h->faults[i];
+        int64_t until = f->end == NM_FOREVER ? NM_FOREVER
+                                              : f->end + n->lease_ms * NM_MS + NM_DELAY_TOL_NS;
+        if (f->kind == NM_F_FORCE && f->arg == x->name && x->inv <= f->end &&
+            f->start <= x->good_end && x->ret <= until)
+            return 1;
+    }
+    return 0;
+}
+
+/* One end of a hold's valid interval, for the sweeps: +k at its start,
+ * -k at its end (ends first at one instant). */
+typedef struct nm_edge {
+    int64_t at;
+    int delta;
+    long hold;
+} nm_edge;
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const nm_edge *x = a, *y = b;
+
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    return x->delta - y->delta;
+}
+
+/* Capacity: at no instant do the valid intervals of a semaphore's holds
+ * (from the acquisition's return to the last write that saw the flag down)
+ * take more than its N permits, each hold its k. Holds a force-release of
+ * the name reached (learnt at the next renewal) are left out. */
+static void check_capacity_of(nm_hist *h, int name)
+{
+    nm_edge *e = malloc((2 * h->nholds + 1) * sizeof *e);
+    size_t n = 0, i;
+    int used = 0, over = 0;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        if (x->name != name || x->good_end <= x->ret || forced_near(h, x))
+            continue;
+        e[n++] = (nm_edge){ x->ret, x->permits, (long)i };
+        e[n++] = (nm_edge){ x->good_end, -x->permits, (long)i };
+    }
+    qsort(e, n, sizeof *e, cmp_edge);
+    for (i = 0; i < n; i++) {
+        used += e[i].delta;
+        if (used > h->plan.names[name].permits && !over) {
+            char what[160];
+            snprintf(what, sizeof what, "%d permits held validly at once, the semaphore has %d "
+                     "(event 1: the hold that took the last)", used, h->plan.names[name].permits);
+            violation(h, NM_INV_CAP, name, &h->holds[e[i].hold], NULL, what);
+        }
+        over = used > h->plan.names[name].permits;
+    }
+    free(e);
+}
+
+static void check_capacity(nm_hist *h)
+{
+    int i;
+
+    for (i = 0; i < h->plan.nnames; i++)
+        if (h->plan.names[i].family == NM_SEM)
+            check_capacity_of(h, i);
 }
 
 /* rl_interrupted() stays 1 while the thread holds a lost lease (a lost
@@ -947,6 +1095,45 @@ static int64_t longest_free(const nm_hist *h, int name, int64_t from, int64_t to
     return best;
 }
 
+/* A semaphore's: the longest stretch of [from, to] in which `need` of its
+ * permits were provably free (holds occupy their k, calls of unknown
+ * outcome theirs, as longest_free() counts them). */
+static int64_t longest_room(const nm_hist *h, int name, int need, int64_t from, int64_t to)
+{
+    const nm_name *m = &h->plan.names[name];
+    nm_edge *e = malloc((2 * (h->nholds + h->ncalls) + 1) * sizeof *e);
+    size_t n = 0, i;
+    int used = 0;
+    int64_t free_from = from, best = 0;
+
+    for (i = 0; i < h->nholds; i++)
+        if (h->holds[i].name == name) {
+            e[n++] = (nm_edge){ h->holds[i].inv, h->holds[i].permits, (long)i };
+            e[n++] = (nm_edge){ occupied_until(h, &h->holds[i]), -h->holds[i].permits, (long)i };
+        }
+    for (i = 0; i < h->ncalls; i++) {
+        const nm_call *c = &h->calls[i];
+        if (c->name == name && c->status != RL_OK && c->status != RL_EBUSY &&
+            c->status != RL_ETIMEDOUT) {
+            e[n++] = (nm_edge){ c->inv, c->k, -1 };
+            e[n++] = (nm_edge){ c->ret + (m->lease_ms + m->delay_ms) * NM_MS, -c->k, -1 };
+        }
+    }
+    qsort(e, n, sizeof *e, cmp_edge);
+    for (i = 0; i <= n; i++) {
+        int64_t at = i < n ? e[i].at : NM_FOREVER, lo = free_from > from ? free_from : from;
+        int was_free = used + need <= m->permits;
+        if (i < n)
+            used += e[i].delta;
+        if (was_free && (at < to ? at : to) - lo > best)
+            best = (at < to ? at : to) - lo;
+        if (!was_free || used + need > m->permits)
+            free_from = at;
+    }
+    free(e);
+    return best;
+}
+
 /* Whether another thread of x's process held or wanted x's name during its
  * wait: threads of a process queue locally, only the local head has a place
  * in Redis, and a release queues the releasing process's next waiter at the
@@ -1000,8 +1187,8 @@ static void check_fair_order(nm_hist *h, size_t xi)
     const nm_hold *x = &h->holds[xi];
     size_t j;
 
-    if (not_alone(h, x))
-        return;
+    if (x->member || not_alone(h, x))
+        return;   /* a set's member is asked only after the members before it */
 
     for (j = 0; j < h->nholds; j++) {
         const nm_hold *y = &h->holds[j];
@@ -1115,9 +1302,11 @@ static void check_liveness(nm_hist *h)
     for (i = 0; i < h->ncalls; i++) {
         const nm_call *c = &h->calls[i];
         int64_t gap;
-        if (c->status != RL_ETIMEDOUT || !quiet(h, c->inv, c->ret))
+        if (c->status != RL_ETIMEDOUT || c->set || !quiet(h, c->inv, c->ret))
             continue;
-        gap = longest_free(h, c->name, c->inv, c->ret);
+        gap = h->plan.names[c->name].family == NM_SEM
+                  ? longest_room(h, c->name, c->k, c->inv, c->ret)
+                  : longest_free(h, c->name, c->inv, c->ret);
         if (gap > NM_LIVE_BOUND_MS * NM_MS) {
             h->v->violations[NM_INV_LIVE]++;
             printf("VIOLATION liveness name n%d: %s thread %d waited %.1f..%.1f ms and timed "
@@ -1265,6 +1454,8 @@ static void print_live_coverage(const nm_hist *h)
     for (i = 0; i < h->ncalls; i++) {
         const nm_call *c = &h->calls[i];
         int family = h->plan.names[c->name].family;
+        if (c->set)
+            continue;
         if (c->status == RL_ETIMEDOUT) {
             timeouts++;
             quiet_to += quiet(h, c->inv, c->ret);
@@ -1399,6 +1590,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     }
     extend_wfault_windows(&h);
     check_exclusion(&h);
+    check_capacity(&h);
     check_flag_stays(&h);
     check_fencing(&h);
     check_delay(&h);

@@ -144,7 +144,7 @@ static pid_t spawn_worker(nm_ctl *c, int index)
 
 static int open_force_client(nm_ctl *c)
 {
-    static const int kinds[] = { RL_KIND_PLAIN, RL_KIND_FAIR, RL_KIND_WRITE };
+    static const int kinds[] = { RL_KIND_PLAIN, RL_KIND_FAIR, RL_KIND_WRITE, RL_KIND_SEMAPHORE };
     char prefix[64], name[16];
     rl_options o;
     int i, st;
@@ -160,8 +160,12 @@ static int open_force_client(nm_ctl *c)
     st = rl_client_new(&c->client, &o);
     for (i = 0; st == RL_OK && i < c->plan.nnames; i++) {
         nm_name_of(name, sizeof name, i);
-        st = rl_lock_new_kind(&c->handle[i], c->client, name, strlen(name),
-                              kinds[c->plan.names[i].family]);
+        if (c->plan.names[i].family == NM_SEM)
+            st = rl_semaphore_new(&c->handle[i], c->client, name, strlen(name),
+                                  (unsigned)c->plan.names[i].permits);
+        else
+            st = rl_lock_new_kind(&c->handle[i], c->client, name, strlen(name),
+                                  kinds[c->plan.names[i].family]);
     }
     if (st != RL_OK)
         fprintf(stderr, "rlnemesis: controller client: %s\n", rl_strerror(st));

@@ -5,16 +5,26 @@
  *
  * Events (after "<ns> <thread>"):
  *   P start <pid> <gen> / P end            the process began / ended cleanly
- *   A <name> <side> <wait_ms> <lease_ms>   acquire invoked
+ *   A <name> <side> <wait_ms> <lease_ms> <k>  acquire invoked (k: a semaphore's
+ *                                          permits, 1 for the others)
  *   a <name> <side> <status> <count> <token>  ...returned (token -1: none)
  *   W <name> <side> <before> <t2_ns> <after>  a write: rl_interrupted() read at
  *                                          the line's time (before it) and just
  *                                          after t2_ns (after it)
  *   L <name> <side>                        release invoked
  *   l <name> <side> <status> <count>       ...returned
+ *   B <n> <wait_ms> <lease_ms> {<name> <side> <count>}  a set of n members taken
+ *                                          (rl_lockset_try_acquire), each with the
+ *                                          hold count its thread had before
+ *   b <status>                             ...returned, then one line a member:
+ *   m <name> <side> <status> <count> -1    the set's status, the member's count after
+ *   R <n>                                  the set released (rl_lockset_release)
+ *   r <name> <side> <status> <count>       ...returned: the set's status, each
+ *                                          member's count after
  *   S <name> <acq> <reent> <rel> <lost> <canceled> <lost_shutdown> <holds> <waiters>
  *                                          rl_client_stats at the end, or of a
  *                                          client shut down, before it is freed
+ *                                          (the sets' client's: name NM_NAMES_MAX)
  *   I <name> <side> <v1> <v2> <v3>         rl_interrupted() read three times after
  *                                          a section whose client was shut down
  *   F fork <k> | F reap <k> <pid> <status> fork child k begun / reaped
@@ -62,7 +72,9 @@ typedef struct nm_wk {
     const char *dir, *url;
     const char *tls_ca, *tls_crt, *tls_key;  /* TLS runs: the CA; a client's (mutual) */
     rl_client *client[NM_NAMES_MAX];
-    rl_lock *handle[NM_NAMES_MAX][3];   /* by side */
+    rl_lock *handle[NM_NAMES_MAX][3];   /* by side (a semaphore's: side 0) */
+    rl_client *set_client;              /* the sets' members' (plan.sets) */
+    rl_lock *set_handle[NM_NAMES_MAX][3];
     nm_slot slot[NM_NAMES_MAX];
     int nforks, failed;
     atomic_int stop;                    /* the signal thread ends */
@@ -75,6 +87,7 @@ typedef struct nm_th {
     rl_lock *h;                         /* the section's handle */
     int64_t wait_end;                   /* a fork child: no wait past it (0: none) */
     int last_st;                        /* the status of its last release */
+    int k;                              /* a semaphore section's permits */
 } nm_th;
 
 static void hist(nm_wk *wk, int tid, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -131,8 +144,11 @@ static int acquire(nm_th *th, int name, int side, long wait)
     int st, count;
     long long token = -1;
 
-    hist(th->wk, th->tid, "A %d %d %ld %ld", name, side, wait, lease);
-    st = rl_lock_try_acquire(h, wait, lease);
+    hist(th->wk, th->tid, "A %d %d %ld %ld %d", name, side, wait, lease, th->k);
+    if (n->family == NM_SEM)
+        st = rl_semaphore_acquire(h, (unsigned)th->k, wait, lease);
+    else
+        st = rl_lock_try_acquire(h, wait, lease);
     count = rl_lock_hold_count(h);
     if (st == RL_OK && n->fencing && rl_lock_token(&tok, h) == RL_OK)
         token = (long long)tok;
@@ -226,6 +242,8 @@ static void section(nm_th *th)
 
     if (p->names[name].family == NM_RW)
         side = nm_rng_pct(&th->rng, 60) ? NM_SIDE_READ : NM_SIDE_WRITE;
+    th->k = p->names[name].family == NM_SEM ? (int)nm_rng_range(&th->rng, 1, p->names[name].permits)
+                                            : 1;
     depth = (int)nm_rng_range(&th->rng, 1, p->depth_max);
     writes = (int)nm_rng_range(&th->rng, 2, 4);
     if (th->wait_end > 0) {         /* a fork child: its own handles, a deadline */
@@ -247,12 +265,95 @@ static void section(nm_th *th)
         slot_leave(th->wk, name);
 }
 
+/* The members of a set: 2..3 distinct names a set can take, each with a
+ * side (a read-write name's drawn); their count. */
+static int draw_members(nm_th *th, int *names, int *sides)
+{
+    const nm_plan *p = &th->wk->plan;
+    int pool[NM_NAMES_MAX], npool = 0, n, i, want;
+
+    for (i = 0; i < p->nnames; i++)
+        if (nm_set_member(p, i))
+            pool[npool++] = i;
+    want = (int)nm_rng_range(&th->rng, 2, npool);
+    for (n = 0; n < want; n++) {
+        int j = (int)nm_rng_range(&th->rng, n, npool - 1), t = pool[n];
+        pool[n] = pool[j];
+        pool[j] = t;
+        names[n] = pool[n];
+        sides[n] = p->names[pool[n]].family != NM_RW ? NM_SIDE_EXCL
+                   : nm_rng_pct(&th->rng, 60) ? NM_SIDE_READ : NM_SIDE_WRITE;
+    }
+    return want;
+}
+
+/* The call's status and every member's hold count after it. */
+static void members_line(nm_th *th, char ev, int st, rl_lock **hs, const int *names,
+                         const int *sides, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        hist(th->wk, th->tid, ev == 'm' ? "m %d %d %d %d -1" : "r %d %d %d %d", names[i],
+             sides[i], st, rl_lock_hold_count(hs[i]));
+}
+
+/* Writes under every member of a set taken; stops after a flagged one. */
+static void set_writes(nm_th *th, const int *names, const int *sides, int n)
+{
+    int k, i, writes = (int)nm_rng_range(&th->rng, 2, 4), flagged = 0;
+
+    for (k = 0; k < writes && !flagged; k++) {
+        nap(th, th->wk->plan.hold_ms_max);
+        for (i = 0; i < n && !flagged; i++)
+            flagged = write_once(th, names[i], sides[i]);
+    }
+}
+
+/* A section on a set: take it (a watchdog lease of the sets' client, no
+ * longer than any member's own), write under every member, release it. */
+static void set_section(nm_th *th)
+{
+    nm_wk *wk = th->wk;
+    int names[NM_NAMES_MAX], sides[NM_NAMES_MAX], n = draw_members(th, names, sides), i, st;
+    long wait = nm_rng_pct(&th->rng, 20) ? 0 : nm_rng_range(&th->rng, 100, 3000);
+    rl_lock *hs[NM_NAMES_MAX];
+    rl_lockset *set;
+    char line[160];
+    int len;
+
+    len = snprintf(line, sizeof line, "B %d %ld %ld", n, wait, (long)RL_LEASE_WATCHDOG);
+    for (i = 0; i < n; i++) {
+        hs[i] = wk->set_handle[names[i]][sides[i]];
+        len += snprintf(line + len, sizeof line - (size_t)len, " %d %d %d", names[i], sides[i],
+                        rl_lock_hold_count(hs[i]));
+    }
+    if (rl_lockset_new(&set, hs, (size_t)n) != RL_OK) {
+        wk->failed = 1;
+        return;
+    }
+    hist(wk, th->tid, "%s", line);
+    st = rl_lockset_try_acquire(set, wait, RL_LEASE_WATCHDOG);
+    hist(wk, th->tid, "b %d", st);
+    members_line(th, 'm', st, hs, names, sides, n);
+    if (st == RL_OK) {
+        set_writes(th, names, sides, n);
+        hist(wk, th->tid, "R %d", n);
+        st = rl_lockset_release(set);
+        members_line(th, 'r', st, hs, names, sides, n);
+    }
+    rl_lockset_free(set);
+}
+
 static void *thread_main(void *arg)
 {
     nm_th *th = arg;
 
     while (nm_now_ns() < th->wk->end_ns) {
-        section(th);
+        if (th->wk->plan.sets > 0 && nm_rng_pct(&th->rng, th->wk->plan.sets))
+            set_section(th);
+        else
+            section(th);
         nap(th, th->wk->plan.think_ms_max);
     }
     return NULL;
@@ -261,8 +362,9 @@ static void *thread_main(void *arg)
 static int open_client(nm_wk *wk, int i, const char *url)
 {
     const nm_name *n = &wk->plan.names[i];
-    static const int kinds[3][3] = {
-        { RL_KIND_PLAIN, -1, -1 }, { RL_KIND_FAIR, -1, -1 }, { -1, RL_KIND_READ, RL_KIND_WRITE }
+    static const int kinds[4][3] = {
+        { RL_KIND_PLAIN, -1, -1 }, { RL_KIND_FAIR, -1, -1 }, { -1, RL_KIND_READ, RL_KIND_WRITE },
+        { RL_KIND_SEMAPHORE, -1, -1 }
     };
     char prefix[64], name[16];
     rl_options o;
@@ -292,7 +394,12 @@ static int open_client(nm_wk *wk, int i, const char *url)
         int kind = kinds[n->family][side];
         if (kind < 0)
             continue;
-        st = rl_lock_new_kind(&wk->handle[i][side], wk->client[i], name, strlen(name), kind);
+        if (kind == RL_KIND_SEMAPHORE)
+            st = rl_semaphore_new(&wk->handle[i][side], wk->client[i], name, strlen(name),
+                                  (unsigned)n->permits);
+        else
+            st = rl_lock_new_kind(&wk->handle[i][side], wk->client[i], name, strlen(name),
+                                  kind);
         if (st != RL_OK) {
             fprintf(stderr, "rlnemesis worker: rl_lock_new_kind: %s\n", rl_strerror(st));
             return -1;
@@ -301,13 +408,55 @@ static int open_client(nm_wk *wk, int i, const char *url)
     return 0;
 }
 
+/* The sets' client: no fencing or lock-delay (its members have none), a
+ * watchdog lease no longer than any member's own (the checker reckons
+ * with each name's lease), a handle for every side of every member name. */
+static int open_set_client(nm_wk *wk)
+{
+    static const int kinds[3][3] = {
+        { RL_KIND_PLAIN, -1, -1 }, { RL_KIND_FAIR, -1, -1 }, { -1, RL_KIND_READ, RL_KIND_WRITE }
+    };
+    const nm_plan *p = &wk->plan;
+    char prefix[64], name[16];
+    rl_options o;
+    int64_t deadline = rt_now_ms() + 15000;
+    int st, i, side;
+
+    nm_prefix_of(prefix, sizeof prefix, p->seed);
+    rl_options_init(&o, RL_OPTIONS_VERSION);
+    o.url = wk->url;
+    o.key_prefix = prefix;
+    o.lease_ms = 0;
+    for (i = 0; i < p->nnames; i++)
+        if (nm_set_member(p, i) && (o.lease_ms == 0 || p->names[i].lease_ms < o.lease_ms))
+            o.lease_ms = p->names[i].lease_ms;
+    o.wait_replicas = nm_wait_replicas(p->deploy);
+    o.tls_ca_file = wk->tls_ca;
+    o.tls_cert_file = wk->tls_crt;
+    o.tls_key_file = wk->tls_key;
+    while ((st = rl_client_new(&wk->set_client, &o)) == RL_ECONN && rt_now_ms() < deadline)
+        rt_sleep_ms(100);
+    if (st != RL_OK)
+        return -1;
+    for (i = 0; i < p->nnames; i++)
+        for (side = 0; side < 3 && nm_set_member(p, i); side++) {
+            int kind = kinds[p->names[i].family][side];
+            nm_name_of(name, sizeof name, i);
+            if (kind >= 0 && rl_lock_new_kind(&wk->set_handle[i][side], wk->set_client, name,
+                                              strlen(name), kind) != RL_OK)
+                return -1;
+        }
+    return 0;
+}
+
 static void stats_line(nm_wk *wk, int tid, int i)
 {
+    rl_client *c = i < NM_NAMES_MAX ? wk->client[i] : wk->set_client;
     rl_stats s;
 
     memset(&s, 0, sizeof s);
     s.version = RL_STATS_VERSION;
-    if (wk->client[i] != NULL && rl_client_stats(&s, wk->client[i]) == RL_OK)
+    if (c != NULL && rl_client_stats(&s, c) == RL_OK)
         hist(wk, tid, "S %d %llu %llu %llu %llu %llu %llu %llu %llu", i, s.acquisitions,
              s.reentries, s.releases,
              s.lost_unconfirmed + s.lost_lease_ended + s.lost_gone + s.lost_forced +
@@ -335,6 +484,15 @@ static void finish(nm_wk *wk)
         stats_line(wk, 0, i);
         close_client(wk, i);
     }
+    if (wk->set_client == NULL)
+        return;
+    stats_line(wk, 0, NM_NAMES_MAX);
+    for (i = 0; i < NM_NAMES_MAX * 3; i++) {
+        rl_lock_free(wk->set_handle[i / 3][i % 3]);
+        wk->set_handle[i / 3][i % 3] = NULL;
+    }
+    rl_client_free(wk->set_client);
+    wk->set_client = NULL;
 }
 
 /* SIGUSR2: shut name i's client down while its threads wait, hold and
@@ -384,9 +542,13 @@ static void child_main(nm_wk *wk, int tid, int k, long budget_ms)
     hist(wk, 0, "P start %d %d", (int)getpid(), wk->gen);
     hist(wk, 0, "P child %d", (int)getppid());
     for (i = 0; i < wk->plan.nnames; i++)
-        for (side = 0; side < 3; side++)
+        for (side = 0; side < 3; side++) {
             if (wk->handle[i][side] != NULL)
                 hist(wk, tid, "H %d %d %d", i, side, rl_lock_hold_count(wk->handle[i][side]));
+            if (wk->set_handle[i][side] != NULL)
+                hist(wk, tid, "H %d %d %d", i, side,
+                     rl_lock_hold_count(wk->set_handle[i][side]));
+        }
     memset(&th, 0, sizeof th);
     th.wk = wk;
     th.tid = tid;
@@ -414,6 +576,7 @@ static void fork_child(nm_wk *wk, int tid, long budget_ms)
     memset(&th, 0, sizeof th);
     th.wk = wk;
     th.tid = tid;
+    th.k = 1;
     th.h = slot_enter(wk, name, side);
     if ((held = acquire(&th, name, side, 1000) == RL_OK))
         flagged = write_once(&th, name, side);
@@ -501,6 +664,10 @@ int nm_worker_main(int argc, char **argv)
         pthread_cond_init(&wk.slot[i].cond, NULL);
         if (open_client(&wk, i, argv[5]) != 0)
             return 4;
+    }
+    if (wk.plan.sets > 0 && open_set_client(&wk) != 0) {
+        fprintf(stderr, "rlnemesis worker %d: the sets' client\n", wk.index);
+        return 4;
     }
     if (pthread_create(&sigtid, NULL, signal_main, &wk) != 0)
         return 5;

@@ -3,11 +3,12 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
-# are run, and counted; with "tls", only the seeds that run over TLS.
+# are run, and counted; with "tls", only the seeds that run over TLS; with
+# "sem", only the seeds that draw a semaphore.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -25,13 +26,16 @@
 #             up the rest (renew.c read_ready_first)
 #   stalerenew  a Redlock renewal confirms a node even when a change of the
 #             hold was learned there after it was sent (redlock.c, issue 21)
+#   semover   a semaphore grants N + 1 permits (sem_acquire.lua: a new hold
+#             refused only past N + 1)
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
 case $only in
 queue) only=' queue ' ;;
 tls) only='+tls ' ;;
+sem) only='sem(' ;;
 '') ;;
-*) echo "inject.sh: the filter is queue or tls, not $only" >&2; exit 2 ;;
+*) echo "inject.sh: the filter is queue, tls or sem, not $only" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
@@ -58,6 +62,7 @@ drift0) inject src/holds.c 1 "s|^    return lease_ms / 100 + 2;|    return lease
 noreader) inject src/lua/rw_acquire.lua 2 "s|^\\( *\\)if latest then wait = latest - now end|\\1if false then wait = latest - now end|";;
 wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|";;
 stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
+semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.used + want > size + 1 then|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac
 cmake -S "$scratch" -B "$scratch/build" -DCMAKE_C_COMPILER=gcc -DRLOCK_BUILD_TESTS=ON \

@@ -9,8 +9,12 @@
  * "<uuid>:<tid>[:r]" is joined with its owner record
  * <prefix>owner:{<uuid>} (owner.c) for host, pid and name. Fields that
  * begin with '~' are not holders: "~delay" is a lock-delay (src/lua/),
- * the others a read-write lock's deadlines, count, writer and intents.
+ * "~N" a semaphore's permit count and "~k:" a hold's permits (semaphore.c),
+ * the others a read-write lock's or a semaphore hold's deadlines, a
+ * read-write lock's count, writer and intents. A semaphore's hold past
+ * its deadline is not a holder: the scripts count it as gone.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +71,7 @@ typedef struct scan {
     owner_rec *owners;
     size_t nowners, ocap;
     int status;                             /* the first failure; RL_OK: none */
+    unsigned int asked;                     /* the caller's layout version */
 } scan;
 
 /* ---- failures and connections ------------------------------------------ */
@@ -332,27 +337,79 @@ static int rw_field(const redisReply *f)
            (f->len > 3 && memcmp(f->str, "~d:", 3) == 0);
 }
 
-/* A read-write hold's deadline "~d:<field>" (Redis ms) as the lease left of
- * the holder whose field it is. */
-static void rw_deadline(info_mem *w, const redisReply *f, const redisReply *v, long long now)
+/* The holder of w whose field follows the three bytes of f's tag ("~d:",
+ * "~k:"): "<owner>:<thread>", a reader's with ":r"; NULL when none is. */
+static rl_holder_info *holder_of(info_mem *w, const redisReply *f)
 {
     char field[RL__OWNER_MAX + 8];
-    size_t k;
+    size_t k, n;
 
     for (k = 0; k < w->pub.nholders; k++) {
         rl_holder_info *h = w->holders[k];
-        size_t n = (size_t)snprintf(field, sizeof field, "~d:%s:%s%s", h->owner, h->thread,
-                                    h->side == RL_KIND_READ ? ":r" : "");
-        if (n == f->len && memcmp(field, f->str, n) == 0 && now >= 0)
+        n = (size_t)snprintf(field, sizeof field, "%s:%s%s", h->owner, h->thread,
+                             h->side == RL_KIND_READ ? ":r" : "");
+        if (n + 3 == f->len && memcmp(field, f->str + 3, n) == 0)
+            return h;
+    }
+    return NULL;
+}
+
+/* The per-hold fields of a read-write lock or a semaphore: a deadline
+ * "~d:<field>" (Redis ms) as the lease left of the holder whose field it
+ * is; a semaphore's "~k:<field>" as its permits. */
+static void hold_fields(info_mem *w, const redisReply *hash, long long now)
+{
+    size_t k;
+
+    for (k = 0; k + 1 < hash->elements; k += 2) {
+        const redisReply *f = hash->element[k], *v = hash->element[k + 1];
+        rl_holder_info *h;
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || f->len <= 3 ||
+            (memcmp(f->str, "~d:", 3) != 0 && memcmp(f->str, "~k:", 3) != 0) ||
+            !(h = holder_of(w, f)))
+            continue;
+        if (f->str[1] == 'k')
+            h->permits = strtoll(v->str, NULL, 10);
+        else if (now >= 0)
             h->lease_left_ms = strtoll(v->str, NULL, 10) - now;
     }
+}
+
+/* A semaphore's holds: each holds a permit unless its "~k:" says more, as
+ * the scripts count; one past its deadline is gone, as for the scripts,
+ * and its permits are free. A hold without a deadline lives as long as
+ * the key (the scripts count it as live). */
+static void sem_holds(info_mem *w, const redisReply *hash, long long now)
+{
+    long long used = 0;
+    size_t k, n = 0;
+
+    for (k = 0; k < w->pub.nholders; k++) {
+        w->holders[k]->permits = 1;
+        w->holders[k]->lease_left_ms = LLONG_MIN;
+    }
+    hold_fields(w, hash, now);
+    for (k = 0; k < w->pub.nholders; k++) {
+        rl_holder_info *h = w->holders[k];
+        if (h->lease_left_ms == LLONG_MIN) {
+            h->lease_left_ms = w->pub.lease_left_ms;
+        } else if (h->lease_left_ms <= 0) {
+            free(h);        /* a holder_mem, whose first member it is */
+            continue;
+        }
+        used += h->permits;
+        w->holders[n++] = h;
+    }
+    w->pub.nholders = n;
+    w->pub.free_permits = w->pub.permits > used ? w->pub.permits - used : 0;
+    w->pub.kind = RL_KIND_SEMAPHORE;
 }
 
 /* The hash's fields as holders of w; the '~' fields as what they say. */
 static int read_fields(info_mem *w, const redisReply *hash, long long now)
 {
     size_t k;
-    int rw = 0;
+    int rw = 0, sem = 0;
 
     for (k = 0; k + 1 < hash->elements; k += 2) {
         const redisReply *f = hash->element[k], *v = hash->element[k + 1];
@@ -361,6 +418,11 @@ static int read_fields(info_mem *w, const redisReply *hash, long long now)
             continue;
         if (f->len == 6 && memcmp(f->str, "~delay", 6) == 0) {
             w->pub.delay_ms = strtoll(v->str, NULL, 10);
+            continue;
+        }
+        if (f->len == 2 && memcmp(f->str, "~N", 2) == 0) {
+            w->pub.permits = strtoll(v->str, NULL, 10);
+            sem = 1;
             continue;
         }
         if (f->len > 0 && f->str[0] == '~') {
@@ -373,11 +435,12 @@ static int read_fields(info_mem *w, const redisReply *hash, long long now)
         rw |= h->pub.side == RL_KIND_READ;
         w->holders[w->pub.nholders++] = &h->pub;
     }
-    for (k = 0; rw && k + 1 < hash->elements; k += 2)
-        if (hash->element[k]->type == REDIS_REPLY_STRING &&
-            hash->element[k + 1]->type == REDIS_REPLY_STRING &&
-            hash->element[k]->len > 3 && memcmp(hash->element[k]->str, "~d:", 3) == 0)
-            rw_deadline(w, hash->element[k], hash->element[k + 1], now);
+    if (sem) {
+        sem_holds(w, hash, now);
+        return RL_OK;
+    }
+    if (rw)
+        hold_fields(w, hash, now);
     for (k = 0; rw && k < w->pub.nholders; k++)
         if (w->holders[k]->side == RL_KIND_PLAIN)
             w->holders[k]->side = RL_KIND_WRITE;
@@ -661,6 +724,7 @@ static int begin(scan *sc, rl_lock_list **out, rl_client *c, unsigned int versio
         return rc;
     memset(sc, 0, sizeof *sc);
     sc->c = c;
+    sc->asked = version;
     if (!(sc->out = calloc(1, sizeof *sc->out))) {
         rl__call_end(c);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -668,6 +732,22 @@ static int begin(scan *sc, rl_lock_list **out, rl_client *c, unsigned int versio
     sc->out->pub.version = RL_INFO_VERSION;
     sc->out->pub.mode = public_mode[c->mode];
     return RL_OK;
+}
+
+/* A caller of layout 1 is given no kind its header lacks: a semaphore
+ * reads as layout 1's library read it, a read-write lock held on its
+ * write side. */
+static void as_layout(list_mem *l, unsigned int asked)
+{
+    size_t i, k;
+
+    for (i = 0; asked < 2 && i < l->pub.count; i++) {
+        if (l->locks[i]->kind != RL_KIND_SEMAPHORE)
+            continue;
+        l->locks[i]->kind = RL_KIND_RW;
+        for (k = 0; k < l->locks[i]->nholders; k++)
+            l->locks[i]->holders[k]->side = RL_KIND_WRITE;
+    }
 }
 
 /* Join the owners, sort, hand the list out (or drop it): the status. */
@@ -690,6 +770,7 @@ static int finish(scan *sc, rl_lock_list **out, int rc)
     }
     if (l->pub.count)
         qsort(l->locks, l->pub.count, sizeof *l->locks, by_name);
+    as_layout(l, sc->asked);
     *out = &l->pub;
     if (sc->status != RL_OK)
         return rl__err(sc->status, "%s", l->pub.failures ? l->pub.failures[0] : "");

@@ -733,13 +733,14 @@ static void test_list_pool(void **state)
 /* ---- Cluster and Redlock ------------------------------------------------- */
 
 /* A 3-master Cluster: every master listed, each name on its own master,
- * owner records found through their own slot; fair and read-write. */
+ * owner records found through their own slot; fair, read-write and a
+ * semaphore. */
 static void test_cluster(void **state)
 {
     const char *names[] = { "n1", "n2", "n3", "n4", "n5", "n6" };
     rt_cluster *cl = rt_cluster_start(3, 0, 1000, NULL);
     rl_client *c, *o;
-    rl_lock *l[6], *f, *fo, *rd, *wr;
+    rl_lock *l[6], *f, *fo, *rd, *wr, *sm = NULL;
     rl_lock_list *ls;
     size_t i;
     int seen[3] = { 0, 0, 0 };
@@ -816,6 +817,19 @@ static void test_cluster(void **state)
     rl_lock_list_free(ls);
     IT_RC(rl_lock_release(rd), RL_OK);
     IT_RC(rl_lock_release(wr), RL_OK);
+
+    /* A semaphore, read on its slot's master. */
+    IT_RC(rl_semaphore_new(&sm, c, "cs", 2, 3), RL_OK);
+    IT_RC(rl_semaphore_acquire(sm, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    ls = inspect(c, "cs");
+    IT_EQ(ls->count, 1);
+    IT_EQ(ls->locks[0]->kind, RL_KIND_SEMAPHORE);
+    IT_EQ(ls->locks[0]->free_permits, 1);
+    IT_EQ(ls->locks[0]->holders[0]->permits, 2);
+    holder_is(ls->locks[0]->holders[0], getpid(), "clus", RL_KIND_PLAIN, 1);
+    rl_lock_list_free(ls);
+    IT_RC(rl_lock_release(sm), RL_OK);
+    rl_lock_free(sm);
 
     for (i = 0; i < 6; i++)
         rl_lock_free(l[i]);

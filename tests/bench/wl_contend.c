@@ -589,6 +589,13 @@ void bn_run_contend_sem(int procs, int w, unsigned permits, long dur_ms)
     bn_rec_add(&rr, "wait_p99_us_plain", "%.0f", bn_s_pct(&m[0].waits, 99));
     bn_rec_add(&rr, "wait_p50_us_plain", "%.0f", bn_s_pct(&m[0].waits, 50));
     bn_rec_add(&rr, "max_inside_plain", "%lld", m[0].max_inside);
+    /* Holders inside on average (rate x hold): the lock's is at most 1, a
+     * semaphore always full has `permits`; their ratio is the throughput's
+     * at equal hold times. */
+    bn_rec_add(&rr, "inside_mean", "%.2f", acq_s[1] * hold[1] / 1e6);
+    bn_rec_add(&rr, "inside_mean_plain", "%.2f", acq_s[0] * hold[0] / 1e6);
+    bn_rec_add(&rr, "inside_ratio_plain", "%.3f",
+               acq_s[0] * hold[0] > 0 ? acq_s[1] * hold[1] / (acq_s[0] * hold[0]) : 0);
     bn_rec_add(&rr, "rl_cmds_per_acq_plain", "%.2f", per[0]);
     bn_tgt_check(&t, "max_inside<=permits", m[1].max_inside <= (long long)permits &&
                                                 m[0].max_inside <= 1);

@@ -517,6 +517,229 @@ static void test_bad_input(void **state)
     rl_client_free(a);
 }
 
+/* ---- the review's intersections ----------------------------------------- */
+
+/* A semaphore's handle is a member like a lock's: the set takes one permit
+ * of it, gives it back when another member is busy, and releases it with
+ * the set. A thread holding 2 permits re-enters with 2, not 1: the set is
+ * refused (RL_EINVAL) and nothing changes. */
+static void test_semaphore_member(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { NULL, it_lock(a, "sp") }, *s2 = NULL, *other = it_lock(b, "sp");
+    rl_lockset *set;
+
+    IT_RC(rl_semaphore_new(&m[0], a, "ss", 2, 2), RL_OK);
+    IT_RC(rl_semaphore_new(&s2, b, "ss", 2, 2), RL_OK);
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 2, 1);
+    IT_RC(rl_semaphore_acquire(s2, 2, 0, RL_LEASE_WATCHDOG), RL_EBUSY);   /* 1 of 2 taken */
+    IT_RC(rl_semaphore_acquire(s2, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(s2), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+
+    /* Another member busy: the permit comes back at once. */
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    counts_are(m, 2, 0);
+    IT_RC(rl_semaphore_acquire(s2, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(s2), RL_OK);
+    IT_RC(rl_lock_release(other), RL_OK);
+
+    /* Held with 2 permits by the thread: the set does not take a third. */
+    IT_RC(rl_semaphore_acquire(m[0], 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "'ss'"));
+    IT_EQ(rl_lock_hold_count(m[0]), 1);
+    IT_EQ(rl_lock_hold_count(m[1]), 0);
+    IT_EQ(hlen(e->rc, "sp"), 0);
+    IT_RC(rl_lock_release(m[0]), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(s2);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* Keys of a fair name's queue in Redis (0: none). */
+static long long queue_keys(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "EXISTS rl:{%s}:queue rl:{%s}:queue:t", name, name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* A set whose fair member waited in Redis's queue and ran out of time
+ * leaves no place behind (another owner would wait for it until it ran
+ * out), and gives back the fair member it took first. */
+static void test_fair_gives_up(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { kind_lock(a, "qa", RL_KIND_FAIR), kind_lock(a, "qb", RL_KIND_FAIR) };
+    rl_lock *other = kind_lock(b, "qb", RL_KIND_FAIR), *first = kind_lock(b, "qa", RL_KIND_FAIR);
+    rl_lockset *set = make_set(m, 2);
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    counts_are(m, 2, 0);
+    IT_EQ(queue_keys(e->rc, "qa") + queue_keys(e->rc, "qb"), 0);
+    IT_EQ(hlen(e->rc, "qa"), 0);
+    IT_RC(rl_lock_try_acquire(first, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(first), RL_OK);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    rl_lock_free(first);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The caller's handles freed while the set lives: the set still works
+ * (it keeps handles of its own). */
+static void test_member_freed(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "h1"), it_lock(a, "h2") }, *again;
+    rl_lockset *set = make_set(m, 2);
+
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    again = it_lock(a, "h2");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hlen(e->rc, "h1") + hlen(e->rc, "h2"), 2);
+    IT_EQ(rl_lock_hold_count(again), 1);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(e->rc, "h1") + hlen(e->rc, "h2"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(again);
+    rl_client_free(a);
+}
+
+/* One name in two sets of one thread: the second set re-enters it, and
+ * each set's release gives back its own hold. */
+static void test_two_sets(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *x = it_lock(a, "tx"), *y = it_lock(a, "ty"), *z = it_lock(a, "tz");
+    rl_lock *ma[2] = { x, y }, *mb[2] = { z, y };
+    rl_lockset *sa = make_set(ma, 2), *sb = make_set(mb, 2);
+
+    IT_RC(rl_lockset_acquire(sa), RL_OK);
+    IT_RC(rl_lockset_acquire(sb), RL_OK);
+    IT_EQ(rl_lock_hold_count(y), 2);
+    IT_EQ(stored_count(e->rc, "ty"), 2);
+    IT_RC(rl_lockset_release(sa), RL_OK);
+    IT_EQ(rl_lock_hold_count(x), 0);
+    IT_EQ(rl_lock_hold_count(y), 1);
+    IT_RC(rl_lockset_release(sa), RL_ENOTOWNER);
+    IT_RC(rl_lockset_release(sb), RL_OK);
+    IT_EQ(hlen(e->rc, "tx") + hlen(e->rc, "ty") + hlen(e->rc, "tz"), 0);
+    rl_lockset_free(sa);
+    rl_lockset_free(sb);
+    rl_lock_free(x);
+    rl_lock_free(y);
+    rl_lock_free(z);
+    rl_client_free(a);
+}
+
+/* The client is freed (not only shut down) while a set waits: the call
+ * returns RL_ECANCELED and nothing of the set stays in Redis. */
+static void *wait_set_only(void *arg)
+{
+    waiting_set *w = arg;
+
+    w->rc = rl_lockset_try_acquire(w->set, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_free_while_waiting(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "v1"), it_lock(a, "v2") };
+    rl_lock *other = it_lock(b, "v2");
+    waiting_set w = { .set = make_set(m, 2), .first = m[0] };
+    pthread_t th;
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(pthread_create(&th, NULL, wait_set_only, &w), 0);
+    IT_WAIT(it_stats(a).waiters == 1, 3000);
+    IT_EQ(hlen(e->rc, "v1"), 1);
+    rl_client_free(a);
+    IT_WAIT(atomic_load(&w.done), 3000);
+    pthread_join(th, NULL);
+    IT_RC(w.rc, RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "v1"), 0);
+    IT_RC(rl_lockset_try_acquire(w.set, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(w.set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+}
+
+/* fork(): the child is a new owner. The parent's set is held by the
+ * parent: in the child it is neither held, nor releasable, nor free. */
+typedef struct fork_ctx {
+    rl_lockset *set;
+    rl_lock *m[2];
+} fork_ctx;
+
+static int fork_child(void *arg)
+{
+    fork_ctx *x = arg;
+
+    if (rl_lockset_interrupted(x->set) != 0 || rl_lock_hold_count(x->m[0]) != 0)
+        return 1;
+    if (rl_lockset_release(x->set) != RL_ENOTOWNER)
+        return 2;
+    if (rl_lockset_try_acquire(x->set, 0, RL_LEASE_WATCHDOG) != RL_EBUSY)
+        return 3;
+    if (rl_lock_hold_count(x->m[0]) != 0 || rl_lock_hold_count(x->m[1]) != 0)
+        return 4;
+    return 0;
+}
+
+static void test_fork(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    fork_ctx x = { .m = { it_lock(a, "fk1"), it_lock(a, "fk2") } };
+    pid_t pid;
+
+#if defined(__SANITIZE_THREAD__)
+    skip();     /* a child of a threaded process under TSan: test_fork.c */
+#endif
+    x.set = make_set(x.m, 2);
+    IT_RC(rl_lockset_acquire(x.set), RL_OK);
+    pid = rt_child_start(fork_child, &x, 30);
+    assert_true(pid > 0);
+    IT_EQ(rt_child_wait(pid, 20000), 0);
+    counts_are(x.m, 2, 1);
+    IT_EQ(hlen(e->rc, "fk1") + hlen(e->rc, "fk2"), 2);
+    IT_RC(rl_lockset_release(x.set), RL_OK);
+    IT_EQ(hlen(e->rc, "fk1") + hlen(e->rc, "fk2"), 0);
+    rl_lockset_free(x.set);
+    rl_lock_free(x.m[0]);
+    rl_lock_free(x.m[1]);
+    rl_client_free(a);
+}
+
 /* ---- Cluster across slots ---------------------------------------------- */
 
 /* Names on at least two masters: the set is taken in order and given back
@@ -644,6 +867,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kinds, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fair_gives_up, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_two_sets, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_free_while_waiting, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_member_freed, it_setup, it_teardown),
     };
     const struct CMUnitTest cluster[] = {
         cmocka_unit_test(test_cluster_slots),

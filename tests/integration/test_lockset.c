@@ -446,6 +446,17 @@ static void test_give_back_fails(void **state)
     assert_non_null(strstr(rl_last_error(), "'gb'"));
     counts_are(m, 2, 0);
     IT_WAIT(hlen(e->rc, "ga") + hlen(e->rc, "gb") == 0, 3000);
+
+    /* The give-back's reply is lost (the connection dropped after Redis
+     * applied it): read back, the release is known to be done; no flag. */
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_drop_next_reply_matching(p.proxy, "rl:{ga}:release");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "ga"), 0);
+    IT_EQ(it_stats(p.c).lost_other, 2);
+    IT_RC(rl_lock_release(other), RL_OK);
     rl_lockset_free(set);
     rl_lock_free(m[1]);
     rl_lock_free(other);
@@ -794,6 +805,55 @@ static void test_cluster_slots(void **state)
     rl_client_free(a);
 }
 
+/* A member's slot migrates while the set is held: the set's release
+ * finds it on its new master (MOVED), and a set taken while the slot is
+ * half moved (keys still on the source, ASK for the rest) is all on one
+ * side or the other. */
+static void test_cluster_migrating(void **state)
+{
+    it_cluster *ic = *state;
+    static const char *const names[2] = { "ma", "mb" };
+    rl_options o;
+    rl_client *a;
+    rl_lock *m[2];
+    rl_lockset *set;
+    int slot, from, to;
+    char key[64];
+    size_t kl = it_key(key, sizeof key, "rl:", names[1], 2, "");
+
+    slot = rt_cluster_keyslot(ic->cl, key, kl);
+    from = rt_cluster_master_of(ic->cl, slot);
+    to = (from + 1) % 3;
+    it_options(&o, ic->cl->url, LEASE_MS, 0);
+    a = it_client_opts(&o);
+    m[0] = it_lock(a, names[0]);
+    m[1] = it_lock(a, names[1]);
+    set = make_set(m, 2);
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    assert_int_equal(rt_cluster_migrate_slot(ic->cl, slot, to), 0);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);   /* reentry */
+    counts_are(m, 2, 2);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+
+    /* Half moved back: the set's member is new on the target (ASK). */
+    assert_int_equal(rt_cluster_slot_begin(ic->cl, slot, from), 0);
+    IT_RC(rl_lockset_try_acquire(set, 2000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    assert_int_equal(rt_cluster_slot_move_keys(ic->cl, slot), 0);
+    assert_int_equal(rt_cluster_slot_finish(ic->cl, slot, from), 0);
+    IT_RC(rl_lockset_try_acquire(set, 2000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(a);
+}
+
 /* ---- Redlock once ------------------------------------------------------ */
 
 static rt_redis *node[3];
@@ -844,6 +904,21 @@ static void test_redlock(void **state)
     IT_RC(rl_lockset_release(sb), RL_OK);
     for (i = 0; i < 3; i++)
         IT_EQ(hlen(nrc[i], "la") + hlen(nrc[i], "lb") + hlen(nrc[i], "lc"), 0);
+
+    /* A node stopped: the set is taken on the majority, given back when
+     * another member is busy, released whole. */
+    assert_int_equal(rt_redis_pause(node[2]), 0);
+    IT_RC(rl_lock_try_acquire(m[1], 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sb, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sa, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_non_null(strstr(rl_last_error(), "'lc'"));
+    IT_EQ(rl_lock_hold_count(m[1]), 1);
+    IT_EQ(rl_lock_hold_count(m[0]), 0);
+    IT_RC(rl_lockset_release(sb), RL_OK);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+    for (i = 0; i < 2; i++)
+        IT_EQ(hlen(nrc[i], "la") + hlen(nrc[i], "lb") + hlen(nrc[i], "lc"), 0);
+    assert_int_equal(rt_redis_resume(node[2]), 0);
     rl_lockset_free(sa);
     rl_lockset_free(sb);
     for (i = 0; i < 2; i++) {
@@ -876,6 +951,7 @@ int main(void)
     };
     const struct CMUnitTest cluster[] = {
         cmocka_unit_test(test_cluster_slots),
+        cmocka_unit_test(test_cluster_migrating),
     };
     const struct CMUnitTest redlock[] = {
         cmocka_unit_test(test_redlock),

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define LEASE_MS 1000           /* the clients' watchdog lease */
 
@@ -296,6 +297,83 @@ static void test_opposite_orders(void **state)
     IT_EQ(atomic_load(&overlap), 0);
     rl_client_free(c1);
     rl_client_free(c0);
+}
+
+/* Processes, not threads: two children, each with its own client, take
+ * overlapping sets given in opposite orders. Shared memory counts the
+ * holders of the common name. */
+typedef struct proc_race {
+    const char *url;
+    const char *names[3];
+    atomic_int *shared;         /* [0] inside, [1] overlap */
+} proc_race;
+
+#define PROC_ROUNDS 100
+
+static int proc_racer(void *arg)
+{
+    proc_race *r = arg;
+    rl_options o;
+    rl_client *c = NULL;
+    rl_lock *m[3] = { NULL, NULL, NULL };
+    rl_lockset *set = NULL;
+    int i, code = 0;
+
+    it_options(&o, r->url, LEASE_MS, 0);
+    if (rl_client_new(&c, &o) != RL_OK)
+        return 10;
+    for (i = 0; i < 3; i++)
+        if (rl_lock_new(&m[i], c, r->names[i]) != RL_OK)
+            code = 11;
+    if (code == 0 && rl_lockset_new(&set, m, 3) != RL_OK)
+        code = 12;
+    for (i = 0; code == 0 && i < PROC_ROUNDS; i++) {
+        if (rl_lockset_try_acquire(set, 5000, RL_LEASE_WATCHDOG) != RL_OK) {
+            code = 13;
+            break;
+        }
+        if (atomic_fetch_add(&r->shared[0], 1) != 0)
+            atomic_store(&r->shared[1], 1);
+        atomic_fetch_sub(&r->shared[0], 1);
+        if (rl_lockset_release(set) != RL_OK)
+            code = 14;
+    }
+    rl_lockset_free(set);
+    for (i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(c);
+    return code;
+}
+
+static void test_opposite_orders_processes(void **state)
+{
+    it_env *e = *state;
+    atomic_int *shared;
+    proc_race r[2] = {
+        { .url = e->redis->url, .names = { "pa", "pb", "pc" } },
+        { .url = e->redis->url, .names = { "pc", "pb", "pa" } },
+    };
+    pid_t pid[2];
+    int i;
+
+#if defined(__SANITIZE_THREAD__)
+    skip();     /* a child of a threaded process under TSan: test_fork.c */
+#endif
+    shared = mmap(NULL, 2 * sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                  -1, 0);
+    assert_true(shared != MAP_FAILED);
+    atomic_init(&shared[0], 0);
+    atomic_init(&shared[1], 0);
+    for (i = 0; i < 2; i++) {
+        r[i].shared = shared;
+        pid[i] = rt_child_start(proc_racer, &r[i], 30);
+        assert_true(pid[i] > 0);
+    }
+    for (i = 0; i < 2; i++)
+        IT_EQ(rt_child_wait(pid[i], 25000), 0);
+    IT_EQ(atomic_load(&shared[1]), 0);
+    IT_EQ(hlen(e->rc, "pa") + hlen(e->rc, "pb") + hlen(e->rc, "pc"), 0);
+    munmap(shared, 2 * sizeof *shared);
 }
 
 /* ---- reentry, release, the flag ---------------------------------------- */
@@ -937,6 +1015,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lost_meanwhile, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_while_waiting, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_opposite_orders, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_opposite_orders_processes, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_interrupted, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_kinds, it_setup, it_teardown),

@@ -484,6 +484,99 @@ static void test_kinds(void **state)
     rl_client_free(a);
 }
 
+/* ---- options: fencing, lock-delay, replicas ---------------------------- */
+
+/* With fencing and a lock-delay: each member has its own token, a reentry
+ * by the set keeps it; a member given back (another busy) is released
+ * cleanly, so its name is free at once, not after the delay; a member
+ * whose lease was lost while the set waited blocks its name for the
+ * delay, as every lost hold does. */
+static void test_options(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *a, *b, *plain;
+    rl_lock *m[2], *o1, *o2, *plain2;
+    rl_lockset *set;
+    unsigned long long t1 = 0, t2 = 0, again = 0;
+
+    it_options(&o, e->redis->url, LEASE_MS, 0);
+    o.fencing = 1;
+    o.lock_delay_ms = 1500;
+    a = it_client_opts(&o);
+    b = it_client_opts(&o);
+    m[0] = it_lock(a, "o1");
+    m[1] = it_lock(a, "o2");
+    o1 = it_lock(b, "o1");
+    o2 = it_lock(b, "o2");
+    set = make_set(m, 2);
+    plain = it_client(e, LEASE_MS);
+    plain2 = it_lock(plain, "o2");
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_RC(rl_lock_token(&t1, m[0]), RL_OK);
+    IT_RC(rl_lock_token(&t2, m[1]), RL_OK);
+    assert_true(t1 > 0 && t2 > 0);
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_RC(rl_lock_token(&again, m[0]), RL_OK);
+    IT_EQ(again, t1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+
+    IT_RC(rl_lock_try_acquire(o2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_try_acquire(o1, 0, RL_LEASE_WATCHDOG), RL_OK);      /* no delay */
+    IT_RC(rl_lock_token(&again, o1), RL_OK);
+    assert_true(again > t1);
+    IT_RC(rl_lock_release(o1), RL_OK);
+
+    /* Lost while o2 was waited for (a 300 ms lease of a client with no
+     * delay of its own): o1 is blocked for the delay. */
+    IT_RC(rl_lock_release(o2), RL_OK);
+    IT_RC(rl_lock_try_acquire(plain2, 0, 300), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 3000, 50), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'o1'"));
+    counts_are(m, 2, 0);
+    IT_RC(rl_lock_try_acquire(o1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_release(plain2), RL_ELOST);
+    rl_lock_free(plain2);
+    rl_client_free(plain);
+    rl_lockset_free(set);
+    rl_lock_free(o1);
+    rl_lock_free(o2);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* Replica acknowledgement no replica can give: the member is undone, and
+ * the set holds nothing. */
+static void test_replicas(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *a;
+    rl_lock *m[2];
+    rl_lockset *set;
+
+    it_options(&o, e->redis->url, LEASE_MS, 0);
+    o.wait_replicas = 1;
+    o.wait_replicas_ms = 50;
+    a = it_client_opts(&o);
+    m[0] = it_lock(a, "rp1");
+    m[1] = it_lock(a, "rp2");
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EREPLICA);
+    assert_non_null(strstr(rl_last_error(), "'rp1'"));
+    counts_are(m, 2, 0);
+    IT_WAIT(hlen(e->rc, "rp1") + hlen(e->rc, "rp2") == 0, 3000);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(a);
+}
+
 /* ---- a give-back that fails -------------------------------------------- */
 
 /* The release of the member taken first is answered with an error (Redis
@@ -1019,6 +1112,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reentry_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_interrupted, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_kinds, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_options, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_replicas, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),

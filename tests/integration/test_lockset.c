@@ -21,6 +21,24 @@
 
 #define LEASE_MS 1000           /* the clients' watchdog lease */
 
+/* fork() in a threaded process is not supported by ThreadSanitizer
+ * (test_fork.c): the tests with children are skipped under it. */
+#if defined(__SANITIZE_THREAD__)
+#define IT_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IT_UNDER_TSAN 1
+#endif
+#endif
+
+static void skip_under_tsan(void)
+{
+#ifdef IT_UNDER_TSAN
+    print_message("fork() is not supported by ThreadSanitizer: skipped\n");
+    skip();
+#endif
+}
+
 static rl_lock *kind_lock(rl_client *c, const char *name, int kind)
 {
     rl_lock *l = NULL;
@@ -360,9 +378,7 @@ static void test_opposite_orders_processes(void **state)
     pid_t pid[2];
     int i;
 
-#if defined(__SANITIZE_THREAD__)
-    skip();     /* a child of a threaded process under TSan: test_fork.c */
-#endif
+    skip_under_tsan();
     shared = mmap(NULL, 2 * sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                   -1, 0);
     assert_true(shared != MAP_FAILED);
@@ -904,13 +920,14 @@ static int fork_child(void *arg)
 static void test_fork(void **state)
 {
     it_env *e = *state;
-    rl_client *a = it_client(e, LEASE_MS);
-    fork_ctx x = { .m = { it_lock(a, "fk1"), it_lock(a, "fk2") } };
+    rl_client *a;
+    fork_ctx x;
     pid_t pid;
 
-#if defined(__SANITIZE_THREAD__)
-    skip();     /* a child of a threaded process under TSan: test_fork.c */
-#endif
+    skip_under_tsan();
+    a = it_client(e, LEASE_MS);
+    x.m[0] = it_lock(a, "fk1");
+    x.m[1] = it_lock(a, "fk2");
     x.set = make_set(x.m, 2);
     IT_RC(rl_lockset_acquire(x.set), RL_OK);
     pid = rt_child_start(fork_child, &x, 30);

@@ -5,10 +5,11 @@
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
  * fails, bad input; the review's intersections (processes in opposite
- * orders, a semaphore member, a fair member's place, two sets of a thread,
- * a client freed mid-set, fork, handles freed before the set, fencing,
- * lock-delay, replicas, a lost give-back reply); a 3-master Cluster across
- * slots and with a migrating slot, and Redlock with a node stopped. Each
+ * orders, the local queue within the deadline, a semaphore member, a fair
+ * member's place, two sets of a thread, a client freed mid-set, fork,
+ * handles freed before the set, fencing, lock-delay, replicas, a lost
+ * give-back reply); a 3-master Cluster across slots and with a migrating
+ * slot, and Redlock with a node stopped. Each
  * single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
@@ -164,6 +165,36 @@ static void test_one_deadline(void **state)
     for (int i = 0; i < 3; i++)
         rl_lock_free(m[i]);
     rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The first member is held by another thread of the same client: the set
+ * waits in the client's local queue, and only until its deadline. */
+static void test_deadline_local(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "e1"), it_lock(a, "e2") };
+    rl_lockset *set = make_set(m, 2);
+    it_acq holder;
+    int64_t t0;
+
+    it_acq_begin(&holder, m[0], 0, 1);
+    IT_WAIT(atomic_load(&holder.state) >= 2, 3000);
+    IT_RC(holder.rc, RL_OK);
+    t0 = rt_now_ms();
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RANGE(rt_now_ms() - t0, 290, 800);
+    assert_non_null(strstr(rl_last_error(), "'e1'"));
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "e2"), 0);
+    it_acq_let_go(&holder);
+    assert_int_equal(it_acq_join(&holder, 3000), 0);
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
     rl_client_free(a);
 }
 
@@ -1126,6 +1157,7 @@ int main(void)
     const struct CMUnitTest single[] = {
         cmocka_unit_test_setup_teardown(test_all_or_nothing, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_deadline, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_local, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_meanwhile, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_while_waiting, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_opposite_orders, it_setup, it_teardown),

@@ -636,12 +636,13 @@ typedef struct rl_lockset rl_lockset;
 
 /**
  * Make a set of `n` (1..RL_LOCKSET_MAX) existing handles, all of one
- * client, of any kinds (plain, fair, read, write), into *out. The set
- * keeps pointers to the handles, in its own order: every set of every
- * process sorts its members the same way (by the name's bytes, then the
- * write side before the read side), so that sets sharing names never wait
- * on each other in a circle. The handles stay the caller's: free them only
- * after the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
+ * client, of any kinds (plain, fair, read, write, semaphore: the set takes
+ * one permit of it), into *out. The set keeps handles of its own on the
+ * same names and kinds, in its own order: every set of every process sorts
+ * its members the same way (by the name's bytes, then the write side
+ * before the read side), so that sets sharing names never wait on each
+ * other in a circle. The caller's handles stay the caller's, and may be
+ * freed before the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
  * NULL member, n out of range, members of two clients, one name and side
  * twice), RL_ECANCELED (their client shut down or freed: as any call on
  * its handles), RL_ENOMEM;
@@ -698,9 +699,9 @@ RL_EXTERN int rl_lockset_release(rl_lockset *set);
  */
 RL_EXTERN int rl_lockset_interrupted(const rl_lockset *set);
 
-/** Free a set (not its member handles; holds stay held: they belong to
- * threads, and each member's handle can release them). Must not race with
- * other calls on the same set. Accepts NULL. */
+/** Free a set and its own handles (not the caller's; holds stay held:
+ * they belong to threads, and a handle on each name can release them).
+ * Must not race with other calls on the same set. Accepts NULL. */
 RL_EXTERN void rl_lockset_free(rl_lockset *set);
 
 /** The layout version of rl_stats this header describes. */

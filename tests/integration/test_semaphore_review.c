@@ -1,0 +1,276 @@
+/*
+ * Review of the semaphore (src/semaphore.c): a waiter for k permits let in
+ * at once when enough came back, and by a force-release; a name held as a
+ * plain lock and as a semaphore by turns (neither lets the other in, nor
+ * deletes its holds; the read-write lock refuses the hash); another N once
+ * every hold ran out. Each test starts its own redis-server.
+ */
+#include "it_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static rl_lock *sem(rl_client *c, const char *name, unsigned permits)
+{
+    rl_lock *l = NULL;
+
+    IT_RC(rl_semaphore_new(&l, c, name, strlen(name), permits), RL_OK);
+    return l;
+}
+
+/* The field `field` of rl:{name} as a number; -1 when absent. */
+static long long field_of(redisContext *rc, const char *name, const char *field)
+{
+    redisReply *r = redisCommand(rc, "HGET rl:{%s} %s", name, field);
+    long long n = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static long long key_exists(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "EXISTS rl:{%s}", name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+static long long hlen(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "HLEN rl:{%s}", name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* Free two handles, then their clients. */
+#define FREE_PAIR(l1, l2, c1, c2) \
+    do {                          \
+        rl_lock_free(l1);         \
+        rl_lock_free(l2);         \
+        rl_client_free(c1);       \
+        rl_client_free(c2);       \
+    } while (0)
+
+/* ---- a thread that takes k permits ----------------------------------- */
+
+/* rl_semaphore_acquire(l, k, wait_ms, a fixed 10 s lease: no renewals, so
+ * that the script calls can be counted) on a thread of its own; held until
+ * let go, then released once. */
+typedef struct kthread {
+    rl_lock *l;
+    unsigned k;
+    long wait_ms;
+    atomic_int state;           /* 1 calling, 2 returned, 3 finished */
+    atomic_int go;
+    int rc, release_rc;
+    int64_t returned_ms;
+    pthread_t th;
+} kthread;
+
+static void *kthread_run(void *arg)
+{
+    kthread *t = arg;
+    struct timespec step = { 0, 1000 * 1000 };
+
+    atomic_store(&t->state, 1);
+    t->rc = rl_semaphore_acquire(t->l, t->k, t->wait_ms, 10000);
+    t->returned_ms = rt_now_ms();
+    atomic_store(&t->state, 2);
+    if (t->rc == RL_OK) {
+        while (!atomic_load(&t->go))
+            nanosleep(&step, NULL);     /* holding, until told */
+        t->release_rc = rl_lock_release(t->l);
+    }
+    atomic_store(&t->state, 3);
+    return NULL;
+}
+
+static void kthread_start(kthread *t, rl_lock *l, unsigned k, long wait_ms)
+{
+    memset(t, 0, sizeof *t);
+    t->l = l;
+    t->k = k;
+    t->wait_ms = wait_ms;
+    assert_int_equal(pthread_create(&t->th, NULL, kthread_run, t), 0);
+}
+
+/* Let a holder go (or a waiter finish) and join it: its release's status
+ * (RL_OK for one that never held). */
+static int kthread_end(kthread *t)
+{
+    atomic_store(&t->go, 1);
+    IT_WAIT(atomic_load(&t->state) == 3, 15000);
+    pthread_join(t->th, NULL);
+    return t->rc == RL_OK ? t->release_rc : RL_OK;
+}
+
+
+/* ---- waiters for k permits --------------------------------------------- */
+
+/* A waiter for 2 of 3 permits, one free: the release of one more lets it
+ * in at once (1 short, 1 back), not at the holders' 10 s lease. */
+static void test_k_waiter_woken_when_enough(void **state)
+{
+    it_env *e = *state;
+    rl_client *h = it_client(e, 1000), *w = it_client(e, 1000);
+    rl_lock *lh = sem(h, "ke", 3), *lw = sem(w, "ke", 3);
+    kthread held[2], waiting;
+    int64_t t0;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        kthread_start(&held[i], lh, 1, 0);
+        IT_WAIT(atomic_load(&held[i].state) >= 2, 5000);
+        IT_RC(held[i].rc, RL_OK);
+    }
+    kthread_start(&waiting, lw, 2, 10000);
+    IT_WAIT(it_stats(w).waiters == 1 && rt_redis_numsub(e->rc, "rl:{ke}:release", 15) == 1,
+            5000);
+    t0 = rt_now_ms();
+    IT_RC(kthread_end(&held[0]), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 500);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_RC(kthread_end(&held[1]), RL_OK);
+    IT_EQ(key_exists(e->rc, "ke"), 0);
+    FREE_PAIR(lh, lw, h, w);
+}
+
+/* A force-release frees every permit, and its notice says none in
+ * particular ("0"): a waiter for all of them is let in at once. */
+static void test_force_release_wakes_k_waiter(void **state)
+{
+    it_env *e = *state;
+    rl_client *h = it_client(e, 1000), *w = it_client(e, 1000);
+    rl_lock *lh = sem(h, "kf", 3), *lw = sem(w, "kf", 3);
+    kthread held, waiting;
+    int64_t t0;
+
+    kthread_start(&held, lh, 2, 0);
+    IT_WAIT(atomic_load(&held.state) >= 2, 5000);
+    IT_RC(held.rc, RL_OK);
+    kthread_start(&waiting, lw, 3, 10000);
+    IT_WAIT(it_stats(w).waiters == 1 && rt_redis_numsub(e->rc, "rl:{kf}:release", 15) == 1,
+            5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_force_release(lh), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 500);
+    IT_EQ(field_of(e->rc, "kf", "~N"), 3);
+    IT_RC(kthread_end(&held), RL_ELOST);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "kf"), 0);
+    FREE_PAIR(lh, lw, h, w);
+}
+
+/* ---- one name, two kinds ------------------------------------------------- */
+
+/*
+ * A name held as a plain lock in one client is busy to a semaphore of
+ * another (a wait runs out), and the other way round; the read-write lock
+ * refuses the semaphore's hash; nobody's call deletes the other's hold.
+ */
+static void test_lock_and_semaphore_on_one_name(void **state)
+{
+    it_env *e = *state;
+    rl_client *p = it_client(e, 1000), *s = it_client(e, 1000), *r = it_client(e, 1000);
+    rl_lock *lp = it_lock(p, "mix"), *ls = sem(s, "mix", 3), *lr = NULL;
+
+    IT_RC(rl_lock_new_kind(&lr, r, "mix", 3, RL_KIND_READ), RL_OK);
+    IT_RC(rl_lock_try_acquire(lp, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_try_acquire(ls, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_semaphore_acquire(ls, 3, 200, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RC(rl_lock_release(ls), RL_ENOTOWNER);
+    IT_EQ(hlen(e->rc, "mix"), 1);
+    IT_RC(rl_lock_release(lp), RL_OK);
+    IT_EQ(key_exists(e->rc, "mix"), 0);
+    IT_RC(rl_semaphore_acquire(ls, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hlen(e->rc, "mix"), 4);
+    IT_RC(rl_lock_try_acquire(lp, 200, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RC(rl_lock_release(lp), RL_ENOTOWNER);
+    IT_RC(rl_lock_try_acquire(lr, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
+    IT_EQ(hlen(e->rc, "mix"), 4);
+    IT_EQ(field_of(e->rc, "mix", "~N"), 3);
+    IT_EQ(rl_lock_interrupted(ls), 0);
+    IT_RC(rl_lock_release(ls), RL_OK);
+    IT_EQ(key_exists(e->rc, "mix"), 0);
+    rl_lock_free(lr);
+    rl_client_free(r);
+    FREE_PAIR(lp, ls, p, s);
+}
+
+/* 1 when rl:{name} has hold deadlines ("~d:" fields) and every one has
+ * passed by Redis's clock; 0 otherwise. */
+static int all_deadlines_passed(redisContext *rc, const char *name)
+{
+    redisReply *t = redisCommand(rc, "TIME");
+    redisReply *r = redisCommand(rc, "HGETALL rl:{%s}", name);
+    long long now;
+    size_t i;
+    int seen = 0, live = 0;
+
+    if (t && t->type == REDIS_REPLY_ARRAY && r && r->type == REDIS_REPLY_ARRAY) {
+        now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+        for (i = 0; i + 1 < r->elements; i += 2) {
+            if (strncmp(r->element[i]->str, "~d:", 3) != 0)
+                continue;
+            seen = 1;
+            live |= atoll(r->element[i + 1]->str) > now;
+        }
+    }
+    freeReplyObject(t);
+    freeReplyObject(r);
+    return seen && !live;
+}
+
+/* Every hold of a 3-permit name ran out (fixed leases), the key kept
+ * alive by an earlier hold's longer expiry, dead holds left in it: a
+ * client that opens it with 5 takes all 5 and drops them; the old holder's
+ * release is RL_ELOST and leaves the new hold alone. While a hold was
+ * live, the other count was refused at once, whatever the wait. */
+static void test_other_count_after_holds_ran_out(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *b = it_client(e, 1000), *c = it_client(e, 1000);
+    rl_lock *l3 = sem(a, "nx", 3), *l5 = sem(b, "nx", 5), *lc = sem(c, "nx", 3);
+
+    IT_RC(rl_semaphore_acquire(lc, 1, 0, 3000), RL_OK);
+    IT_RC(rl_semaphore_acquire(l3, 2, 0, 200), RL_OK);
+    IT_RC(rl_lock_release(lc), RL_OK);                  /* the key's expiry stays */
+    IT_RC(rl_semaphore_acquire(l5, 1, 2000, RL_LEASE_WATCHDOG), RL_EINVAL);
+    IT_WAIT(rl_lock_interrupted(l3) == 1, 2000);
+    IT_WAIT(all_deadlines_passed(e->rc, "nx"), 2000);
+    IT_EQ(hlen(e->rc, "nx"), 4);                        /* a dead hold and "~N" */
+    IT_RC(rl_semaphore_acquire(l5, 5, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(field_of(e->rc, "nx", "~N"), 5);
+    IT_EQ(hlen(e->rc, "nx"), 4);                        /* the new hold and "~N" */
+    IT_RC(rl_lock_release(l3), RL_ELOST);
+    IT_EQ(hlen(e->rc, "nx"), 4);
+    IT_RC(rl_lock_release(l5), RL_OK);
+    IT_EQ(key_exists(e->rc, "nx"), 0);
+    rl_lock_free(lc);
+    rl_client_free(c);
+    FREE_PAIR(l3, l5, a, b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_k_waiter_woken_when_enough, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_force_release_wakes_k_waiter, it_setup,
+                                        it_teardown),
+        cmocka_unit_test_setup_teardown(test_lock_and_semaphore_on_one_name, it_setup,
+                                        it_teardown),
+        cmocka_unit_test_setup_teardown(test_other_count_after_holds_ran_out, it_setup,
+                                        it_teardown),
+    };
+
+    return cmocka_run_group_tests_name("semaphore_review", tests, NULL, NULL);
+}

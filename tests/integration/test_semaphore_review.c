@@ -1,9 +1,11 @@
 /*
- * Review of the semaphore (src/semaphore.c): a waiter for k permits let in
- * at once when enough came back, and by a force-release; a name held as a
- * plain lock and as a semaphore by turns (neither lets the other in, nor
- * deletes its holds; the read-write lock refuses the hash); another N once
- * every hold ran out. Each test starts its own redis-server.
+ * Review of the semaphore (src/semaphore.c): waiters for k permits that
+ * sleep through release notices giving back fewer than they lack (the
+ * notice says how many), and yet are let in at once when enough came back,
+ * and by a force-release; a name held as a plain lock and as a semaphore by
+ * turns (neither lets the other in, nor deletes its holds; the read-write
+ * lock refuses the hash); another N once every hold ran out. Each test
+ * starts its own redis-server.
  */
 #include "it_common.h"
 
@@ -109,8 +111,80 @@ static int kthread_end(kthread *t)
     return t->rc == RL_OK ? t->release_rc : RL_OK;
 }
 
+/* The first of n threads that returned from its call and is not yet let
+ * go, but `skip`; -1: none. */
+static int first_returned(kthread *t, int n, int skip)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (i != skip && atomic_load(&t[i].state) == 2 && !atomic_load(&t[i].go))
+            return i;
+    return -1;
+}
+
+#define EVALSHA_SINCE(e, base) (rt_redis_cmdstat_calls((e)->rc, "evalsha") - (base))
 
 /* ---- waiters for k permits --------------------------------------------- */
+
+/*
+ * Three clients (three processes, as Redis sees them) each wait for all 4
+ * permits of a name that four threads of a fourth client hold one each.
+ * The holders give theirs back one by one: each of the first three
+ * releases says "1" and leaves every waiter 1 or more short, so it costs
+ * the release alone; the fourth lets one waiter in, and costs the release
+ * and each waiter's try: 4 + 3 calls in all. (Woken by any release, each
+ * waiter asked again after every one: 4 + 4 * 3.)
+ */
+static void test_k_waiters_sleep_through_small_releases(void **state)
+{
+    it_env *e = *state;
+    rl_client *h = it_client(e, 1000), *w[3];
+    rl_lock *lh = sem(h, "kw", 4), *lw[3];
+    kthread held[4], waiting[3];
+    long long base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+    int i, in = -1;
+
+    assert_true(base >= 0);
+    for (i = 0; i < 4; i++) {
+        kthread_start(&held[i], lh, 1, 0);
+        IT_WAIT(atomic_load(&held[i].state) >= 2, 5000);
+        IT_RC(held[i].rc, RL_OK);
+    }
+    for (i = 0; i < 3; i++) {
+        w[i] = it_client(e, 1000);
+        lw[i] = sem(w[i], "kw", 4);
+        kthread_start(&waiting[i], lw[i], 4, 10000);
+        /* Its try, its subscription, its try again. */
+        IT_WAIT(it_stats(w[i]).waiters == 1 && EVALSHA_SINCE(e, base) == 4 + 2 * (i + 1), 5000);
+    }
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{kw}:release", 15) == 3, 5000);
+    base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+    for (i = 0; i < 4; i++) {
+        IT_RC(kthread_end(&held[i]), RL_OK);
+        IT_WAIT(EVALSHA_SINCE(e, base) >= i + 1, 5000);
+    }
+    IT_WAIT((in = first_returned(waiting, 3, -1)) >= 0, 5000);
+    IT_RC(waiting[in].rc, RL_OK);
+    IT_WAIT(EVALSHA_SINCE(e, base) >= 4 + 3, 5000);
+    /* The notices of the first three releases woke nobody. */
+    IT_EQ(EVALSHA_SINCE(e, base), 4 + 3);
+    /* Each gets all 4 when the one before gives them back. */
+    for (i = 0; i < 2; i++) {
+        int was = in;
+        IT_RC(kthread_end(&waiting[was]), RL_OK);
+        IT_WAIT((in = first_returned(waiting, 3, was)) >= 0, 5000);
+        IT_RC(waiting[in].rc, RL_OK);
+    }
+    IT_RC(kthread_end(&waiting[in]), RL_OK);
+    IT_EQ(key_exists(e->rc, "kw"), 0);
+    for (i = 0; i < 3; i++) {
+        rl_lock_free(lw[i]);
+        rl_client_free(w[i]);
+    }
+    rl_lock_free(lh);
+    rl_client_free(h);
+}
 
 /* A waiter for 2 of 3 permits, one free: the release of one more lets it
  * in at once (1 short, 1 back), not at the holders' 10 s lease. */
@@ -263,6 +337,8 @@ static void test_other_count_after_holds_ran_out(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_k_waiters_sleep_through_small_releases, it_setup,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_k_waiter_woken_when_enough, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_force_release_wakes_k_waiter, it_setup,
                                         it_teardown),

@@ -334,6 +334,86 @@ static void test_other_count_after_holds_ran_out(void **state)
     FREE_PAIR(l3, l5, a, b);
 }
 
+/* ---- limits, scripts flushed, shutdown ------------------------------------ */
+
+/* RL_SEMAPHORE_MAX permits: one hold takes them all, another finds none
+ * (a busy try 1 short); k past N is refused, nothing asked. */
+static void test_max_permits(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "max", RL_SEMAPHORE_MAX), *lb = sem(b, "max", RL_SEMAPHORE_MAX);
+
+    IT_RC(rl_semaphore_acquire(la, RL_SEMAPHORE_MAX, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(field_of(e->rc, "max", "~N"), RL_SEMAPHORE_MAX);
+    IT_RC(rl_semaphore_acquire(lb, 1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_semaphore_acquire(lb, (unsigned)RL_SEMAPHORE_MAX + 1, 0, RL_LEASE_WATCHDOG),
+          RL_EINVAL);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_RC(rl_semaphore_acquire(lb, RL_SEMAPHORE_MAX - 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_semaphore_acquire(la, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_RC(rl_lock_release(lb), RL_OK);
+    IT_EQ(key_exists(e->rc, "max"), 0);
+    FREE_PAIR(la, lb, a, b);
+}
+
+/* SCRIPT FLUSH under a renewed hold and a waiter: the renewal, the
+ * waiter's next try and the release load the scripts again; nothing is
+ * flagged, and the waiter gets in when the holder releases. */
+static void test_script_flush(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *b = it_client(e, 300);
+    rl_lock *la = sem(a, "fl", 2), *lb = sem(b, "fl", 2);
+    unsigned long long rounds;
+    kthread waiting;
+
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 1, 10000);
+    IT_WAIT(it_stats(b).waiters == 1 && rt_redis_numsub(e->rc, "rl:{fl}:release", 15) == 1,
+            5000);
+    freeReplyObject(redisCommand(e->rc, "SCRIPT FLUSH"));
+    rounds = it_stats(a).renewal_rounds;
+    IT_WAIT(it_stats(a).renewal_rounds >= rounds + 3, 5000);
+    IT_EQ(rl_lock_interrupted(la), 0);
+    freeReplyObject(redisCommand(e->rc, "SCRIPT FLUSH"));
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "fl"), 0);
+    FREE_PAIR(la, lb, a, b);
+}
+
+/* A client shut down while a thread waits for k permits through it: the
+ * wait ends at once with RL_ECANCELED, and the holder of another client
+ * keeps its permits. */
+static void test_shutdown_mid_wait(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "sd", 3), *lb = sem(b, "sd", 3);
+    kthread waiting;
+    int64_t t0;
+
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 2, 10000);
+    IT_WAIT(it_stats(b).waiters == 1, 5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_client_shutdown(b), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_ECANCELED);
+    IT_RANGE(waiting.returned_ms - t0, 0, 1000);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(field_of(e->rc, "sd", "~N"), 3);
+    IT_EQ(rl_lock_interrupted(la), 0);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_EQ(key_exists(e->rc, "sd"), 0);
+    FREE_PAIR(la, lb, a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +426,9 @@ int main(void)
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_other_count_after_holds_ran_out, it_setup,
                                         it_teardown),
+        cmocka_unit_test_setup_teardown(test_max_permits, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_script_flush, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
     };
 
     return cmocka_run_group_tests_name("semaphore_review", tests, NULL, NULL);

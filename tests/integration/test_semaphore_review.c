@@ -414,6 +414,37 @@ static void test_shutdown_mid_wait(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* The server restarted empty under a holder of both permits and a waiter
+ * for both: the waiter gets in without waiting out its deadline, the
+ * holder is flagged, and its release (RL_ELOST) leaves the waiter's
+ * permits alone. */
+static void test_restart_keys_lost(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *b = it_client(e, 300);
+    rl_lock *la = sem(a, "rs", 2), *lb = sem(b, "rs", 2);
+    kthread waiting;
+    redisContext *rc;
+
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 2, 8000);
+    IT_WAIT(it_stats(b).waiters == 1 && rt_redis_numsub(e->rc, "rl:{rs}:release", 15) == 1,
+            5000);
+    assert_int_equal(rt_redis_restart(e->redis), 0);
+    rc = rt_redis_connect(e->redis);
+    assert_non_null(rc);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_WAIT(rl_lock_interrupted(la) == 1, 5000);
+    IT_RC(rl_lock_release(la), RL_ELOST);
+    IT_EQ(field_of(rc, "rs", "~N"), 2);
+    IT_EQ(hlen(rc, "rs"), 4);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(rc, "rs"), 0);
+    redisFree(rc);
+    FREE_PAIR(la, lb, a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -429,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_permits, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_script_flush, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
     };
 
     return cmocka_run_group_tests_name("semaphore_review", tests, NULL, NULL);

@@ -7,6 +7,7 @@
  * lock refuses the hash); another N once every hold ran out. Each test
  * starts its own redis-server.
  */
+#include "it_cluster.h"
 #include "it_common.h"
 
 #include <stdio.h>
@@ -445,6 +446,72 @@ static void test_restart_keys_lost(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* ---- Cluster: the slot migrates under a holder and a waiter -------------- */
+
+/* Renewal rounds of client c: wait for n more, none flagged. */
+static void rounds_pass(rl_client *c, rl_lock *l, unsigned long long n)
+{
+    unsigned long long r = it_stats(c).renewal_rounds;
+
+    IT_WAIT(it_stats(c).renewal_rounds >= r + n, 5000);
+    IT_EQ(rl_lock_interrupted(l), 0);
+}
+
+/* A 3-permit name whose slot migrates to another master (begun, keys
+ * moved, finished) while a holder of 2 is renewed and a waiter for 2
+ * waits: never flagged, and the release on the new master lets the waiter
+ * in at once (its sharded subscription followed the slot). */
+static void test_cluster_slot_migrates(void **state)
+{
+    it_cluster *ic = *state;
+    char key[64];
+    size_t kl = it_key(key, sizeof key, "rl:", "cm", 2, "");
+    int slot = rt_cluster_keyslot(ic->cl, key, kl), from = rt_cluster_master_of(ic->cl, slot);
+    int to = -1, i;
+    rl_options o;
+    rl_client *a, *b;
+    rl_lock *la, *lb;
+    redisContext *rc;
+    kthread waiting;
+    int64_t t0;
+
+    for (i = 0; i < 3 && to < 0; i++)
+        if (i != from && rt_cluster_is_master(ic->cl, i))
+            to = i;
+    assert_true(from >= 0 && to >= 0);
+    it_options(&o, ic->cl->url, 300, 0);
+    a = it_client_opts(&o);
+    b = it_client_opts(&o);
+    la = sem(a, "cm", 3);
+    lb = sem(b, "cm", 3);
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 2, 10000);
+    IT_WAIT(it_stats(b).waiters == 1, 5000);
+    rounds_pass(a, la, 2);
+    assert_int_equal(rt_cluster_slot_begin(ic->cl, slot, to), 0);
+    rounds_pass(a, la, 2);
+    assert_int_equal(rt_cluster_slot_move_keys(ic->cl, slot), 0);
+    rounds_pass(a, la, 2);
+    assert_int_equal(rt_cluster_slot_finish(ic->cl, slot, to), 0);
+    rounds_pass(a, la, 3);
+    IT_EQ(atomic_load(&waiting.state), 1);
+    rc = rt_cluster_connect(ic->cl, to);
+    assert_non_null(rc);
+    IT_EQ(field_of(rc, "cm", "~N"), 3);
+    /* The waiter's next try reached the new master (its subscription too). */
+    IT_WAIT(rt_redis_shardnumsub(rc, "rl:{cm}:release", 15) == 1, 5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 500);
+    IT_EQ(hlen(rc, "cm"), 4);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(rc, "cm"), 0);
+    redisFree(rc);
+    FREE_PAIR(la, lb, a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,5 +530,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
     };
 
-    return cmocka_run_group_tests_name("semaphore_review", tests, NULL, NULL);
+    const struct CMUnitTest cluster[] = {
+        cmocka_unit_test(test_cluster_slot_migrates),
+    };
+    int failed = cmocka_run_group_tests_name("semaphore_review", tests, NULL, NULL);
+
+    failed += cmocka_run_group_tests_name("semaphore_review_cluster", cluster, it_cluster_setup,
+                                          it_cluster_teardown);
+    return failed;
 }

@@ -360,8 +360,12 @@ void rl__hold_remove(rl_client *c, rl__hold *h)
         h->entry->local_reads -= h->side == RL__SIDE_READ;
     }
     unlist(c, h);
-    /* A local waiter may now take the name: wake it without a round trip. */
-    rl__queue_kick_head(h->entry);
+    /* A local waiter may now take the name: wake it without a round trip
+     * (a semaphore's, when the hold's permits may be enough). */
+    if (h->entry->family == RL__FAM_SEM)
+        rl__queue_notice(h->entry, h->permits);
+    else
+        rl__queue_kick_head(h->entry);
     rl__hold_unref(c, h);
 }
 

@@ -187,6 +187,44 @@ static void test_k_waiters_sleep_through_small_releases(void **state)
     rl_client_free(h);
 }
 
+/* Holders and a waiter for all 8 permits in one client: a local release
+ * of one permit wakes the waiter no more than a notice would (the release
+ * and its notice each count the permit, so three releases leave it 2
+ * short): the first three cost their own script calls alone. (Woken by
+ * every local release, the waiter asked again after each: 3 + 3.) */
+static void test_local_releases_wake_k_waiter_when_enough(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 1000);
+    rl_lock *l = sem(c, "kl", 8);
+    kthread held[8], waiting;
+    long long base;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        kthread_start(&held[i], l, 1, 0);
+        IT_WAIT(atomic_load(&held[i].state) >= 2, 5000);
+        IT_RC(held[i].rc, RL_OK);
+    }
+    kthread_start(&waiting, l, 8, 10000);
+    IT_WAIT(it_stats(c).waiters == 1 && rt_redis_numsub(e->rc, "rl:{kl}:release", 15) == 1,
+            5000);
+    base = rt_redis_cmdstat_calls(e->rc, "evalsha");
+    for (i = 0; i < 3; i++)
+        IT_RC(kthread_end(&held[i]), RL_OK);
+    IT_WAIT(EVALSHA_SINCE(e, base) >= 3, 5000);
+    IT_EQ(EVALSHA_SINCE(e, base), 3);
+    IT_EQ(atomic_load(&waiting.state), 1);
+    for (; i < 8; i++)
+        IT_RC(kthread_end(&held[i]), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "kl"), 0);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
 /* A waiter for 2 of 3 permits, one free: the release of one more lets it
  * in at once (1 short, 1 back), not at the holders' 10 s lease. */
 static void test_k_waiter_woken_when_enough(void **state)
@@ -516,6 +554,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_k_waiters_sleep_through_small_releases, it_setup,
+                                        it_teardown),
+        cmocka_unit_test_setup_teardown(test_local_releases_wake_k_waiter_when_enough, it_setup,
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_k_waiter_woken_when_enough, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_force_release_wakes_k_waiter, it_setup,

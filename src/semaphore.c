@@ -35,9 +35,10 @@
  * free up by themselves) and how many permits it lacked; a last release
  * publishes the permits it gave back on the name's release channel.
  * Within a process, threads waiting for one name queue in FIFO order and
- * only the head asks Redis: a local release wakes the head, and so does a
- * notice once the notices heard since its try gave back as many permits
- * as it lacked (rl__queue_notice; a notice that says no number, a
+ * only the head asks Redis: a notice, or a local release (counted as its
+ * notice; the notice heard back counts again, which can only wake the head
+ * early), wakes the head once those since its try gave back as many
+ * permits as it lacked (rl__queue_notice; a notice that says no number, a
  * force-release's, wakes it at once). The head, once it has its permits,
  * leaves the queue and so wakes the next. No herd: one waiter per process
  * asks at a time, and only when its permits may be there.

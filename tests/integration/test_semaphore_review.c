@@ -9,6 +9,7 @@
  */
 #include "it_cluster.h"
 #include "it_common.h"
+#include "proxy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -550,6 +551,53 @@ static void test_cluster_slot_migrates(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* ---- a lost reply, a killed subscription --------------------------------- */
+
+/* A waiter for 2 permits whose busy try's reply is lost (read back: not
+ * applied, asked again) and whose subscription is then killed (CLIENT
+ * KILL TYPE pubsub): it subscribes again and is let in at once by the
+ * holder's release, with one wait counted and nothing else. */
+static void test_lost_busy_reply_and_killed_subscription(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000);
+    rl_lock *la = sem(a, "lk", 3), *lp;
+    it_proxied p;
+    kthread waiting;
+    rl_stats st;
+    int64_t t0;
+
+    it_proxied_open(&p, e, "unused", 0, 500);
+    lp = sem(p.c, "lk", 3);
+    IT_RC(rl_semaphore_acquire(la, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    kthread_start(&waiting, lp, 2, 10000);
+    IT_WAIT(rt_proxy_dropped(p.proxy) == 1, 5000);
+    IT_WAIT(it_stats(p.c).waiters == 1 &&
+            rt_redis_numsub(e->rc, "rl:{lk}:release", 15) == 1, 5000);
+    freeReplyObject(redisCommand(e->rc, "CLIENT KILL TYPE pubsub"));
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{lk}:release", 15) == 1, 5000);
+    IT_EQ(atomic_load(&waiting.state), 1);
+    t0 = rt_now_ms();
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 500);
+    IT_EQ(field_of(e->rc, "lk", "~N"), 3);
+    IT_EQ(hlen(e->rc, "lk"), 4);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "lk"), 0);
+    st = it_stats(p.c);
+    IT_EQ(st.acquisitions, 1);
+    IT_EQ(st.waits, 1);
+    IT_EQ(st.timeouts, 0);
+    IT_EQ(st.releases, 1);
+    rl_lock_free(lp);
+    it_proxied_close(&p);
+    rl_lock_free(la);
+    rl_client_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +615,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_permits, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_script_flush, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_lost_busy_reply_and_killed_subscription, it_setup,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
     };
 

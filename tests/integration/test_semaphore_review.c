@@ -598,6 +598,30 @@ static void test_lost_busy_reply_and_killed_subscription(void **state)
     rl_client_free(a);
 }
 
+/* wait_replicas 1 on a server without replicas: an acquisition of 2
+ * permits is taken, then given back (RL_EREPLICA) by the semaphore's own
+ * release script: nothing is left, all 3 permits are free for another. */
+static void test_wait_replicas_undone(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *r;
+    rl_lock *la = sem(a, "wr", 3), *lr;
+    rl_options o;
+
+    it_options(&o, e->redis->url, 1000, 0);
+    o.wait_replicas = 1;
+    o.wait_replicas_ms = 50;
+    r = it_client_opts(&o);
+    lr = sem(r, "wr", 3);
+    IT_RC(rl_semaphore_acquire(lr, 2, 0, RL_LEASE_WATCHDOG), RL_EREPLICA);
+    IT_EQ(key_exists(e->rc, "wr"), 0);
+    IT_EQ(rl_lock_hold_count(lr), 0);
+    IT_RC(rl_semaphore_acquire(la, 3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_EQ(key_exists(e->rc, "wr"), 0);
+    FREE_PAIR(la, lr, a, r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -617,6 +641,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_busy_reply_and_killed_subscription, it_setup,
                                         it_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_replicas_undone, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
     };
 

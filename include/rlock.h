@@ -636,12 +636,13 @@ typedef struct rl_lockset rl_lockset;
 
 /**
  * Make a set of `n` (1..RL_LOCKSET_MAX) existing handles, all of one
- * client, of any kinds (plain, fair, read, write), into *out. The set
- * keeps pointers to the handles, in its own order: every set of every
- * process sorts its members the same way (by the name's bytes, then the
- * write side before the read side), so that sets sharing names never wait
- * on each other in a circle. The handles stay the caller's: free them only
- * after the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
+ * client, of any kinds (plain, fair, read, write, semaphore: the set takes
+ * one permit of it), into *out. The set keeps handles of its own on the
+ * same names and kinds, in its own order: every set of every process sorts
+ * its members the same way (by the name's bytes, then the write side
+ * before the read side), so that sets sharing names never wait on each
+ * other in a circle. The caller's handles stay the caller's, and may be
+ * freed before the set. No I/O. Returns RL_OK; RL_EINVAL (out or locks NULL, a
  * NULL member, n out of range, members of two clients, one name and side
  * twice), RL_ECANCELED (their client shut down or freed: as any call on
  * its handles), RL_ENOMEM;
@@ -698,9 +699,9 @@ RL_EXTERN int rl_lockset_release(rl_lockset *set);
  */
 RL_EXTERN int rl_lockset_interrupted(const rl_lockset *set);
 
-/** Free a set (not its member handles; holds stay held: they belong to
- * threads, and each member's handle can release them). Must not race with
- * other calls on the same set. Accepts NULL. */
+/** Free a set and its own handles (not the caller's; holds stay held:
+ * they belong to threads, and a handle on each name can release them).
+ * Must not race with other calls on the same set. Accepts NULL. */
 RL_EXTERN void rl_lockset_free(rl_lockset *set);
 
 /** The layout version of rl_stats this header describes. */
@@ -846,8 +847,8 @@ RL_EXTERN int rl_client_stats(rl_stats *out, rl_client *client);
 /* ---- Inspecting locks: who holds what, as `rlock list` / `show` print it */
 
 /** The layout version of rl_lock_list, rl_lock_info and rl_holder_info
- * this header describes. */
-#define RL_INFO_VERSION 1
+ * this header describes. 2: a semaphore's kind and permits. */
+#define RL_INFO_VERSION 2
 
 /** rl_lock_info.kind of a read-write lock. Not a kind rl_lock_new_kind()
  * takes: a handle is opened on one side (RL_KIND_READ or RL_KIND_WRITE). */
@@ -872,7 +873,7 @@ typedef struct rl_holder_info {
      * is not rlock's). Not an OS thread id. */
     const char *thread;
     /* RL_KIND_READ or RL_KIND_WRITE: the side held, in a read-write lock;
-     * RL_KIND_PLAIN in any other lock (a fair one too). */
+     * RL_KIND_PLAIN in any other lock (a fair one, a semaphore too). */
     int side;
     /* How many times the thread holds it (1 + its reentries). */
     long long count;
@@ -880,8 +881,8 @@ typedef struct rl_holder_info {
      * it); -1: not stored. */
     long long since_ms;
     /* ms until this hold runs out in Redis unless renewed: a read-write
-     * lock's hold, its own deadline; any other, the key's PTTL
-     * (lock-delay included). -1: no expiry; -2: gone. */
+     * lock's or a semaphore's hold, its own deadline; any other, the key's
+     * PTTL (lock-delay included). -1: no expiry; -2: gone. */
     long long lease_left_ms;
     /* 1 when the holder's owner record was found and the fields below say
      * what it wrote; 0 when it has none (an ACL user that may not write
@@ -893,6 +894,9 @@ typedef struct rl_holder_info {
     const char *client_name;   /* rl_options.client_name; "": none */
     long long started_ms;      /* when its client was created, unix ms; -1 */
     const char *version;       /* its rlock version */
+    /* Layout 2. A semaphore's hold: the permits it holds (k, 1..N); 0 in
+     * any other lock. */
+    long long permits;
 } rl_holder_info;
 
 /**
@@ -905,10 +909,13 @@ typedef struct rl_lock_info {
     size_t name_len;
     /* The server it was read on, "host:port" (a socket's path). */
     const char *node;
-    /* RL_KIND_RW (a read-write lock's fields are there), RL_KIND_FAIR
+    /* RL_KIND_SEMAPHORE (a semaphore's permit count is there; layout 2),
+     * RL_KIND_RW (a read-write lock's fields are there), RL_KIND_FAIR
      * (threads are queued in its fair queue) or RL_KIND_PLAIN. A fair
      * lock nobody queues for reads as RL_KIND_PLAIN: Redis keeps nothing
-     * else that tells them apart. */
+     * else that tells them apart. A caller of layout 1 is never given a
+     * kind its header lacks: a semaphore reads there as RL_KIND_RW, its
+     * holders on RL_KIND_WRITE, as layout 1's library read it. */
     int kind;
     /* The key's PTTL, in ms: -1 no expiry, -2 gone since it was listed. */
     long long lease_left_ms;
@@ -925,9 +932,17 @@ typedef struct rl_lock_info {
     /* A hold was lost and its lock-delay is all that is left (no holder):
      * how long, in ms, nobody may take the name (lease_left_ms); else 0. */
     long long delay_left_ms;
-    /* Its holders, in the hash's order: nholders pointers. */
+    /* Its holders, in the hash's order: nholders pointers. A semaphore's
+     * hold past its deadline is gone, as the scripts count it (its
+     * permits free, though Redis keeps its fields until an acquisition
+     * drops them): it is not among them. */
     size_t nholders;
     rl_holder_info *const *holders;
+    /* Layout 2. A semaphore: its permit count N (the name's, while it has
+     * live holds) and the permits its holders leave free (N minus the
+     * sum of their permits); both 0 for any other kind. */
+    long long permits;
+    long long free_permits;
 } rl_lock_info;
 
 /**

@@ -9,7 +9,9 @@
 # with ratios), and last the TLS leg: solo_tls, contend_tls, watchdog_tls and
 # storm_tls on a redis-server that rlbench starts itself with a TLS port
 # beside its plain one (certificates made by openssl), each TLS figure with
-# its ratio to the plain port's in the same run. Prints one key=value line
+# its ratio to the plain port's in the same run. The semaphore-and-set
+# leg (solo_sem, contend_sem, set4; --only sem alone) times a semaphore's
+# permits and a set of 4 names against the plain lock in the same run. Prints one key=value line
 # per workload, writes a CSV and, when gnuplot is installed, a PNG of the
 # contention curve.
 #
@@ -24,6 +26,8 @@
 #                            contend_redlock
 #   RL_BENCH_TLS=0           no TLS leg (it needs redis-server built with TLS
 #                            and the openssl command)
+#   RL_BENCH_SEM=0           no semaphore-and-set leg (solo_sem, contend_sem,
+#                            set4)
 #   RL_BENCH_PROFILE=1       afterwards, profile solo, contend W=4 and (with
 #                            Redlock) solo_redlock with callgrind and print
 #                            the hottest functions
@@ -101,6 +105,10 @@ else
     tls_args=(--tls 0)
 fi
 
+# The semaphore-and-set leg: in rlbench, unless skipped.
+sem_args=()
+[[ ${RL_BENCH_SEM:-1} != 0 ]] || sem_args=(--sem 0)
+
 # ---------------------------------------------------------------------------
 mkdir -p "$out_dir"
 stamp=$(date +%Y%m%d-%H%M%S)
@@ -109,7 +117,7 @@ png=$out_dir/bench-$stamp.png
 rl_log "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(redis-server --version | cut -d' ' -f3)"
 t0=$SECONDS
 status=0
-"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" "${redlock_args[@]}" "${tls_args[@]}" --csv "$csv" \
+"$bench" --url "$RL_TEST_URL" "${cluster_args[@]}" "${redlock_args[@]}" "${tls_args[@]}" "${sem_args[@]}" --csv "$csv" \
     --rb "$rb_arg" --seconds "$seconds" "$@" || status=$?
 rl_log "rlbench took $((SECONDS - t0)) s (exit status $status)"
 echo "csv=$csv"

@@ -244,6 +244,11 @@ static int acq_busy(acquisition *a, int64_t now, int64_t *wake_at)
     a->intent |= o->intent_ms > 0;
     if (a->wait_ms == 0)
         return rl__err(RL_EBUSY, "held by another owner");
+    /* A semaphore's try says how many permits it lacked: notices that give
+     * back fewer need not wake us (rl__queue_notice). Set after the reply,
+     * so a notice heard during the round trip woke us anyway. */
+    if (e->family == RL__FAM_SEM)
+        a->w.short_of = (long long)a->res.token;
     /* Sleep until a release notice, the holder's lease, or our deadline. */
     /* PTTL 0: the lease runs out this very millisecond; -2: already
      * gone; -1: no expiry at all (not set by rlock). */
@@ -293,6 +298,7 @@ static int acq_try(acquisition *a, int64_t now, int64_t *wake_at)
     int rc, read_back;
 
     a->w.kicked = 0;
+    a->w.short_of = 0;
     rc = e->leftovers ? rl__leftovers_settle(c, e, a->t->id, a->deadline) : RL_OK;
     if (rc == RL_OK)
         rc = wait_renewal(c, e);

@@ -214,6 +214,7 @@ void rl__queue_push(rl__entry *e, rl__waiter *w)
 {
     w->next = NULL;
     w->kicked = 0;
+    w->short_of = 0;
     w->serial = ++e->q_serial;
     if (e->q_tail)
         e->q_tail->next = w;
@@ -252,6 +253,22 @@ void rl__queue_kick_head(rl__entry *e)
         e->q_head->kicked = 1;
         pthread_cond_signal(&e->q_head->cond);
     }
+}
+
+/* A release notice that says it gave back `freed` permits (0: it does not
+ * say; a plain release's, a force-release's): wake the head, unless it is
+ * a semaphore's waiter that these leave short of what it lacked. Permits
+ * that come back without a notice (a holder's deadline passed) are the
+ * head's own wake-up time's. */
+void rl__queue_notice(rl__entry *e, long long freed)
+{
+    rl__waiter *w = e->q_head;
+
+    if (w && w->short_of > 0 && freed > 0 && freed < w->short_of) {
+        w->short_of -= freed;
+        return;
+    }
+    rl__queue_kick_head(e);
 }
 
 /* Every waiting thread of the client, not only the heads: a shutdown. */
@@ -343,8 +360,12 @@ void rl__hold_remove(rl_client *c, rl__hold *h)
         h->entry->local_reads -= h->side == RL__SIDE_READ;
     }
     unlist(c, h);
-    /* A local waiter may now take the name: wake it without a round trip. */
-    rl__queue_kick_head(h->entry);
+    /* A local waiter may now take the name: wake it without a round trip
+     * (a semaphore's, when the hold's permits may be enough). */
+    if (h->entry->family == RL__FAM_SEM)
+        rl__queue_notice(h->entry, h->permits);
+    else
+        rl__queue_kick_head(h->entry);
     rl__hold_unref(c, h);
 }
 

@@ -17,6 +17,9 @@ typedef struct rl__waiter {
     uint64_t serial;                /* per entry, from 1 (rl__queue_push) */
     const char *owner;              /* fair lock: the waiting thread's owner field, */
     size_t owner_len;               /* ...when it may be queued in Redis (else NULL) */
+    /* A semaphore's head: the permits its last try lacked, less those the
+     * release notices heard since gave back (0: any notice wakes it). */
+    long long short_of;
 } rl__waiter;
 
 enum { RL__SUB_NONE, RL__SUB_SENT, RL__SUB_ON, RL__SUB_OFF_SENT };
@@ -137,6 +140,7 @@ void rl__holds_after_fork(rl_client *c);     /* fork child: the parent's holds a
 void rl__queue_push(rl__entry *e, rl__waiter *w);
 void rl__queue_remove(rl_client *c, rl__entry *e, rl__waiter *w);
 void rl__queue_kick_head(rl__entry *e);
+void rl__queue_notice(rl__entry *e, long long freed);     /* mutex held */
 void rl__queue_wake_everyone(rl_client *c);               /* mutex held */
 
 rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, int watchdog);

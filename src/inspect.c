@@ -6,10 +6,8 @@
  * the Cluster's masters (from the slot map), each Redlock master. Each
  * lock key is read in one pipeline (HGETALL, PTTL, the subscriber count of
  * its release channel, its fair queue's length, TIME). A holder's field
- * "<uuid>:<tid>[:r]" is joined with its owner record
- * <prefix>owner:{<uuid>} (owner.c) for host, pid and name. Fields that
- * begin with '~' are not holders: "~delay" is a lock-delay (src/lua/),
- * the others a read-write lock's deadlines, count, writer and intents.
+ * "<uuid>:<tid>[:r]" (read by lockinfo.c) is joined with its owner record
+ * <prefix>owner:{<uuid>} (owner.c) for host, pid and name.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,28 +16,11 @@
 #include "common.h"
 #include "error.h"
 #include "fork.h"
+#include "lockinfo.h"
 #include "nopipe.h"
 #include "router.h"
 #include "slot.h"
 #include "util.h"
-
-/* The public structs and the memory their strings point into. */
-typedef struct holder_mem {
-    rl_holder_info pub;
-    char owner[RL__UUID_LEN + 1];
-    char thread[24];
-    char host[RL__HOST_MAX];
-    char client_name[RL_CLIENT_NAME_MAX + 1];
-    char version[32];
-} holder_mem;
-
-typedef struct info_mem {
-    rl_lock_info pub;
-    char *name;
-    char node[RL__HOST_MAX + 8];
-    rl_holder_info **holders;
-    const rl__server *server;
-} info_mem;
 
 typedef struct list_mem {
     rl_lock_list pub;
@@ -67,6 +48,7 @@ typedef struct scan {
     owner_rec *owners;
     size_t nowners, ocap;
     int status;                             /* the first failure; RL_OK: none */
+    unsigned int asked;                     /* the caller's layout version */
 } scan;
 
 /* ---- failures and connections ------------------------------------------ */
@@ -254,7 +236,7 @@ static const owner_rec *owner_of(scan *sc, const char *uuid)
     return o;
 }
 
-static void join_owner(scan *sc, holder_mem *h)
+static void join_owner(scan *sc, rl__holder_mem *h)
 {
     const owner_rec *o = owner_of(sc, h->owner);
 
@@ -287,120 +269,7 @@ static int name_of(const rl_client *c, const char *key, size_t len, const char *
     return 0;
 }
 
-static holder_mem *holder_new(const redisReply *f, const redisReply *v)
-{
-    holder_mem *h = calloc(1, sizeof *h);
-    const char *colon;
-    char val[48];
-    size_t tl;
-
-    if (!h)
-        return NULL;
-    h->pub.side = RL_KIND_PLAIN;
-    colon = memchr(f->str, ':', f->len);
-    if (colon && colon - f->str == RL__UUID_LEN) {
-        memcpy(h->owner, f->str, RL__UUID_LEN);
-        tl = f->len - RL__UUID_LEN - 1;
-        if (tl >= 2 && memcmp(colon + 1 + tl - 2, ":r", 2) == 0) {
-            h->pub.side = RL_KIND_READ;      /* "<uuid>:<tid>:r": a reader (rwlock.c) */
-            tl -= 2;
-        }
-        snprintf(h->thread, sizeof h->thread, "%.*s", (int)tl, colon + 1);
-    } else {
-        snprintf(h->owner, sizeof h->owner, "%.*s",
-                 (int)(f->len < RL__UUID_LEN ? f->len : RL__UUID_LEN), f->str);
-        snprintf(h->thread, sizeof h->thread, "?");
-    }
-    copy_str(val, sizeof val, v);
-    /* "<count> <since_ms>[ <token>]" or "<count>" (src/lua/acquire.lua). */
-    h->pub.count = strtoll(val, NULL, 10);
-    h->pub.since_ms = strchr(val, ' ') ? strtoll(strchr(val, ' ') + 1, NULL, 10) : -1;
-    h->pub.pid = h->pub.started_ms = -1;
-    h->pub.owner = h->owner;
-    h->pub.thread = h->thread;
-    h->pub.host = h->host;
-    h->pub.client_name = h->client_name;
-    h->pub.version = h->version;
-    return h;
-}
-
-static int rw_field(const redisReply *f)
-{
-    return (f->len == 2 && (memcmp(f->str, "~n", 2) == 0 || memcmp(f->str, "~w", 2) == 0 ||
-                            memcmp(f->str, "~s", 2) == 0)) ||
-           (f->len == 3 && memcmp(f->str, "~wi", 3) == 0) ||
-           (f->len > 3 && memcmp(f->str, "~d:", 3) == 0);
-}
-
-/* A read-write hold's deadline "~d:<field>" (Redis ms) as the lease left of
- * the holder whose field it is. */
-static void rw_deadline(info_mem *w, const redisReply *f, const redisReply *v, long long now)
-{
-    char field[RL__OWNER_MAX + 8];
-    size_t k;
-
-    for (k = 0; k < w->pub.nholders; k++) {
-        rl_holder_info *h = w->holders[k];
-        size_t n = (size_t)snprintf(field, sizeof field, "~d:%s:%s%s", h->owner, h->thread,
-                                    h->side == RL_KIND_READ ? ":r" : "");
-        if (n == f->len && memcmp(field, f->str, n) == 0 && now >= 0)
-            h->lease_left_ms = strtoll(v->str, NULL, 10) - now;
-    }
-}
-
-/* The hash's fields as holders of w; the '~' fields as what they say. */
-static int read_fields(info_mem *w, const redisReply *hash, long long now)
-{
-    size_t k;
-    int rw = 0;
-
-    for (k = 0; k + 1 < hash->elements; k += 2) {
-        const redisReply *f = hash->element[k], *v = hash->element[k + 1];
-        holder_mem *h;
-        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-            continue;
-        if (f->len == 6 && memcmp(f->str, "~delay", 6) == 0) {
-            w->pub.delay_ms = strtoll(v->str, NULL, 10);
-            continue;
-        }
-        if (f->len > 0 && f->str[0] == '~') {
-            rw |= rw_field(f);
-            continue;
-        }
-        if (!(h = holder_new(f, v)))
-            return RL_ENOMEM;
-        h->pub.lease_left_ms = w->pub.lease_left_ms;
-        rw |= h->pub.side == RL_KIND_READ;
-        w->holders[w->pub.nholders++] = &h->pub;
-    }
-    for (k = 0; rw && k + 1 < hash->elements; k += 2)
-        if (hash->element[k]->type == REDIS_REPLY_STRING &&
-            hash->element[k + 1]->type == REDIS_REPLY_STRING &&
-            hash->element[k]->len > 3 && memcmp(hash->element[k]->str, "~d:", 3) == 0)
-            rw_deadline(w, hash->element[k], hash->element[k + 1], now);
-    for (k = 0; rw && k < w->pub.nholders; k++)
-        if (w->holders[k]->side == RL_KIND_PLAIN)
-            w->holders[k]->side = RL_KIND_WRITE;
-    w->pub.kind = rw ? RL_KIND_RW : w->pub.queued > 0 ? RL_KIND_FAIR : RL_KIND_PLAIN;
-    if (w->pub.delay_ms > 0 && w->pub.nholders == 0 && w->pub.lease_left_ms > 0)
-        w->pub.delay_left_ms = w->pub.lease_left_ms;
-    return RL_OK;
-}
-
-static void info_free(info_mem *w)
-{
-    size_t k;
-
-    if (!w)
-        return;
-    for (k = 0; k < w->pub.nholders; k++)
-        free(w->holders[k]);
-    free(w->holders);
-    free(w->name);
-    free(w);
-}
-
-static int add_info(list_mem *l, info_mem *w)
+static int add_info(list_mem *l, rl__info_mem *w)
 {
     if (l->pub.count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 32;
@@ -430,7 +299,7 @@ static long long time_ms(const redisReply *r)
 static int make_info(scan *sc, const rl__server *s, const char *name, size_t nlen,
                      redisReply **r)
 {
-    info_mem *w;
+    rl__info_mem *w;
     int rc;
 
     /* An error (ACL, LOADING, BUSY, MOVED, ASK) says nothing of who holds
@@ -445,11 +314,10 @@ static int make_info(scan *sc, const rl__server *s, const char *name, size_t nle
         return RL_OK;
     if (!(w = calloc(1, sizeof *w)) || !(w->name = rl__memdup(name, nlen + 1)) ||
         !(w->holders = calloc(r[0]->elements / 2, sizeof *w->holders))) {
-        info_free(w);
+        rl__info_free(w);
         return RL_ENOMEM;
     }
     w->name[nlen] = '\0';
-    w->server = s;
     snprintf(w->node, sizeof w->node, "%s", s->name);
     w->pub.name = w->name;
     w->pub.name_len = nlen;
@@ -461,9 +329,9 @@ static int make_info(scan *sc, const rl__server *s, const char *name, size_t nle
         r[2]->element[1]->type == REDIS_REPLY_INTEGER)
         w->pub.waiters = r[2]->element[1]->integer;
     w->pub.queued = r[3]->type == REDIS_REPLY_INTEGER ? r[3]->integer : 0;
-    if ((rc = read_fields(w, r[0], time_ms(r[4]))) != RL_OK ||
+    if ((rc = rl__info_fields(w, r[0], time_ms(r[4]))) != RL_OK ||
         (rc = add_info(sc->out, w)) != RL_OK) {
-        info_free(w);
+        rl__info_free(w);
         return rc;
     }
     return RL_OK;
@@ -626,7 +494,7 @@ static int scan_server(scan *sc, rl__server *s, const char *pattern)
 
 static int by_name(const void *a, const void *b)
 {
-    const info_mem *x = *(info_mem *const *)a, *y = *(info_mem *const *)b;
+    const rl__info_mem *x = *(rl__info_mem *const *)a, *y = *(rl__info_mem *const *)b;
     size_t n = x->pub.name_len < y->pub.name_len ? x->pub.name_len : y->pub.name_len;
     int d = memcmp(x->name, y->name, n);
 
@@ -661,6 +529,7 @@ static int begin(scan *sc, rl_lock_list **out, rl_client *c, unsigned int versio
         return rc;
     memset(sc, 0, sizeof *sc);
     sc->c = c;
+    sc->asked = version;
     if (!(sc->out = calloc(1, sizeof *sc->out))) {
         rl__call_end(c);
         return rl__err(RL_ENOMEM, "out of memory");
@@ -678,7 +547,7 @@ static int finish(scan *sc, rl_lock_list **out, int rc)
 
     for (i = 0; rc == RL_OK && i < l->pub.count; i++)
         for (k = 0; k < l->locks[i]->nholders; k++)
-            join_owner(sc, (holder_mem *)l->locks[i]->holders[k]);
+            join_owner(sc, (rl__holder_mem *)l->locks[i]->holders[k]);
     for (i = 0; i < RL__SERVERS_MAX; i++)
         if (sc->conn[i])
             rl__pool_put(sc->c, sc->conn[i]);
@@ -690,6 +559,7 @@ static int finish(scan *sc, rl_lock_list **out, int rc)
     }
     if (l->pub.count)
         qsort(l->locks, l->pub.count, sizeof *l->locks, by_name);
+    rl__info_as_layout(l->locks, l->pub.count, sc->asked);
     *out = &l->pub;
     if (sc->status != RL_OK)
         return rl__err(sc->status, "%s", l->pub.failures ? l->pub.failures[0] : "");
@@ -772,7 +642,7 @@ void rl_lock_list_free(rl_lock_list *list)
     if (!l)
         return;
     for (i = 0; i < l->pub.count; i++)
-        info_free((info_mem *)l->locks[i]);
+        rl__info_free((rl__info_mem *)l->locks[i]);
     for (i = 0; i < l->pub.nfailures; i++)
         free(l->failures[i]);
     free(l->failures);

@@ -242,6 +242,22 @@ int rl_lock_new(rl_lock **out, rl_client *client, const char *name)
     return rl_lock_new_bin(out, client, name, strnlen(name, RL_NAME_MAX + 1));
 }
 
+int rl__lock_dup(rl_lock **out, const rl_lock *lock)
+{
+    rl_client *c = lock->client;
+    rl_lock *dup = malloc(sizeof *dup);
+
+    if (!dup)
+        return rl__err(RL_ENOMEM, "out of memory");
+    *dup = *lock;
+    pthread_mutex_lock(&c->mu);
+    lock->entry->handles++;
+    pthread_mutex_unlock(&c->mu);
+    atomic_fetch_add(&c->refs, 1);
+    *out = dup;
+    return RL_OK;
+}
+
 void rl_lock_free(rl_lock *lock)
 {
     rl_client *c;

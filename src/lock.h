@@ -25,4 +25,9 @@ rl__hold *rl__lock_find(const rl_lock *lock, rl__thread *t);
  * Returns the release's status. */
 int rl__lock_give_back(rl_lock *lock);
 
+/* A second handle on lock's name and kind, freed by rl_lock_free(): a set
+ * keeps its own, so that the caller may free theirs first. Inside a call
+ * on the client (rl__call_begin). RL_OK or RL_ENOMEM. */
+int rl__lock_dup(rl_lock **out, const rl_lock *lock);
+
 #endif

@@ -19,7 +19,7 @@
 
 struct rl_lockset {
     size_t n;
-    rl_lock *members[];     /* in the set's order (order()) */
+    rl_lock *members[];     /* the set's own handles, in its order (order()) */
 };
 
 /* Of one name, the write side comes first: a thread holding it may then
@@ -58,12 +58,45 @@ static int check_members(rl_lock *const *locks, size_t n)
     return RL_OK;
 }
 
+/* The members in the set's order, one name and side once. */
+static int sort_members(rl_lockset *set)
+{
+    const rl__entry *e;
+    size_t i;
+
+    qsort(set->members, set->n, sizeof set->members[0], order);
+    for (i = 1; i < set->n; i++) {
+        if (order(&set->members[i - 1], &set->members[i]) == 0) {
+            e = set->members[i]->entry;
+            return rl__err(RL_EINVAL, "lock '%.*s' is in the set twice (one name and side)",
+                           (int)e->name_len, e->name);
+        }
+    }
+    return RL_OK;
+}
+
+/* Each of the caller's handles, sorted, replaced by one of the set's own
+ * (lock.c's rl__lock_dup): the caller may free theirs while the set
+ * lives. On failure, the set owns none. */
+static int own_members(rl_lockset *set)
+{
+    size_t i, n = set->n;
+    int rc;
+
+    for (i = 0; i < n; i++) {
+        if ((rc = rl__lock_dup(&set->members[i], set->members[i])) != RL_OK) {
+            set->n = i;
+            rl_lockset_free(set);
+            return rc;
+        }
+    }
+    return RL_OK;
+}
+
 int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n)
 {
     rl_lockset *set;
     rl_client *c;
-    const rl__entry *e;
-    size_t i;
     int rc;
 
     rl__err_clear();
@@ -83,23 +116,22 @@ int rl_lockset_new(rl_lockset **out, rl_lock *const *locks, size_t n)
     }
     set->n = n;
     memcpy(set->members, locks, n * sizeof locks[0]);
-    qsort(set->members, n, sizeof set->members[0], order);
-    for (i = 1; i < n; i++) {
-        if (order(&set->members[i - 1], &set->members[i]) == 0) {
-            e = set->members[i]->entry;
-            free(set);
-            rl__call_end(c);
-            return rl__err(RL_EINVAL, "lock '%.*s' is in the set twice (one name and side)",
-                           (int)e->name_len, e->name);
-        }
-    }
+    if ((rc = sort_members(set)) != RL_OK)
+        free(set);
+    else if ((rc = own_members(set)) == RL_OK)
+        *out = set;
     rl__call_end(c);
-    *out = set;
-    return RL_OK;
+    return rc;
 }
 
 void rl_lockset_free(rl_lockset *set)
 {
+    size_t i;
+
+    if (!set)
+        return;
+    for (i = 0; i < set->n; i++)
+        rl_lock_free(set->members[i]);
     free(set);
 }
 

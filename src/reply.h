@@ -12,7 +12,8 @@
 typedef struct rl__result {
     int code;           /* see RL__R_* */
     long long value;    /* count, or PTTL when busy */
-    unsigned long long token; /* done: the hold's fencing token (0: none) */
+    unsigned long long token; /* done: the hold's fencing token (0: none);
+                               * busy, a semaphore's: the permits it lacked */
 } rl__result;
 
 #define RL__R_DONE      1   /* applied; value = new count */

@@ -32,12 +32,16 @@
  * shutdown work as for a plain lock.
  *
  * Waiting: a busy try answers the first live deadline (when permits may
- * free up by themselves); a last release publishes the permits it gave
- * back on the name's release channel. Within a process, threads waiting
- * for one name queue in FIFO order and only the head asks Redis: a notice
- * or a local release wakes the head, which, once it has its permits,
+ * free up by themselves) and how many permits it lacked; a last release
+ * publishes the permits it gave back on the name's release channel.
+ * Within a process, threads waiting for one name queue in FIFO order and
+ * only the head asks Redis: a notice, or a local release (counted as its
+ * notice; the notice heard back counts again, which can only wake the head
+ * early), wakes the head once those since its try gave back as many
+ * permits as it lacked (rl__queue_notice; a notice that says no number, a
+ * force-release's, wakes it at once). The head, once it has its permits,
  * leaves the queue and so wakes the next. No herd: one waiter per process
- * asks at a time.
+ * asks at a time, and only when its permits may be there.
  */
 #include <stdio.h>
 #include <string.h>

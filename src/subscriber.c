@@ -252,6 +252,23 @@ static void moved(sub_state *st, const rl__redirect *red)
     }
 }
 
+/* The permits a release notice's message says came back (a semaphore's
+ * last release: "<k>"); 0 when it says none in particular. */
+static long long notice_permits(const redisReply *m)
+{
+    long long n = 0;
+    size_t i;
+
+    if (m->type != REDIS_REPLY_STRING || m->len == 0 || m->len > 18)
+        return 0;
+    for (i = 0; i < m->len; i++) {
+        if (m->str[i] < '0' || m->str[i] > '9')
+            return 0;
+        n = n * 10 + (m->str[i] - '0');
+    }
+    return n;
+}
+
 /* One reply or message on st's connection. Returns -1 when the link must
  * be dropped and made again. Mutex held. */
 static int handle(sub_state *st, redisReply *r)
@@ -299,7 +316,7 @@ static int handle(sub_state *st, redisReply *r)
         return 0;   /* a late word from where it was subscribed before */
     if (strcmp(kind->str, "message") == 0 || strcmp(kind->str, "smessage") == 0) {
         e->notices++;
-        rl__queue_kick_head(e);
+        rl__queue_notice(e, r->elements > 2 ? notice_permits(r->element[2]) : 0);
     } else if (strcmp(kind->str, "subscribe") == 0 || strcmp(kind->str, "ssubscribe") == 0) {
         if (e->sub_state == RL__SUB_SENT)
             e->sub_state = RL__SUB_ON;

@@ -553,16 +553,18 @@ int rl__tls_connect(rl_client *c, const char *host, int fd, const char *who)
 {
     rl__tls_link *l;
     short events;
-    int rc;
+    int rc, w = 1;
 
     if (!c->tls_ctx)
         return RL_OK;
     if ((rc = rl__tls_start(c, host, fd, &l)) != RL_OK)
         return rc;
     /* The socket's timeouts bound each wait. */
-    while ((rc = rl__tls_step(l, who, &events)) == 1 && wait_for(fd, events) > 0)
+    while ((rc = rl__tls_step(l, who, &events)) == 1 && (w = wait_for(fd, events)) > 0)
         ;
-    if (rc == 1)
+    if (rc == 1 && w < 0)
+        rc = rl__err(RL_ECONN, "TLS with %s: %s", who, strerror(errno));
+    else if (rc == 1)
         rc = rl__err(RL_ECONN, "TLS with %s: no answer to the handshake in time (%s)", who,
                      RL__TLS_SILENT_WHY);
     if (rc != 0) {

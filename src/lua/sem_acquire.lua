@@ -9,9 +9,11 @@
 -- ARGV[5]  N, the permit count the caller opened the name with
 -- ARGV[6]  k, the permits a new hold takes (1..N)
 --
--- Reply, as acquire.lua's: {1, count} taken; {0, wait_ms} not taken (the
--- first live deadline, or the key's PTTL when another kind of lock holds
--- the name); {-1, 0} not ours (a reentry whose hold is gone); {-2, count}
+-- Reply, as acquire.lua's: {1, count} taken; {0, wait_ms, short} not
+-- taken for want of permits, short of them (1 or more: a waiter sleeps
+-- through release notices that give back fewer), wait_ms the first live
+-- deadline; {0, wait_ms} not taken, the key's PTTL, when another kind of
+-- lock holds the name; {-1, 0} not ours (a reentry whose hold is gone); {-2, count}
 -- ours with another count, nothing changed. An error, nothing written, for
 -- a lease or a permit count out of range, and for an N other than the one
 -- the live holds were taken with ("ERR rlock: the semaphore has <n>
@@ -57,7 +59,7 @@ if s.used + want > size then
   -- delete is what the rule forbids).
   local wait = s.soonest and s.soonest - now or redis.call('pttl', k)
   if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
-  return {0, wait}
+  return {0, wait, s.used + want - size}
 end
 -- Ours already (an acquire reported failed but applied late) is taken
 -- afresh: its permits were left out of s.used.

@@ -5,7 +5,8 @@
  * slot map); this file prints what they return. A holder without an
  * owner record is shown as "unknown". release --force is
  * rl_lock_force_release(): the delete and the release notice in one
- * script, so waiters wake at once.
+ * script, so waiters wake at once (through a handle of the name's kind:
+ * a fair lock's, a semaphore's, else a plain one).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -40,6 +41,16 @@ static const char *pid_of(const rl_holder_info *h, char *buf, size_t cap)
 }
 
 /* ---- output ------------------------------------------------------------ */
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case RL_KIND_FAIR:      return "fair";
+    case RL_KIND_RW:        return "read-write";
+    case RL_KIND_SEMAPHORE: return "semaphore";
+    default:                return "plain";
+    }
+}
 
 static char *printable(const char *s, size_t len)
 {
@@ -191,6 +202,11 @@ static void json_holder(FILE *f, const rl_holder_info *h, long long now)
         fputs(", \"host\": null, \"pid\": null, \"client_name\": null, \"started_ms\": null, "
               "\"version\": null", f);
     }
+    /* Appended, as the library appends fields: the hold's own lease (a
+     * read-write lock's and a semaphore's holds each have theirs) and a
+     * semaphore hold's permits. */
+    fprintf(f, ", \"lease_left_ms\": %lld", h->lease_left_ms);
+    json_num(f, "permits", h->permits > 0 ? h->permits : -1);
     fputs("}", f);
 }
 
@@ -208,7 +224,10 @@ static void print_json(const rl_lock_list *l, FILE *f)
         json_str(f, w->node, strlen(w->node));
         fprintf(f, ", \"lease_left_ms\": %lld", w->lease_left_ms);
         json_num(f, "waiters", w->waiters);
-        fprintf(f, ", \"queued\": %lld, \"holders\": [", w->queued);
+        fprintf(f, ", \"queued\": %lld, \"kind\": \"%s\"", w->queued, kind_name(w->kind));
+        json_num(f, "permits", w->kind == RL_KIND_SEMAPHORE ? w->permits : -1);
+        json_num(f, "free_permits", w->kind == RL_KIND_SEMAPHORE ? w->free_permits : -1);
+        fputs(", \"holders\": [", f);
         for (k = 0; k < w->nholders; k++) {
             fputs(k ? ", " : "", f);
             json_holder(f, w->holders[k], now);
@@ -218,11 +237,17 @@ static void print_json(const rl_lock_list *l, FILE *f)
     fputs(l->count ? "\n]\n" : "]\n", f);
 }
 
-enum { C_NAME, C_NODE, C_OWNER, C_HOST, C_PID, C_TID, C_CLIENT, C_COUNT, C_SINCE, C_AGE,
-       C_LEASE, C_WAITERS, C_N };
+enum { C_NAME, C_NODE, C_OWNER, C_HOST, C_PID, C_TID, C_CLIENT, C_COUNT, C_PERMITS, C_FREE,
+       C_SINCE, C_AGE, C_LEASE, C_WAITERS, C_N };
 static const char *const heads[C_N] = { "NAME", "NODE", "OWNER", "HOST", "PID", "TID",
-                                        "CLIENT", "COUNT", "SINCE", "AGE", "LEASE",
-                                        "WAITERS" };
+                                        "CLIENT", "COUNT", "PERMITS", "FREE", "SINCE", "AGE",
+                                        "LEASE", "WAITERS" };
+
+/* The columns a table shows: NODE when several masters are read, PERMITS
+ * and FREE when a semaphore is listed. */
+typedef struct columns {
+    int node, sem;
+} columns;
 
 /* The cells of one holder's row of the table (each malloc'ed, or NULL). */
 static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info *h,
@@ -238,9 +263,18 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
     snprintf(b[C_CLIENT], sizeof b[0], "%s",
              h->known && h->client_name[0] ? h->client_name : "-");
     snprintf(b[C_COUNT], sizeof b[0], "%lld", h->count);
+    if (w->kind == RL_KIND_SEMAPHORE) {
+        snprintf(b[C_PERMITS], sizeof b[0], "%lld/%lld", h->permits, w->permits);
+        snprintf(b[C_FREE], sizeof b[0], "%lld", w->free_permits);
+    } else {
+        snprintf(b[C_PERMITS], sizeof b[0], "-");
+        snprintf(b[C_FREE], sizeof b[0], "-");
+    }
     iso_time(b[C_SINCE], sizeof b[0], h->since_ms);
     duration(b[C_AGE], sizeof b[0], h->since_ms >= 0 ? now - h->since_ms : -1);
-    lease_left(b[C_LEASE], sizeof b[0], w->lease_left_ms);
+    /* The hold's own: a read-write lock's or a semaphore's holds each
+     * have their deadline; any other's is the key's. */
+    lease_left(b[C_LEASE], sizeof b[0], h->lease_left_ms);
     if (w->waiters >= 0)
         snprintf(b[C_WAITERS], sizeof b[0], "%lld", w->waiters + w->queued);
     else
@@ -252,12 +286,12 @@ static void table_row(char **cells, const rl_lock_info *w, const rl_holder_info 
         cells[c] = c == C_OWNER ? printable(h->owner, strnlen(h->owner, 8)) : strdup(b[c]);
 }
 
-static void print_cells(FILE *f, char *const *cells, const size_t *width, int with_node)
+static void print_cells(FILE *f, char *const *cells, const size_t *width, columns cols)
 {
     int c;
 
     for (c = 0; c < C_N; c++) {
-        if (c == C_NODE && !with_node)
+        if ((c == C_NODE && !cols.node) || ((c == C_PERMITS || c == C_FREE) && !cols.sem))
             continue;
         if (c == C_WAITERS)
             fprintf(f, "%s\n", cells[c] ? cells[c] : "?");
@@ -271,10 +305,13 @@ static void print_table(const rl_lock_list *l, FILE *f)
     long long now = wall_ms();
     size_t width[C_N], i, k, n = 0, r;
     char *(*cells)[C_N];
-    int c, with_node = l->mode == RL_MODE_CLUSTER || l->mode == RL_MODE_REDLOCK;
+    columns cols = { l->mode == RL_MODE_CLUSTER || l->mode == RL_MODE_REDLOCK, 0 };
+    int c;
 
-    for (i = 0; i < l->count; i++)
+    for (i = 0; i < l->count; i++) {
         n += l->locks[i]->nholders;
+        cols.sem |= l->locks[i]->kind == RL_KIND_SEMAPHORE;
+    }
     if (!(cells = calloc(n ? n : 1, sizeof *cells)))
         return;
     for (c = 0; c < C_N; c++)
@@ -287,16 +324,17 @@ static void print_table(const rl_lock_list *l, FILE *f)
                     width[c] = strlen(cells[r][c]);
         }
     }
-    print_cells(f, (char *const *)heads, width, with_node);
+    print_cells(f, (char *const *)heads, width, cols);
     for (r = 0; r < n; r++) {
-        print_cells(f, cells[r], width, with_node);
+        print_cells(f, cells[r], width, cols);
         for (c = 0; c < C_N; c++)
             free(cells[r][c]);
     }
     free(cells);
 }
 
-static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
+static void detail_holder(FILE *f, const rl_lock_info *w, const rl_holder_info *h,
+                          long long now)
 {
     char t[64], d[64], tid[64], pid[32], *po = printable(h->owner, strlen(h->owner));
     const char *owner = po ? po : "?";
@@ -304,6 +342,12 @@ static void detail_holder(FILE *f, const rl_holder_info *h, long long now)
     tid_of(h, tid, sizeof tid);
     fprintf(f, "holder:      %s:%s\n", owner, tid);
     fprintf(f, "  count:     %lld\n", h->count);
+    if (w->kind == RL_KIND_SEMAPHORE)
+        fprintf(f, "  permits:   %lld of %lld\n", h->permits, w->permits);
+    if (w->kind == RL_KIND_SEMAPHORE || w->kind == RL_KIND_RW) {
+        lease_left(d, sizeof d, h->lease_left_ms);
+        fprintf(f, "  lease:     %s (its own deadline)\n", d);
+    }
     iso_time(t, sizeof t, h->since_ms);
     duration(d, sizeof d, h->since_ms >= 0 ? now - h->since_ms : -1);
     fprintf(f, "  since:     %s (%s ago)\n", t, d);
@@ -332,9 +376,12 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
     for (i = 0; i < l->count; i++) {
         const rl_lock_info *w = l->locks[i];
         fprintf(f, "lock:        %s\n", pn ? pn : name);
+        fprintf(f, "kind:        %s\n", kind_name(w->kind));
         fprintf(f, "node:        %s\n", w->node);
         lease_left(d, sizeof d, w->lease_left_ms);
         fprintf(f, "lease left:  %s\n", d);
+        if (w->kind == RL_KIND_SEMAPHORE)
+            fprintf(f, "permits:     %lld, %lld free\n", w->permits, w->free_permits);
         if (w->delay_ms > 0)
             fprintf(f, "lock-delay:  %lld ms (included in the lease left)%s\n", w->delay_ms,
                     w->nholders ? "" : "; a hold was lost: nobody may take it until it runs out");
@@ -347,7 +394,7 @@ static void print_detail(const rl_lock_list *l, const char *name, FILE *f)
             fprintf(f, "queued:      %lld thread(s) in the fair lock's queue, served in order\n",
                     w->queued);
         for (k = 0; k < w->nholders; k++)
-            detail_holder(f, w->holders[k], now);
+            detail_holder(f, w, w->holders[k], now);
     }
     free(pn);
 }
@@ -462,17 +509,23 @@ int rt_cmd_show(int argc, char **argv, rt_common *co)
     return rc ? RT_EXIT_REDIS : RT_EXIT_OK;
 }
 
+/* How a force-release opens the name, and what it says after. */
+typedef struct target {
+    int kind;               /* RL_KIND_PLAIN, _FAIR or _SEMAPHORE */
+    unsigned permits;       /* a semaphore's N */
+    int delayed;            /* a holder has a lock-delay: the name stays blocked */
+} target;
+
 /* Before a force-release: whose hold goes (for the operator's log), and
- * how to open the name: *kind, and *delayed when a holder has a
- * lock-delay (its name stays blocked after the force). */
-static void before_release(rl_client *c, const char *name, int json, int *kind, int *delayed)
+ * how to open the name (*t). */
+static void before_release(rl_client *c, const char *name, int json, target *t)
 {
     rl_lock_list *l = NULL;
     size_t i;
     int rc;
 
-    *kind = RL_KIND_PLAIN;
-    *delayed = 0;
+    memset(t, 0, sizeof *t);
+    t->kind = RL_KIND_PLAIN;
     rc = rl_client_inspect_lock(&l, c, name, strlen(name), RL_INFO_VERSION);
     reported(rc, l);
     if (!l)
@@ -485,9 +538,17 @@ static void before_release(rl_client *c, const char *name, int json, int *kind, 
          * offers no fair lock: a queue there is a single server's
          * leftover.) */
         if (l->locks[i]->queued && l->mode != RL_MODE_REDLOCK)
-            *kind = RL_KIND_FAIR;
+            t->kind = RL_KIND_FAIR;
+        /* A semaphore through a semaphore's handle (rl_semaphore_new()
+         * wants its N): the whole name goes, every permit with it.
+         * (Redlock offers none: there it is a single server's leftover.) */
+        if (l->locks[i]->kind == RL_KIND_SEMAPHORE && l->mode != RL_MODE_REDLOCK &&
+            l->locks[i]->permits > 0 && l->locks[i]->permits <= RL_SEMAPHORE_MAX) {
+            t->kind = RL_KIND_SEMAPHORE;
+            t->permits = (unsigned)l->locks[i]->permits;
+        }
         if (l->locks[i]->delay_ms > 0 && l->locks[i]->nholders > 0)
-            *delayed = 1;
+            t->delayed = 1;
     }
     rl_lock_list_free(l);
 }
@@ -496,7 +557,8 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
 {
     rl_client *c;
     rl_lock *lock;
-    int force = 0, rc, kind, delayed, at = parse_simple(argc, argv, co, &force, "release");
+    int force = 0, rc, at = parse_simple(argc, argv, co, &force, "release");
+    target t;
     long left;
 
     if (at < 0)
@@ -512,8 +574,12 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
         return RT_EXIT_USAGE;
     if ((rc = rt_client(&c, co, NULL, NULL)) != RT_EXIT_OK)
         return rc;
-    before_release(c, argv[at], co->json, &kind, &delayed);
-    if ((rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), kind)) != RL_OK) {
+    before_release(c, argv[at], co->json, &t);
+    if (t.kind == RL_KIND_SEMAPHORE)
+        rc = rl_semaphore_new(&lock, c, argv[at], strlen(argv[at]), t.permits);
+    else
+        rc = rl_lock_new_kind(&lock, c, argv[at], strlen(argv[at]), t.kind);
+    if (rc != RL_OK) {
         rt_err("%s", rl_last_error());
         rl_client_free(c);
         return RT_EXIT_USAGE;
@@ -521,10 +587,13 @@ int rt_cmd_release(int argc, char **argv, rt_common *co)
     rc = rl_lock_force_release(lock);
     if (rc != RL_OK)
         rt_err("release of '%s': %s (%s)", argv[at], rl_strerror(rc), rl_last_error());
-    else if (delayed && rl_lock_ttl(&left, lock) == RL_OK && left > 0)
+    else if (t.delayed && rl_lock_ttl(&left, lock) == RL_OK && left > 0)
         /* The holder's lock-delay: the lease it had left, and the delay. */
         fprintf(stderr, "%s: released '%s'; its holder's lock-delay keeps it blocked for "
                 "%ld ms more (release --force again ends that)\n", rt_prog, argv[at], left);
+    else if (t.kind == RL_KIND_SEMAPHORE)
+        fprintf(stderr, "%s: released semaphore '%s', all %u permits; its waiters were "
+                "woken\n", rt_prog, argv[at], t.permits);
     else
         fprintf(stderr, "%s: released '%s'; its waiters were woken\n", rt_prog, argv[at]);
     rl_lock_free(lock);

@@ -136,7 +136,7 @@ typedef struct bn_cmdacct {
     long long evalsha_usec;
     long long subs;         /* subscribe + unsubscribe */
     long long ping;
-    long long bench_own;    /* the workload's GET/SET */
+    long long bench_own;    /* the workload's GET/SET, INCRBY/DECRBY */
     long long in_script;    /* all - rl_top - bench_own */
 } bn_cmdacct;
 
@@ -231,6 +231,12 @@ void bn_run_rw(int nthreads, long dur_ms);
 /* rw_readers_beside (wl_rw.c): a reader's and a writer's cost beside 0,
  * 100 and 1000 readers. */
 void bn_run_rw_beside(void);
+/* solo_sem, set4 (wl_sem.c): a semaphore's pair and a set of 4 names
+ * against the plain lock's; contend_sem (wl_contend.c): P processes x W
+ * threads on a semaphore of `permits` against a plain lock. */
+void bn_run_solo_sem(int n);
+void bn_run_set4(int n);
+void bn_run_contend_sem(int procs, int w, unsigned permits, long dur_ms);
 
 /* solo_tls, contend_tls, watchdog_tls, storm_tls (wl_tls.c): each on the
  * plain port and the TLS port of one redis-server the workload starts

@@ -526,7 +526,9 @@ void bn_cs_account(const bn_cstats *a, const bn_cstats *b, bn_cmdacct *o)
               bn_cs_calls(b, "unsubscribe", NULL) - bn_cs_calls(a, "unsubscribe", NULL);
     o->ping = bn_cs_calls(b, "ping", NULL) - bn_cs_calls(a, "ping", NULL);
     o->bench_own = bn_cs_calls(b, "get", NULL) - bn_cs_calls(a, "get", NULL) +
-                   bn_cs_calls(b, "set", NULL) - bn_cs_calls(a, "set", NULL);
+                   bn_cs_calls(b, "set", NULL) - bn_cs_calls(a, "set", NULL) +
+                   bn_cs_calls(b, "incrby", NULL) - bn_cs_calls(a, "incrby", NULL) +
+                   bn_cs_calls(b, "decrby", NULL) - bn_cs_calls(a, "decrby", NULL);
     o->in_script = o->all - o->rl_top - o->bench_own;
 }
 
@@ -758,12 +760,14 @@ static void usage(void)
             "  --only LIST         workloads, comma-separated (default: all):\n"
             "                      solo,solo_features,contend,contend_mp,contend_fair,\n"
             "                      spread,watchdog,reentry,alloc,solo_redlock,\n"
-            "                      contend_redlock (redlock: both),rw\n"
+            "                      contend_redlock (redlock: both),rw,solo_sem,\n"
+            "                      contend_sem,set4 (sem: these three)\n"
             "  --seconds S         duration of each contend/spread step (default 3)\n"
             "  --solo-n N          acquire/release pairs of solo (default 5000)\n"
             "  --watchdog-k K      locks held by the watchdog workload (default 10000)\n"
             "  --contend-w LIST    W values of contend (default 1,2,4,8,16,32)\n"
             "  --spread-t LIST     T values of spread (default 1,2,4,8)\n"
+            "  --sem 0             skip solo_sem, contend_sem and set4\n"
             "  --tls 0             skip the TLS workloads (solo_tls, contend_tls,\n"
             "                      watchdog_tls, storm_tls; --only tls: all four). They\n"
             "                      start their own redis-server with a TLS port beside\n"
@@ -850,7 +854,7 @@ int main(int argc, char **argv)
 {
     const char *csv = NULL, *only = NULL;
     double seconds = 3;
-    int solo_n = 5000, wd_k = 10000, i;
+    int solo_n = 5000, wd_k = 10000, sem_on = 1, i;
     int ws[16] = { 1, 2, 4, 8, 16, 32 }, nw = 6, ts[16] = { 1, 2, 4, 8 }, nt = 4;
     int rn[16] = { 3, 5 }, nrn = 2, rc_shape[16][3] = { { 1, 4, 1 }, { 4, 8, 2 } }, nrc = 2;
     bn_contend_out c4 = { 0 }, c4mp = { 0 };
@@ -906,6 +910,8 @@ int main(int argc, char **argv)
             nw = parse_list(v, ws, 16);
         } else if (strcmp(a, "--spread-t") == 0) {
             nt = parse_list(v, ts, 16);
+        } else if (strcmp(a, "--sem") == 0) {
+            sem_on = atoi(v) != 0;
         } else if (!tls_option(&tls, a, v)) {
             usage();
         }
@@ -966,6 +972,12 @@ int main(int argc, char **argv)
         bn_run_rw(8, (long)(seconds * 1000));
         bn_run_rw_beside();
     }
+    if (sem_on && (wanted(only, "solo_sem") || wanted(only, "sem")))
+        bn_run_solo_sem(solo_n);
+    if (sem_on && (wanted(only, "contend_sem") || wanted(only, "sem")))
+        bn_run_contend_sem(4, 32, 4, (long)(seconds * 1000));
+    if (sem_on && (wanted(only, "set4") || wanted(only, "sem")))
+        bn_run_set4(solo_n / 5);
     /* Each cluster run right after its single-server twin: this machine's
      * speed drifts from one minute to the next. */
     if (wanted(only, "spread"))

@@ -30,11 +30,13 @@ typedef struct cworker {
     rl_lock *lock;
     redisContext *rc;
     char counter[128];
+    char inside[128];          /* contend_sem: holders inside, INCRBY/DECRBY */
     const int64_t *deadline;
     pthread_barrier_t *go;
     bn_samples waits;          /* µs */
     long acq;
     int64_t hold_ns;
+    long long max_inside;      /* contend_sem: most holders seen inside */
     int errors;
 } cworker;
 
@@ -43,7 +45,47 @@ typedef struct cres {
     int errors;
     int64_t hold_ns, start_ns, end_ns;
     uint64_t nwaits;
+    long long max_inside;
 } cres;
+
+/* The hold of contend_sem (either kind): count the holders inside with
+ * INCRBY and DECRBY around the 1 ms, as many commands as the counter's GET
+ * and SET (not INCR: a script's, which commandstats would mix with these).
+ * The most seen inside must not pass the permit count. */
+static void hold_inside(cworker *w)
+{
+    redisReply *r = redisCommand(w->rc, "INCRBY %s 1", w->inside);
+
+    if (r && r->type == REDIS_REPLY_INTEGER && r->integer > w->max_inside)
+        w->max_inside = r->integer;
+    if (!r)
+        w->errors++;
+    freeReplyObject(r);
+    bn_sleep_us(1000);
+    r = redisCommand(w->rc, "DECRBY %s 1", w->inside);
+    if (!r)
+        w->errors++;
+    freeReplyObject(r);
+}
+
+/* The hold of contend and the others: read the counter, 1 ms, write it
+ * back plus one (a lost update shows a broken exclusion). */
+static void hold_counter(cworker *w)
+{
+    redisReply *r = redisCommand(w->rc, "GET %s", w->counter);
+    long long v = 0;
+
+    if (r && r->type == REDIS_REPLY_STRING)
+        v = atoll(r->str);
+    if (!r)
+        w->errors++;
+    freeReplyObject(r);
+    bn_sleep_us(1000);
+    r = redisCommand(w->rc, "SET %s %lld", w->counter, v + 1);
+    if (!r)
+        w->errors++;
+    freeReplyObject(r);
+}
 
 static void *contend_thread(void *arg)
 {
@@ -53,8 +95,6 @@ static void *contend_thread(void *arg)
     pthread_barrier_wait(w->go);
     while (bn_now_ns() < *w->deadline) {
         int64_t t0 = bn_now_ns(), t1, t2;
-        redisReply *r;
-        long long v = 0;
 
         if ((st = rl_lock_acquire(w->lock)) != RL_OK) {
             bn_fail("contend acquire", st);
@@ -62,17 +102,10 @@ static void *contend_thread(void *arg)
             break;
         }
         t1 = bn_now_ns();
-        r = redisCommand(w->rc, "GET %s", w->counter);
-        if (r && r->type == REDIS_REPLY_STRING)
-            v = atoll(r->str);
-        if (!r)
-            w->errors++;
-        freeReplyObject(r);
-        bn_sleep_us(1000);
-        r = redisCommand(w->rc, "SET %s %lld", w->counter, v + 1);
-        if (!r)
-            w->errors++;
-        freeReplyObject(r);
+        if (w->inside[0])
+            hold_inside(w);
+        else
+            hold_counter(w);
         t2 = bn_now_ns();
         if ((st = rl_lock_release(w->lock)) != RL_OK) {
             bn_fail("contend release", st);
@@ -127,6 +160,8 @@ typedef struct cspec {
     char name[100];             /* lock k is "<name>.k" ... */
     char counter[100];          /* ... its counter "<counter>.k" */
     int kind;                   /* RL_KIND_* of the locks (0: plain) */
+    unsigned permits;           /* > 0: semaphores of that many permits */
+    int inside;                 /* 1: holds count holders (hold_inside) */
 } cspec;
 
 /* What one run measured. */
@@ -137,6 +172,7 @@ typedef struct cmeas {
     double secs;
     bn_samples waits;           /* µs */
     long long counted;          /* the counters' sum */
+    long long max_inside;       /* sp->inside: most holders seen at once */
     bn_cmdacct ca;              /* summed over the target's masters */
 } cmeas;
 
@@ -160,12 +196,14 @@ static void contend_child(const cspec *sp, int p, int ready_fd, int go_fd, int r
     for (k = 0; k < sp->names; k++) {
         char name[128];
         int st;
-        if (sp->kind == RL_KIND_PLAIN) {
+        if (sp->kind == RL_KIND_PLAIN && !sp->permits) {
             locks[k] = bn_make_lock(c, "%s.%d", sp->name, k);
             continue;
         }
         snprintf(name, sizeof name, "%s.%d", sp->name, k);
-        if ((st = rl_lock_new_kind(&locks[k], c, name, strlen(name), sp->kind)) != RL_OK)
+        st = sp->permits ? rl_semaphore_new(&locks[k], c, name, strlen(name), sp->permits)
+                         : rl_lock_new_kind(&locks[k], c, name, strlen(name), sp->kind);
+        if (st != RL_OK)
             bn_die("rl_lock_new_kind(%s): %s: %s", name, rl_strerror(st), rl_last_error());
     }
     pthread_barrier_init(&go, NULL, (unsigned)nthreads + 1);
@@ -174,6 +212,8 @@ static void contend_child(const cspec *sp, int p, int ready_fd, int go_fd, int r
         w[i].lock = locks[k];
         w[i].rc = bn_rconnect();
         snprintf(w[i].counter, sizeof w[i].counter, "%s.%d", sp->counter, k);
+        if (sp->inside)
+            snprintf(w[i].inside, sizeof w[i].inside, "%s.%d.in", sp->counter, k);
         w[i].deadline = &deadline;
         w[i].go = &go;
         if (pthread_create(&w[i].th, NULL, contend_thread, &w[i]) != 0)
@@ -191,6 +231,8 @@ static void contend_child(const cspec *sp, int p, int ready_fd, int go_fd, int r
         res.hold_ns += w[i].hold_ns;
         res.errors += w[i].errors;
         res.nwaits += w[i].waits.n;
+        if (w[i].max_inside > res.max_inside)
+            res.max_inside = w[i].max_inside;
     }
     res.end_ns = bn_now_ns();
     if (write_all(res_fd, &res, sizeof res) != 0)
@@ -226,7 +268,7 @@ static void contend_measure(const cspec *sp, cmeas *m)
                sp->names);
     bn_tg_connect_all(tg, cs);
     for (k = 0; k < sp->names; k++)
-        freeReplyObject(bn_rcmd(rc, "DEL %s.%d", sp->counter, k));
+        freeReplyObject(bn_rcmd(rc, "DEL %s.%d %s.%d.in", sp->counter, k, sp->counter, k));
     bn_flush_output();
     for (i = 0; i < sp->procs; i++) {
         if (pipe(ready[i]) || pipe(go[i]) || pipe(res[i]))
@@ -269,6 +311,8 @@ static void contend_measure(const cspec *sp, cmeas *m)
         m->acq += cr.acq;
         m->hold_ns += cr.hold_ns;
         m->errors += cr.errors;
+        if (cr.max_inside > m->max_inside)
+            m->max_inside = cr.max_inside;
         if (cr.start_ns < start)
             start = cr.start_ns;
         if (cr.end_ns > end)
@@ -289,7 +333,7 @@ static void contend_measure(const cspec *sp, cmeas *m)
         if (r->type == REDIS_REPLY_STRING)
             m->counted += atoll(r->str);
         freeReplyObject(r);
-        freeReplyObject(bn_rcmd(rc, "DEL %s.%d", sp->counter, k));
+        freeReplyObject(bn_rcmd(rc, "DEL %s.%d %s.%d.in", sp->counter, k, sp->counter, k));
     }
     bn_errors += m->errors;
     m->secs = (double)(end - start) / 1e9;
@@ -321,8 +365,12 @@ static void contend_fields(bn_rec *rr, cmeas *m, int names, double acq_s, double
     bn_rec_add(rr, "hold_mean_us", "%.0f", hold_mean);
     bn_rec_add(rr, "handoff_us", "%.0f", handoff);
     bn_rec_add(rr, "handoff_ratio_ping", "%.2f", handoff / bn_ping_p50);
-    bn_rec_add(rr, "counter", "%lld", m->counted);
-    bn_rec_add(rr, "lost", "%lld", m->acq - m->counted);
+    if (m->max_inside) {
+        bn_rec_add(rr, "max_inside", "%lld", m->max_inside);
+    } else {
+        bn_rec_add(rr, "counter", "%lld", m->counted);
+        bn_rec_add(rr, "lost", "%lld", m->acq - m->counted);
+    }
     bn_rec_add(rr, "errors", "%d", m->errors);
     bn_add_cmd_fields(rr, &m->ca, (double)m->acq, "acq");
 }
@@ -488,6 +536,71 @@ void bn_run_contend_fair(int procs, int w, long dur_ms)
     bn_tgt_check(&t, "wait_max<=2*ideal", wmax[1] <= 2 * ideal_us);
     bn_tgt_check(&t, "rl_cmds_per_acq<=3", per[1] <= 3);
     bn_tgt_check(&t, "acq_s>=0.9*plain", acq_s[1] >= 0.9 * acq_s[0]);
+    bn_tgt_emit(&rr, &t);
+    bn_rec_emit(&rr);
+    bn_s_free(&m[0].waits);
+    bn_s_free(&m[1].waits);
+}
+
+/*
+ * contend_sem: W threads in P processes on one name, hold 1 ms, think
+ * 1 ms: first a plain lock, then at once a semaphore of `permits` permits
+ * (each hold takes 1), the semaphore's figures as ratios to the lock's.
+ * Both holds count the holders inside (INCRBY, 1 ms, DECRBY): the most seen at
+ * once must be 1 for the lock and at most `permits` for the semaphore.
+ * With the permits always in use, the semaphore should pass `permits`
+ * times the lock's acquisitions/s (target: at least 0.9 of that).
+ */
+void bn_run_contend_sem(int procs, int w, unsigned permits, long dur_ms)
+{
+    cspec sp = { .tg = &bn_single, .procs = procs, .per = procs ? w / procs : 0, .names = 1,
+                 .dur_ms = dur_ms, .inside = 1 };
+    cmeas m[2];
+    double acq_s[2], wmax[2], per[2], hold[2];
+    bn_targets t = { .any = 0 };
+    bn_rec rr = { .n = 0 };
+    char cond[64];
+    int i;
+
+    if (procs < 1 || sp.per * procs != w || permits < 1)
+        bn_die("contend_sem: W=%d over %d processes, %u permits", w, procs, permits);
+    for (i = 0; i < 2; i++) {
+        sp.permits = i ? permits : 0;
+        snprintf(sp.name, sizeof sp.name, "contend_%s:%s:%dx%d", i ? "sem" : "plain", bn_run,
+                 procs, sp.per);
+        snprintf(sp.counter, sizeof sp.counter, "rlbench:sem:%s:%d:%dx%d", bn_run, i, procs,
+                 sp.per);
+        contend_measure(&sp, &m[i]);
+        acq_s[i] = m[i].acq / m[i].secs;
+        wmax[i] = bn_s_max(&m[i].waits);
+        per[i] = m[i].acq ? (double)m[i].ca.rl_top / (double)m[i].acq : 0;
+        hold[i] = m[i].acq ? (double)m[i].hold_ns / (double)m[i].acq / 1000.0 : 0;
+    }
+
+    bn_rec_add(&rr, "workload", "contend_sem");
+    bn_rec_add(&rr, "procs", "%d", procs);
+    bn_rec_add(&rr, "threads", "%d", w);
+    bn_rec_add(&rr, "permits", "%u", permits);
+    contend_fields(&rr, &m[1], (int)permits, acq_s[1], bn_rb_rate(w) / 2);
+    bn_rec_add(&rr, "acq_s_plain", "%.0f", acq_s[0]);
+    bn_rec_add(&rr, "acq_s_ratio_plain", "%.3f", acq_s[0] > 0 ? acq_s[1] / acq_s[0] : 0);
+    bn_rec_add(&rr, "hold_mean_us_plain", "%.0f", hold[0]);
+    bn_rec_add(&rr, "wait_max_us_plain", "%.0f", wmax[0]);
+    bn_rec_add(&rr, "wait_p99_us_plain", "%.0f", bn_s_pct(&m[0].waits, 99));
+    bn_rec_add(&rr, "wait_p50_us_plain", "%.0f", bn_s_pct(&m[0].waits, 50));
+    bn_rec_add(&rr, "max_inside_plain", "%lld", m[0].max_inside);
+    /* Holders inside on average (rate x hold): the lock's is at most 1, a
+     * semaphore always full has `permits`; their ratio is the throughput's
+     * at equal hold times. */
+    bn_rec_add(&rr, "inside_mean", "%.2f", acq_s[1] * hold[1] / 1e6);
+    bn_rec_add(&rr, "inside_mean_plain", "%.2f", acq_s[0] * hold[0] / 1e6);
+    bn_rec_add(&rr, "inside_ratio_plain", "%.3f",
+               acq_s[0] * hold[0] > 0 ? acq_s[1] * hold[1] / (acq_s[0] * hold[0]) : 0);
+    bn_rec_add(&rr, "rl_cmds_per_acq_plain", "%.2f", per[0]);
+    bn_tgt_check(&t, "max_inside<=permits", m[1].max_inside <= (long long)permits &&
+                                                m[0].max_inside <= 1);
+    snprintf(cond, sizeof cond, "acq_s>=%.1f*plain", 0.9 * permits);
+    bn_tgt_check(&t, cond, acq_s[1] >= 0.9 * permits * acq_s[0]);
     bn_tgt_emit(&rr, &t);
     bn_rec_emit(&rr);
     bn_s_free(&m[0].waits);

@@ -3,9 +3,10 @@
  * test's own redis-server (RLOCK_URL), and the owner identity it shows:
  * exec passes the command's status on, stops the command when the lease is
  * lost, stops it and releases when rlock itself is told to stop; list and
- * show name the holders of other processes; release --force wakes a waiter
- * of another process at once; the TLS options against a TLS redis-server
- * (certificates made by openssl). Without redis-server every test FAILS.
+ * show name the holders of other processes (a semaphore's with their
+ * permits); release --force wakes a waiter of another process at once;
+ * the TLS options against a TLS redis-server (certificates made by
+ * openssl). Without redis-server every test FAILS.
  */
 #include "it_common.h"
 #include "rt_cluster.h"
@@ -718,7 +719,8 @@ static void test_json_types(void **state)
 {
     it_env *e = *state;
     static const char *const numeric[] = { "thread", "count", "since_ms", "age_ms", "pid",
-                                            "started_ms", "lease_left_ms", "waiters" };
+                                            "started_ms", "lease_left_ms", "waiters",
+                                            "permits", "free_permits" };
     rl_client *c = it_client(e, 0);
     rl_lock *l = it_lock(c, "js");
     char out[4096], want[64], *p;
@@ -1111,6 +1113,74 @@ static void test_fair_and_rw_shown(void **state)
     rl_lock_free(ro);
     rl_client_free(c);
     rl_client_free(o);
+}
+
+/* A semaphore of 3: list and show print each holder's permits and the
+ * permits left free, JSON says the kind and the counts, a hold past its
+ * deadline is not shown; release --force frees every permit through a
+ * semaphore's handle and wakes a waiter of another client at once (the
+ * holders' leases are 30 s), and the holders' releases say RL_ELOST. */
+static void test_semaphore_shown(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = it_client(e, 0), *o = it_client(e, 0), *w = it_client(e, 0);
+    rl_lock *s = NULL, *so = NULL, *sw = NULL;
+    char out[8192];
+    int64_t t0;
+    redisReply *r;
+    it_acq a;
+
+    IT_RC(rl_semaphore_new(&s, c, "pool", 4, 3), RL_OK);
+    IT_RC(rl_semaphore_new(&so, o, "pool", 4, 3), RL_OK);
+    IT_RC(rl_semaphore_new(&sw, w, "pool", 4, 3), RL_OK);
+    IT_RC(rl_semaphore_acquire(s, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(so, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    r = redisCommand(e->rc, "HSET rl:{pool} 00000000-0000-4000-8000-00000000dead:9 %s "
+                     "~d:00000000-0000-4000-8000-00000000dead:9 1 "
+                     "~k:00000000-0000-4000-8000-00000000dead:9 1", "1 1000");
+    freeReplyObject(r);
+    it_acq_begin(&a, sw, 20000, 0);     /* one permit: none is free */
+    IT_WAIT(rt_redis_numsub(e->rc, "rl:{pool}:release", 17) == 1, 10000);
+
+    IT_EQ(cli_run((const char *[]){ "list", "po*", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, " PERMITS ") || !strstr(out, " FREE ") || !strstr(out, " 2/3 ") ||
+        !strstr(out, " 1/3 ") || !strstr(out, " 0 ") || strstr(out, "00000000"))
+        fail_msg("list po*:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "show", "pool", NULL }, out, sizeof out, 20000), 0);
+    if (!strstr(out, "kind:        semaphore\n") || !strstr(out, "permits:     3, 0 free\n") ||
+        !strstr(out, "  permits:   2 of 3\n") || !strstr(out, "  permits:   1 of 3\n") ||
+        !strstr(out, "waiting:     1 ") || strstr(out, "00000000-") || strstr(out, "~"))
+        fail_msg("show pool:\n%s", out);
+    IT_EQ(cli_run((const char *[]){ "--json", "show", "pool", NULL }, out, sizeof out, 20000),
+          0);
+    if (!strstr(out, "\"kind\": \"semaphore\", \"permits\": 3, \"free_permits\": 0, ") ||
+        !strstr(out, "\"permits\": 2}") || !strstr(out, "\"permits\": 1}") ||
+        strstr(out, "00000000-"))
+        fail_msg("show --json pool:\n%s", out);
+    /* No PERMITS column without a semaphore. */
+    IT_EQ(cli_run((const char *[]){ "list", "nothing*", NULL }, out, sizeof out, 20000), 0);
+    if (strstr(out, "PERMITS"))
+        fail_msg("list nothing*:\n%s", out);
+
+    t0 = rt_now_ms();
+    IT_EQ(cli_run_out((const char *[]){ "release", "--force", "pool", NULL }, 1, out,
+                      sizeof out, 20000), 0);
+    if (!strstr(out, "released semaphore 'pool', all 3 permits"))
+        fail_msg("release --force pool:\n%s", out);
+    assert_int_equal(it_acq_join(&a, 20000), 0);
+    print_message("semaphore waiter in %lld ms after release --force (leases 30000)\n",
+                  (long long)(rt_now_ms() - t0));
+    IT_RANGE(rt_now_ms() - t0, 0, 5000);
+    IT_RC(a.rc, RL_OK);
+    IT_RC(a.release_rc, RL_OK);
+    IT_RC(rl_lock_release(s), RL_ELOST);
+    IT_RC(rl_lock_release(so), RL_ELOST);
+    rl_lock_free(s);
+    rl_lock_free(so);
+    rl_lock_free(sw);
+    rl_client_free(c);
+    rl_client_free(o);
+    rl_client_free(w);
 }
 
 /* ---- the option -------------------------------------------------------- */
@@ -2082,6 +2152,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_release_force_wakes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_force_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fair_and_rw_shown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_shown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_name_option, setup, teardown),
         cmocka_unit_test_setup_teardown(test_owner_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acl_without_client, setup, teardown),

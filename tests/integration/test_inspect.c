@@ -1,9 +1,10 @@
 /*
  * rl_client_list_locks() / rl_client_inspect_lock(): who holds what, read
  * through the public API on a single server, a 3-master Cluster and a
- * Redlock set of 3: plain, fair, read and write holds, a holder in another
- * process, waiters, a lock-delay left alone, a field not rlock's, a name
- * nobody holds, a master that cannot be read, and bad input.
+ * Redlock set of 3: plain, fair, read and write holds, a semaphore's
+ * permits, a holder in another process, waiters, a lock-delay left alone,
+ * a field not rlock's, a name nobody holds, a master that cannot be read,
+ * and bad input.
  */
 #include "it_common.h"
 
@@ -294,6 +295,88 @@ static void test_fair_rw(void **state)
     rl_lock_free(r);
     rl_lock_free(wr);
     rl_lock_free(ro);
+    rl_client_free(o);
+    rl_client_free(c);
+}
+
+/* A semaphore of 5 permits: read as one (its permit count, each hold's
+ * permits and deadline, the permits left free), a hold past its deadline
+ * left out as the scripts leave it out; a caller of layout 1 gets the
+ * kinds its header knows. */
+static void test_semaphore(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = named_client(e->redis->url, "insp.main");
+    rl_client *o = named_client(e->redis->url, "insp.other");
+    rl_lock *s = NULL, *so = NULL;
+    const rl_lock_info *in;
+    rl_lock_list *l;
+    redisReply *r;
+    size_t k;
+
+    IT_RC(rl_semaphore_new(&s, c, "pool", 4, 5), RL_OK);
+    IT_RC(rl_semaphore_new(&so, o, "pool", 4, 5), RL_OK);
+    IT_RC(rl_semaphore_acquire(s, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(s, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(so, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    /* A dead holder's fields, as a SIGKILLed one leaves them until an
+     * acquisition drops them: its permit is free. */
+    r = redisCommand(e->rc, "HSET rl:{pool} 00000000-0000-4000-8000-00000000dead:9 %s "
+                     "~d:00000000-0000-4000-8000-00000000dead:9 1 "
+                     "~k:00000000-0000-4000-8000-00000000dead:9 1", "1 1000");
+    freeReplyObject(r);
+
+    l = inspect(c, "pool");
+    IT_EQ(l->count, 1);
+    in = l->locks[0];
+    IT_EQ(in->kind, RL_KIND_SEMAPHORE);
+    IT_EQ(in->permits, 5);
+    IT_EQ(in->free_permits, 1);
+    IT_EQ(in->nholders, 2);
+    IT_RANGE(in->lease_left_ms, 1, 30000);
+    for (k = 0; k < 2; k++) {
+        const rl_holder_info *h = in->holders[k];
+        int mine = strcmp(h->client_name, "insp.main") == 0;
+        holder_is(h, getpid(), mine ? "insp.main" : "insp.other", RL_KIND_PLAIN, mine ? 2 : 1);
+        IT_EQ(h->permits, 2);
+    }
+    rl_lock_list_free(l);
+    IT_RC(rl_client_list_locks(&l, c, "po*", RL_INFO_VERSION), RL_OK);
+    IT_EQ(l->count, 1);
+    IT_EQ(l->locks[0]->kind, RL_KIND_SEMAPHORE);
+    IT_EQ(l->locks[0]->free_permits, 1);
+    rl_lock_list_free(l);
+
+    /* Layout 1: no RL_KIND_SEMAPHORE, which its header lacks. */
+    IT_RC(rl_client_inspect_lock(&l, c, "pool", 4, 1), RL_OK);
+    IT_EQ(l->version, RL_INFO_VERSION);
+    IT_EQ(l->locks[0]->kind, RL_KIND_RW);
+    IT_EQ(l->locks[0]->holders[0]->side, RL_KIND_WRITE);
+    rl_lock_list_free(l);
+
+    IT_RC(rl_lock_release(s), RL_OK);
+    IT_RC(rl_lock_release(s), RL_OK);
+    IT_RC(rl_lock_release(so), RL_OK);
+    /* The dead hold's fields are all that is left: no holder, all free. */
+    l = inspect(c, "pool");
+    IT_EQ(l->count, 1);
+    IT_EQ(l->locks[0]->kind, RL_KIND_SEMAPHORE);
+    IT_EQ(l->locks[0]->nholders, 0);
+    IT_EQ(l->locks[0]->free_permits, 5);
+    rl_lock_list_free(l);
+    {   /* A plain lock: no permits. */
+        rl_lock *p = it_lock(c, "plainp");
+        IT_RC(rl_lock_acquire(p), RL_OK);
+        l = inspect(c, "plainp");
+        IT_EQ(l->locks[0]->permits, 0);
+        IT_EQ(l->locks[0]->free_permits, 0);
+        IT_EQ(l->locks[0]->holders[0]->permits, 0);
+        rl_lock_list_free(l);
+        IT_RC(rl_lock_release(p), RL_OK);
+        rl_lock_free(p);
+    }
+    rl_lock_free(s);
+    rl_lock_free(so);
     rl_client_free(o);
     rl_client_free(c);
 }
@@ -650,13 +733,14 @@ static void test_list_pool(void **state)
 /* ---- Cluster and Redlock ------------------------------------------------- */
 
 /* A 3-master Cluster: every master listed, each name on its own master,
- * owner records found through their own slot; fair and read-write. */
+ * owner records found through their own slot; fair, read-write and a
+ * semaphore. */
 static void test_cluster(void **state)
 {
     const char *names[] = { "n1", "n2", "n3", "n4", "n5", "n6" };
     rt_cluster *cl = rt_cluster_start(3, 0, 1000, NULL);
     rl_client *c, *o;
-    rl_lock *l[6], *f, *fo, *rd, *wr;
+    rl_lock *l[6], *f, *fo, *rd, *wr, *sm = NULL;
     rl_lock_list *ls;
     size_t i;
     int seen[3] = { 0, 0, 0 };
@@ -734,6 +818,19 @@ static void test_cluster(void **state)
     IT_RC(rl_lock_release(rd), RL_OK);
     IT_RC(rl_lock_release(wr), RL_OK);
 
+    /* A semaphore, read on its slot's master. */
+    IT_RC(rl_semaphore_new(&sm, c, "cs", 2, 3), RL_OK);
+    IT_RC(rl_semaphore_acquire(sm, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    ls = inspect(c, "cs");
+    IT_EQ(ls->count, 1);
+    IT_EQ(ls->locks[0]->kind, RL_KIND_SEMAPHORE);
+    IT_EQ(ls->locks[0]->free_permits, 1);
+    IT_EQ(ls->locks[0]->holders[0]->permits, 2);
+    holder_is(ls->locks[0]->holders[0], getpid(), "clus", RL_KIND_PLAIN, 1);
+    rl_lock_list_free(ls);
+    IT_RC(rl_lock_release(sm), RL_OK);
+    rl_lock_free(sm);
+
     for (i = 0; i < 6; i++)
         rl_lock_free(l[i]);
     rl_lock_free(f);
@@ -799,6 +896,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_plain, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fair_rw, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_odd_keys, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_read_refused, it_setup, it_teardown),

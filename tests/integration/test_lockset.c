@@ -4,7 +4,12 @@
  * opposite orders, one deadline for the whole set, a member lost while the
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
- * fails, bad input; a 3-master Cluster across slots and Redlock once. Each
+ * fails, bad input; the review's intersections (processes in opposite
+ * orders, the local queue within the deadline, a semaphore member, a fair
+ * member's place, two sets of a thread, a client freed mid-set, fork,
+ * handles freed before the set, fencing, lock-delay, replicas, a lost
+ * give-back reply); a 3-master Cluster across slots and with a migrating
+ * slot, and Redlock with a node stopped. Each
  * single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
@@ -13,8 +18,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define LEASE_MS 1000           /* the clients' watchdog lease */
+
+/* fork() in a threaded process is not supported by ThreadSanitizer
+ * (test_fork.c): the tests with children are skipped under it. */
+#if defined(__SANITIZE_THREAD__)
+#define IT_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IT_UNDER_TSAN 1
+#endif
+#endif
+
+static void skip_under_tsan(void)
+{
+#ifdef IT_UNDER_TSAN
+    print_message("fork() is not supported by ThreadSanitizer: skipped\n");
+    skip();
+#endif
+}
 
 static rl_lock *kind_lock(rl_client *c, const char *name, int kind)
 {
@@ -141,6 +165,36 @@ static void test_one_deadline(void **state)
     for (int i = 0; i < 3; i++)
         rl_lock_free(m[i]);
     rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The first member is held by another thread of the same client: the set
+ * waits in the client's local queue, and only until its deadline. */
+static void test_deadline_local(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "e1"), it_lock(a, "e2") };
+    rl_lockset *set = make_set(m, 2);
+    it_acq holder;
+    int64_t t0;
+
+    it_acq_begin(&holder, m[0], 0, 1);
+    IT_WAIT(atomic_load(&holder.state) >= 2, 3000);
+    IT_RC(holder.rc, RL_OK);
+    t0 = rt_now_ms();
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    IT_RANGE(rt_now_ms() - t0, 290, 800);
+    assert_non_null(strstr(rl_last_error(), "'e1'"));
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "e2"), 0);
+    it_acq_let_go(&holder);
+    assert_int_equal(it_acq_join(&holder, 3000), 0);
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
     rl_client_free(a);
 }
 
@@ -298,6 +352,81 @@ static void test_opposite_orders(void **state)
     rl_client_free(c0);
 }
 
+/* Processes, not threads: two children, each with its own client, take
+ * overlapping sets given in opposite orders. Shared memory counts the
+ * holders of the common name. */
+typedef struct proc_race {
+    const char *url;
+    const char *names[3];
+    atomic_int *shared;         /* [0] inside, [1] overlap */
+} proc_race;
+
+#define PROC_ROUNDS 100
+
+static int proc_racer(void *arg)
+{
+    proc_race *r = arg;
+    rl_options o;
+    rl_client *c = NULL;
+    rl_lock *m[3] = { NULL, NULL, NULL };
+    rl_lockset *set = NULL;
+    int i, code = 0;
+
+    it_options(&o, r->url, LEASE_MS, 0);
+    if (rl_client_new(&c, &o) != RL_OK)
+        return 10;
+    for (i = 0; i < 3; i++)
+        if (rl_lock_new(&m[i], c, r->names[i]) != RL_OK)
+            code = 11;
+    if (code == 0 && rl_lockset_new(&set, m, 3) != RL_OK)
+        code = 12;
+    for (i = 0; code == 0 && i < PROC_ROUNDS; i++) {
+        if (rl_lockset_try_acquire(set, 5000, RL_LEASE_WATCHDOG) != RL_OK) {
+            code = 13;
+            break;
+        }
+        if (atomic_fetch_add(&r->shared[0], 1) != 0)
+            atomic_store(&r->shared[1], 1);
+        atomic_fetch_sub(&r->shared[0], 1);
+        if (rl_lockset_release(set) != RL_OK)
+            code = 14;
+    }
+    rl_lockset_free(set);
+    for (i = 0; i < 3; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(c);
+    return code;
+}
+
+static void test_opposite_orders_processes(void **state)
+{
+    it_env *e = *state;
+    atomic_int *shared;
+    proc_race r[2] = {
+        { .url = e->redis->url, .names = { "pa", "pb", "pc" } },
+        { .url = e->redis->url, .names = { "pc", "pb", "pa" } },
+    };
+    pid_t pid[2];
+    int i;
+
+    skip_under_tsan();
+    shared = mmap(NULL, 2 * sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                  -1, 0);
+    assert_true(shared != MAP_FAILED);
+    atomic_init(&shared[0], 0);
+    atomic_init(&shared[1], 0);
+    for (i = 0; i < 2; i++) {
+        r[i].shared = shared;
+        pid[i] = rt_child_start(proc_racer, &r[i], 30);
+        assert_true(pid[i] > 0);
+    }
+    for (i = 0; i < 2; i++)
+        IT_EQ(rt_child_wait(pid[i], 25000), 0);
+    IT_EQ(atomic_load(&shared[1]), 0);
+    IT_EQ(hlen(e->rc, "pa") + hlen(e->rc, "pb") + hlen(e->rc, "pc"), 0);
+    munmap(shared, 2 * sizeof *shared);
+}
+
 /* ---- reentry, release, the flag ---------------------------------------- */
 
 static void test_reentry_release(void **state)
@@ -406,6 +535,99 @@ static void test_kinds(void **state)
     rl_client_free(a);
 }
 
+/* ---- options: fencing, lock-delay, replicas ---------------------------- */
+
+/* With fencing and a lock-delay: each member has its own token, a reentry
+ * by the set keeps it; a member given back (another busy) is released
+ * cleanly, so its name is free at once, not after the delay; a member
+ * whose lease was lost while the set waited blocks its name for the
+ * delay, as every lost hold does. */
+static void test_options(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *a, *b, *plain;
+    rl_lock *m[2], *o1, *o2, *plain2;
+    rl_lockset *set;
+    unsigned long long t1 = 0, t2 = 0, again = 0;
+
+    it_options(&o, e->redis->url, LEASE_MS, 0);
+    o.fencing = 1;
+    o.lock_delay_ms = 1500;
+    a = it_client_opts(&o);
+    b = it_client_opts(&o);
+    m[0] = it_lock(a, "o1");
+    m[1] = it_lock(a, "o2");
+    o1 = it_lock(b, "o1");
+    o2 = it_lock(b, "o2");
+    set = make_set(m, 2);
+    plain = it_client(e, LEASE_MS);
+    plain2 = it_lock(plain, "o2");
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_RC(rl_lock_token(&t1, m[0]), RL_OK);
+    IT_RC(rl_lock_token(&t2, m[1]), RL_OK);
+    assert_true(t1 > 0 && t2 > 0);
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_RC(rl_lock_token(&again, m[0]), RL_OK);
+    IT_EQ(again, t1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+
+    IT_RC(rl_lock_try_acquire(o2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_try_acquire(o1, 0, RL_LEASE_WATCHDOG), RL_OK);      /* no delay */
+    IT_RC(rl_lock_token(&again, o1), RL_OK);
+    assert_true(again > t1);
+    IT_RC(rl_lock_release(o1), RL_OK);
+
+    /* Lost while o2 was waited for (a 300 ms lease of a client with no
+     * delay of its own): o1 is blocked for the delay. */
+    IT_RC(rl_lock_release(o2), RL_OK);
+    IT_RC(rl_lock_try_acquire(plain2, 0, 300), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 3000, 50), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'o1'"));
+    counts_are(m, 2, 0);
+    IT_RC(rl_lock_try_acquire(o1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lock_release(plain2), RL_ELOST);
+    rl_lock_free(plain2);
+    rl_client_free(plain);
+    rl_lockset_free(set);
+    rl_lock_free(o1);
+    rl_lock_free(o2);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* Replica acknowledgement no replica can give: the member is undone, and
+ * the set holds nothing. */
+static void test_replicas(void **state)
+{
+    it_env *e = *state;
+    rl_options o;
+    rl_client *a;
+    rl_lock *m[2];
+    rl_lockset *set;
+
+    it_options(&o, e->redis->url, LEASE_MS, 0);
+    o.wait_replicas = 1;
+    o.wait_replicas_ms = 50;
+    a = it_client_opts(&o);
+    m[0] = it_lock(a, "rp1");
+    m[1] = it_lock(a, "rp2");
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EREPLICA);
+    assert_non_null(strstr(rl_last_error(), "'rp1'"));
+    counts_are(m, 2, 0);
+    IT_WAIT(hlen(e->rc, "rp1") + hlen(e->rc, "rp2") == 0, 3000);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(a);
+}
+
 /* ---- a give-back that fails -------------------------------------------- */
 
 /* The release of the member taken first is answered with an error (Redis
@@ -446,6 +668,17 @@ static void test_give_back_fails(void **state)
     assert_non_null(strstr(rl_last_error(), "'gb'"));
     counts_are(m, 2, 0);
     IT_WAIT(hlen(e->rc, "ga") + hlen(e->rc, "gb") == 0, 3000);
+
+    /* The give-back's reply is lost (the connection dropped after Redis
+     * applied it): read back, the release is known to be done; no flag. */
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    rt_proxy_drop_next_reply_matching(p.proxy, "rl:{ga}:release");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    counts_are(m, 2, 0);
+    IT_EQ(hlen(e->rc, "ga"), 0);
+    IT_EQ(it_stats(p.c).lost_other, 2);
+    IT_RC(rl_lock_release(other), RL_OK);
     rl_lockset_free(set);
     rl_lock_free(m[1]);
     rl_lock_free(other);
@@ -517,6 +750,230 @@ static void test_bad_input(void **state)
     rl_client_free(a);
 }
 
+/* ---- the review's intersections ----------------------------------------- */
+
+/* A semaphore's handle is a member like a lock's: the set takes one permit
+ * of it, gives it back when another member is busy, and releases it with
+ * the set. A thread holding 2 permits re-enters with 2, not 1: the set is
+ * refused (RL_EINVAL) and nothing changes. */
+static void test_semaphore_member(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { NULL, it_lock(a, "sp") }, *s2 = NULL, *other = it_lock(b, "sp");
+    rl_lockset *set;
+
+    IT_RC(rl_semaphore_new(&m[0], a, "ss", 2, 2), RL_OK);
+    IT_RC(rl_semaphore_new(&s2, b, "ss", 2, 2), RL_OK);
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 2, 1);
+    IT_RC(rl_semaphore_acquire(s2, 2, 0, RL_LEASE_WATCHDOG), RL_EBUSY);   /* 1 of 2 taken */
+    IT_RC(rl_semaphore_acquire(s2, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(s2), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+
+    /* Another member busy: the permit comes back at once. */
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    counts_are(m, 2, 0);
+    IT_RC(rl_semaphore_acquire(s2, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(s2), RL_OK);
+    IT_RC(rl_lock_release(other), RL_OK);
+
+    /* Held with 2 permits by the thread: the set does not take a third. */
+    IT_RC(rl_semaphore_acquire(m[0], 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
+    assert_non_null(strstr(rl_last_error(), "'ss'"));
+    IT_EQ(rl_lock_hold_count(m[0]), 1);
+    IT_EQ(rl_lock_hold_count(m[1]), 0);
+    IT_EQ(hlen(e->rc, "sp"), 0);
+    IT_RC(rl_lock_release(m[0]), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(s2);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* Keys of a fair name's queue in Redis (0: none). */
+static long long queue_keys(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "EXISTS rl:{%s}:queue rl:{%s}:queue:t", name, name);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* A set whose fair member waited in Redis's queue and ran out of time
+ * leaves no place behind (another owner would wait for it until it ran
+ * out), and gives back the fair member it took first. */
+static void test_fair_gives_up(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { kind_lock(a, "qa", RL_KIND_FAIR), kind_lock(a, "qb", RL_KIND_FAIR) };
+    rl_lock *other = kind_lock(b, "qb", RL_KIND_FAIR), *first = kind_lock(b, "qa", RL_KIND_FAIR);
+    rl_lockset *set = make_set(m, 2);
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(set, 300, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
+    counts_are(m, 2, 0);
+    IT_EQ(queue_keys(e->rc, "qa") + queue_keys(e->rc, "qb"), 0);
+    IT_EQ(hlen(e->rc, "qa"), 0);
+    IT_RC(rl_lock_try_acquire(first, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(first), RL_OK);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(other);
+    rl_lock_free(first);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The caller's handles freed while the set lives: the set still works
+ * (it keeps handles of its own). */
+static void test_member_freed(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "h1"), it_lock(a, "h2") }, *again;
+    rl_lockset *set = make_set(m, 2);
+
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    again = it_lock(a, "h2");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hlen(e->rc, "h1") + hlen(e->rc, "h2"), 2);
+    IT_EQ(rl_lock_hold_count(again), 1);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(e->rc, "h1") + hlen(e->rc, "h2"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(again);
+    rl_client_free(a);
+}
+
+/* One name in two sets of one thread: the second set re-enters it, and
+ * each set's release gives back its own hold. */
+static void test_two_sets(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *x = it_lock(a, "tx"), *y = it_lock(a, "ty"), *z = it_lock(a, "tz");
+    rl_lock *ma[2] = { x, y }, *mb[2] = { z, y };
+    rl_lockset *sa = make_set(ma, 2), *sb = make_set(mb, 2);
+
+    IT_RC(rl_lockset_acquire(sa), RL_OK);
+    IT_RC(rl_lockset_acquire(sb), RL_OK);
+    IT_EQ(rl_lock_hold_count(y), 2);
+    IT_EQ(stored_count(e->rc, "ty"), 2);
+    IT_RC(rl_lockset_release(sa), RL_OK);
+    IT_EQ(rl_lock_hold_count(x), 0);
+    IT_EQ(rl_lock_hold_count(y), 1);
+    IT_RC(rl_lockset_release(sa), RL_ENOTOWNER);
+    IT_RC(rl_lockset_release(sb), RL_OK);
+    IT_EQ(hlen(e->rc, "tx") + hlen(e->rc, "ty") + hlen(e->rc, "tz"), 0);
+    rl_lockset_free(sa);
+    rl_lockset_free(sb);
+    rl_lock_free(x);
+    rl_lock_free(y);
+    rl_lock_free(z);
+    rl_client_free(a);
+}
+
+/* The client is freed (not only shut down) while a set waits: the call
+ * returns RL_ECANCELED and nothing of the set stays in Redis. */
+static void *wait_set_only(void *arg)
+{
+    waiting_set *w = arg;
+
+    w->rc = rl_lockset_try_acquire(w->set, RL_WAIT_FOREVER, RL_LEASE_WATCHDOG);
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void test_free_while_waiting(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { it_lock(a, "v1"), it_lock(a, "v2") };
+    rl_lock *other = it_lock(b, "v2");
+    waiting_set w = { .set = make_set(m, 2), .first = m[0] };
+    pthread_t th;
+
+    IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(pthread_create(&th, NULL, wait_set_only, &w), 0);
+    IT_WAIT(it_stats(a).waiters == 1, 3000);
+    IT_EQ(hlen(e->rc, "v1"), 1);
+    rl_client_free(a);
+    IT_WAIT(atomic_load(&w.done), 3000);
+    pthread_join(th, NULL);
+    IT_RC(w.rc, RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "v1"), 0);
+    IT_RC(rl_lockset_try_acquire(w.set, 0, RL_LEASE_WATCHDOG), RL_ECANCELED);
+    IT_RC(rl_lock_release(other), RL_OK);
+    rl_lockset_free(w.set);
+    rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+}
+
+/* fork(): the child is a new owner. The parent's set is held by the
+ * parent: in the child it is neither held, nor releasable, nor free. */
+typedef struct fork_ctx {
+    rl_lockset *set;
+    rl_lock *m[2];
+} fork_ctx;
+
+static int fork_child(void *arg)
+{
+    fork_ctx *x = arg;
+
+    if (rl_lockset_interrupted(x->set) != 0 || rl_lock_hold_count(x->m[0]) != 0)
+        return 1;
+    if (rl_lockset_release(x->set) != RL_ENOTOWNER)
+        return 2;
+    if (rl_lockset_try_acquire(x->set, 0, RL_LEASE_WATCHDOG) != RL_EBUSY)
+        return 3;
+    if (rl_lock_hold_count(x->m[0]) != 0 || rl_lock_hold_count(x->m[1]) != 0)
+        return 4;
+    return 0;
+}
+
+static void test_fork(void **state)
+{
+    it_env *e = *state;
+    rl_client *a;
+    fork_ctx x;
+    pid_t pid;
+
+    skip_under_tsan();
+    a = it_client(e, LEASE_MS);
+    x.m[0] = it_lock(a, "fk1");
+    x.m[1] = it_lock(a, "fk2");
+    x.set = make_set(x.m, 2);
+    IT_RC(rl_lockset_acquire(x.set), RL_OK);
+    pid = rt_child_start(fork_child, &x, 30);
+    assert_true(pid > 0);
+    IT_EQ(rt_child_wait(pid, 20000), 0);
+    counts_are(x.m, 2, 1);
+    IT_EQ(hlen(e->rc, "fk1") + hlen(e->rc, "fk2"), 2);
+    IT_RC(rl_lockset_release(x.set), RL_OK);
+    IT_EQ(hlen(e->rc, "fk1") + hlen(e->rc, "fk2"), 0);
+    rl_lockset_free(x.set);
+    rl_lock_free(x.m[0]);
+    rl_lock_free(x.m[1]);
+    rl_client_free(a);
+}
+
 /* ---- Cluster across slots ---------------------------------------------- */
 
 /* Names on at least two masters: the set is taken in order and given back
@@ -571,6 +1028,55 @@ static void test_cluster_slots(void **state)
     rl_client_free(a);
 }
 
+/* A member's slot migrates while the set is held: the set's release
+ * finds it on its new master (MOVED), and a set taken while the slot is
+ * half moved (keys still on the source, ASK for the rest) is all on one
+ * side or the other. */
+static void test_cluster_migrating(void **state)
+{
+    it_cluster *ic = *state;
+    static const char *const names[2] = { "ma", "mb" };
+    rl_options o;
+    rl_client *a;
+    rl_lock *m[2];
+    rl_lockset *set;
+    int slot, from, to;
+    char key[64];
+    size_t kl = it_key(key, sizeof key, "rl:", names[1], 2, "");
+
+    slot = rt_cluster_keyslot(ic->cl, key, kl);
+    from = rt_cluster_master_of(ic->cl, slot);
+    to = (from + 1) % 3;
+    it_options(&o, ic->cl->url, LEASE_MS, 0);
+    a = it_client_opts(&o);
+    m[0] = it_lock(a, names[0]);
+    m[1] = it_lock(a, names[1]);
+    set = make_set(m, 2);
+
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    assert_int_equal(rt_cluster_migrate_slot(ic->cl, slot, to), 0);
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);   /* reentry */
+    counts_are(m, 2, 2);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+
+    /* Half moved back: the set's member is new on the target (ASK). */
+    assert_int_equal(rt_cluster_slot_begin(ic->cl, slot, from), 0);
+    IT_RC(rl_lockset_try_acquire(set, 2000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    assert_int_equal(rt_cluster_slot_move_keys(ic->cl, slot), 0);
+    assert_int_equal(rt_cluster_slot_finish(ic->cl, slot, from), 0);
+    IT_RC(rl_lockset_try_acquire(set, 2000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    counts_are(m, 2, 0);
+    rl_lockset_free(set);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(a);
+}
+
 /* ---- Redlock once ------------------------------------------------------ */
 
 static rt_redis *node[3];
@@ -621,6 +1127,21 @@ static void test_redlock(void **state)
     IT_RC(rl_lockset_release(sb), RL_OK);
     for (i = 0; i < 3; i++)
         IT_EQ(hlen(nrc[i], "la") + hlen(nrc[i], "lb") + hlen(nrc[i], "lc"), 0);
+
+    /* A node stopped: the set is taken on the majority, given back when
+     * another member is busy, released whole. */
+    assert_int_equal(rt_redis_pause(node[2]), 0);
+    IT_RC(rl_lock_try_acquire(m[1], 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sb, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lockset_try_acquire(sa, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_non_null(strstr(rl_last_error(), "'lc'"));
+    IT_EQ(rl_lock_hold_count(m[1]), 1);
+    IT_EQ(rl_lock_hold_count(m[0]), 0);
+    IT_RC(rl_lockset_release(sb), RL_OK);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+    for (i = 0; i < 2; i++)
+        IT_EQ(hlen(nrc[i], "la") + hlen(nrc[i], "lb") + hlen(nrc[i], "lc"), 0);
+    assert_int_equal(rt_redis_resume(node[2]), 0);
     rl_lockset_free(sa);
     rl_lockset_free(sb);
     for (i = 0; i < 2; i++) {
@@ -636,17 +1157,28 @@ int main(void)
     const struct CMUnitTest single[] = {
         cmocka_unit_test_setup_teardown(test_all_or_nothing, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_deadline, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_local, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_meanwhile, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_while_waiting, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_opposite_orders, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_opposite_orders_processes, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_reentry_release, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_interrupted, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_kinds, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_options, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_replicas, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fair_gives_up, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_two_sets, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_free_while_waiting, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_member_freed, it_setup, it_teardown),
     };
     const struct CMUnitTest cluster[] = {
         cmocka_unit_test(test_cluster_slots),
+        cmocka_unit_test(test_cluster_migrating),
     };
     const struct CMUnitTest redlock[] = {
         cmocka_unit_test(test_redlock),

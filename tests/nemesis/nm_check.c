@@ -15,9 +15,11 @@
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out,
  *              but in a Cluster with replicas (a failover, wait_replicas 1).
- *   delay      after a lost hold A (its last release returned a status
- *              other than RL_OK or RL_ECONN (nothing sent), it was never
- *              released, or its process was killed), no hold B with a
+ *   delay      after a lost hold A (a release returned a status other
+ *              than RL_OK, RL_ECONN (nothing sent) or RL_EREDIS (refused,
+ *              nothing changed), its last one other than RL_ECONN was
+ *              RL_EREDIS, it was never released, or its process was
+ *              killed), no hold B with a
  *              valid write returns before A's last valid moment + delay -
  *              NM_DELAY_TOL. A thread may keep holds of several names (a
  *              release that failed leaves the count): each is followed.
@@ -67,7 +69,8 @@ typedef struct nm_hold {
     long long token;           /* -1: none */
     int64_t good_end;          /* t2 of its last write with both checks down; 0: none */
     int flagged;               /* a write saw the flag */
-    int bad_release;           /* a release returned neither RL_OK nor RL_ECONN */
+    int bad_release;           /* a release lost it (neither RL_OK, RL_ECONN nor RL_EREDIS) */
+    int refused;               /* its last release other than RL_ECONN: RL_EREDIS */
     int closed;                /* its last release returned */
     int64_t rel_ret;           /* when it did */
     int64_t first_flag;        /* t1 of its first write that saw the flag; 0: none */
@@ -260,6 +263,12 @@ static int holds_other(const nm_tstate *t, int name, int side)
     return 0;
 }
 
+/* Whether a release of x lost it, or the last one was refused. */
+static int released_badly(const nm_hold *x)
+{
+    return x->bad_release || x->refused;
+}
+
 static void new_hold(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok);
 
 static void on_acquired(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int *f, long long tok)
@@ -366,11 +375,16 @@ static void on_released(nm_hist *h, int pi, nm_tstate *t, int64_t ns, const int 
         h->procs[pi].cut[f[0]]++;
     }
     /* RL_ECONN: nothing was sent, the hold stands (the worker calls again).
-     * A release that failed and left the count (a Cluster that did not
-     * settle in time, say) is judged by the releases after it: the last
-     * one says whether the hold ended cleanly. */
-    if (f[2] != RL_ECONN)
-        x->bad_release = f[2] != RL_OK;
+     * RL_EREDIS: Redis refused the script and nothing changed; the releases
+     * after it say whether the hold ended cleanly. Any other failure
+     * (RL_ELOST, RL_EPROTO, a shutdown's) lost the hold for good: a later
+     * RL_OK does not make it clean. */
+    if (f[2] == RL_EREDIS)
+        x->refused = 1;
+    else if (f[2] == RL_OK)
+        x->refused = 0;
+    else if (f[2] != RL_ECONN)
+        x->bad_release = 1;
     x->rel_ret = ns;
     x->count = f[3];
     x->last_release_open = 0;
@@ -1008,7 +1022,7 @@ static void check_delay(nm_hist *h)
     for (i = 0; i < h->nholds; i++) {
         const nm_hold *a = &h->holds[i];
         int64_t delay = (int64_t)h->plan.names[a->name].delay_ms * NM_MS, end;
-        int lost = a->bad_release || (!a->closed && !a->last_release_open);
+        int lost = released_badly(a) || (!a->closed && !a->last_release_open);
         if (delay == 0 || !lost || a->good_end == 0)
             continue;
         end = lost_at(h, a);
@@ -1038,7 +1052,7 @@ static int64_t occupied_until(const nm_hist *h, const nm_hold *x)
 
     if (!x->closed)
         return NM_FOREVER;
-    if (x->bad_release || x->flagged)
+    if (released_badly(x) || x->flagged)
         return x->rel_ret + (n->lease_ms + n->delay_ms) * NM_MS;
     return x->rel_ret;
 }
@@ -1549,7 +1563,7 @@ static void check_fork_parent(nm_hist *h)
                 other_fault_in(h, NM_F_FORK, x->inv - before, x->rel_ret) ||
                 (n->fixed && x->rel_ret > x->inv + n->lease_ms * 9 / 10 * NM_MS))
                 continue;
-            if (x->flagged || x->bad_release || !x->closed)
+            if (x->flagged || released_badly(x) || !x->closed)
                 violation(h, NM_INV_FORK, x->name, x, NULL, "a hold of the parent, live at "
                           "the fork, was flagged or lost");
         }

@@ -1321,6 +1321,8 @@ static void test_sem_count_and_dead_holds(void **state)
     r = sem_acquire(e, OWNER, "60000", "0", "3", "2");          /* 2 + 2 > 3 */
     assert_int_equal(r->element[0]->integer, 0);
     IT_ASSERT_RANGE(r->element[1]->integer, 59000, 60000);      /* OTHER's deadline */
+    assert_int_equal(r->elements, 3);
+    assert_int_equal(r->element[2]->integer, 1);                /* 1 permit short */
     freeReplyObject(r);
     /* OTHER's deadline passes (set back by hand): its 2 permits are free. */
     freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OTHER));

@@ -44,49 +44,56 @@ struct rl__tls_link {
 
 /* ---- the gate ----------------------------------------------------------- */
 
-static pthread_rwlock_t gate;
-static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
-
-static void gate_make(void)
-{
-    pthread_rwlockattr_t a;
-
-    /* A fork waits for the calls inside, not for every call that follows. */
-    pthread_rwlockattr_init(&a);
-    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&gate, &a);
-    pthread_rwlockattr_destroy(&a);
-}
+/* A count of the threads inside, under a mutex that the fork's prepare
+ * handler keeps over the fork (as fork.c keeps the client mutexes): the
+ * child unlocks it, a plain mutex, as the thread that locked it. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;   /* none inside, or open again */
+static int inside;      /* threads between enter() and leave() */
+static int closing;     /* a fork waits for them: nobody enters meanwhile */
 
 /* Never nested: a waiting fork would hold a second entry back. */
 static void enter(void)
 {
-    pthread_once(&gate_once, gate_make);
-    pthread_rwlock_rdlock(&gate);
+    pthread_mutex_lock(&gate_mu);
+    while (closing)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    inside++;
+    pthread_mutex_unlock(&gate_mu);
 }
 
 static void leave(void)
 {
-    pthread_rwlock_unlock(&gate);
+    pthread_mutex_lock(&gate_mu);
+    if (--inside == 0 && closing)
+        pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
 }
 
 void rl__tls_fork_prepare(void)
 {
-    pthread_once(&gate_once, gate_make);
-    pthread_rwlock_wrlock(&gate);
+    pthread_mutex_lock(&gate_mu);
+    closing = 1;
+    while (inside > 0)
+        pthread_cond_wait(&gate_cv, &gate_mu);
+    /* gate_mu stays locked over the fork. */
 }
 
 void rl__tls_fork_parent(void)
 {
-    pthread_rwlock_unlock(&gate);
+    closing = 0;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
 }
 
 void rl__tls_fork_child(void)
 {
-    /* Made anew: threads of the parent that waited at the gate are
-     * counted in it, and they are not here to leave. */
-    memset(&gate, 0, sizeof gate);
-    gate_make();
+    /* The one thread left: those the parent had inside or waiting are
+     * not here. */
+    inside = 0;
+    closing = 0;
+    rl__cond_init(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
 }
 
 /* ---- links by descriptor ----------------------------------------------- */

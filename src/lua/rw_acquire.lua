@@ -35,6 +35,7 @@ end
 --@include "lib/rw_intents.lua"
 --@include "lib/rw_sweep.lua"
 --@include "lib/rw_scan.lua"
+--@include "lib/hold_reenter.lua"
 
 -- "~s" once a hold with deadline x is taken beside n holds, sv the "~s"
 -- before (lib/rw_sweep.lua).
@@ -48,16 +49,7 @@ local function sweep_in(sv, x, n)
 end
 
 local k, f, held, side = KEYS[1], ARGV[2], tonumber(ARGV[3]), ARGV[5]
-if held > 0 then
-  local got = redis.call('hmget', k, f, dl(f))
-  local v, d = got[1], tonumber(got[2])
-  if not v or (d and d <= now) then return {-1, 0} end
-  local n = count(v)
-  if n ~= held then return {-2, n or -1} end
-  redis.call('hset', k, f, (n + 1) .. suffix(v), dl(f), math.max(d or 0, now + lease))
-  keep(k, lease)
-  return {1, n + 1}
-end
+if held > 0 then return reenter(k, f, held) end
 local g = redis.call('hmget', k, '~n', '~w', '~wi', DELAY, '~s', f, dl(f))
 local n, w, wi, state, d = tonumber(g[1]) or 0, g[2], g[3], g[5], tonumber(g[7])
 local fields = 2 * n

@@ -35,18 +35,10 @@ if not size or size ~= math.floor(size) or size < 1 or size > 2147483647 or
   return redis.error_reply('ERR rlock: permits out of range')
 end
 --@include "lib/sem_look.lua"
+--@include "lib/hold_reenter.lua"
 
 local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
-if held > 0 then
-  local got = redis.call('hmget', k, f, dl(f))
-  local v, d = got[1], tonumber(got[2])
-  if not v or (d and d <= now) then return {-1, 0} end
-  local n = count(v)
-  if n ~= held then return {-2, n or -1} end
-  redis.call('hset', k, f, (n + 1) .. suffix(v), dl(f), math.max(d or 0, now + lease))
-  keep(k, lease)
-  return {1, n + 1}
-end
+if held > 0 then return reenter(k, f, held) end
 local s = look(k, f)
 if not s then return {0, redis.call('pttl', k)} end
 -- The count is the live holds' while there are any; else the caller's.

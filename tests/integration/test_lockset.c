@@ -688,6 +688,111 @@ static void test_give_back_fails(void **state)
     it_proxied_close(&p);
 }
 
+/* ---- one script on one server and slot -------------------------------- */
+
+#define FIXED_MS 5000           /* a lease the watchdog leaves alone */
+
+static long long evalsha(redisContext *rc)
+{
+    long long n = rt_redis_cmdstat_calls(rc, "evalsha");
+
+    assert_true(n >= 0);
+    return n;
+}
+
+/* Plain members on one server: one EVALSHA takes them all, a member the
+ * thread holds included (entered again); a busy member with no wait takes
+ * nothing and costs that one script; with a wait, the ordered path takes
+ * the set when the member comes free. Counts, stats and Redis agree. */
+static void test_one_script(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[4] = { it_lock(a, "o1"), it_lock(a, "o2"), it_lock(a, "o3"), it_lock(a, "o4") };
+    rl_lock *other = it_lock(b, "o3");
+    rl_lockset *set = make_set(m, 4);
+    rl_stats st0 = it_stats(a), st;
+    long long calls = evalsha(e->rc);
+
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    counts_are(m, 4, 1);
+    IT_EQ(stored_count(e->rc, "o4"), 1);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{o4}", 7), 1, FIXED_MS);
+    st = it_stats(a);
+    IT_EQ(st.acquisitions - st0.acquisitions, 4);
+    IT_EQ(st.holds, 4);
+    IT_RC(rl_lockset_release(set), RL_OK);
+
+    /* Reentry: o2 held before the call, entered again by the same script. */
+    IT_RC(rl_lock_try_acquire(m[1], 0, FIXED_MS), RL_OK);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    IT_EQ(rl_lock_hold_count(m[1]), 2);
+    IT_EQ(stored_count(e->rc, "o2"), 2);
+    IT_EQ(it_stats(a).reentries - st.reentries, 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(stored_count(e->rc, "o2"), 1);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+
+    /* Busy, no wait: nothing written, one script, one busy answer. */
+    IT_RC(rl_lock_try_acquire(other, 0, 300), RL_OK);
+    st = it_stats(a);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_EBUSY);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    assert_non_null(strstr(rl_last_error(), "'o3'"));
+    counts_are(m, 4, 0);
+    IT_EQ(hlen(e->rc, "o1") + hlen(e->rc, "o2") + hlen(e->rc, "o4"), 0);
+    IT_EQ(it_stats(a).busy - st.busy, 1);
+
+    /* Busy, with a wait: the ordered path waits for o3 (its lease). */
+    IT_RC(rl_lockset_try_acquire(set, 3000, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 4, 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(it_stats(a).holds, 0);
+    rl_lockset_free(set);
+    for (int i = 0; i < 4; i++)
+        rl_lock_free(m[i]);
+    rl_lock_free(other);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The one script's reply is lost (the connection drops after Redis ran
+ * it): every member's count is read back, and the set is held whole. */
+static void test_one_script_lost_reply(void **state)
+{
+    it_env *e = *state;
+    it_proxied p;
+    rl_lock *m[3];
+    rl_lockset *set;
+    rl_stats st0;
+
+    it_proxied_open(&p, e, "la", LEASE_MS, 0);
+    m[0] = p.l;
+    m[1] = it_lock(p.c, "lb");
+    m[2] = it_lock(p.c, "lc");
+    set = make_set(m, 3);
+    st0 = it_stats(p.c);
+    /* Only the set's script names rl:{lc} ahead of a release. */
+    rt_proxy_drop_next_reply_matching(p.proxy, "rl:{lc}");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    counts_are(m, 3, 1);
+    IT_EQ(stored_count(e->rc, "la") + stored_count(e->rc, "lc"), 2);
+    IT_EQ(it_stats(p.c).replies_resolved - st0.replies_resolved, 3);
+    IT_EQ(it_stats(p.c).acquisitions - st0.acquisitions, 3);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(e->rc, "la") + hlen(e->rc, "lb") + hlen(e->rc, "lc"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(m[1]);
+    rl_lock_free(m[2]);
+    it_proxied_close(&p);
+}
+
 /* ---- bad input --------------------------------------------------------- */
 
 static void test_bad_input(void **state)
@@ -1170,6 +1275,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_options, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_replicas, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script_lost_reply, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fair_gives_up, it_setup, it_teardown),

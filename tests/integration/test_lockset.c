@@ -8,8 +8,10 @@
  * orders, the local queue within the deadline, a semaphore member, a fair
  * member's place, two sets of a thread, a client freed mid-set, fork,
  * handles freed before the set, fencing, lock-delay, replicas, a lost
- * give-back reply); a 3-master Cluster across slots and with a migrating
- * slot, and Redlock with a node stopped. Each
+ * give-back reply); the one script of a set on one server and slot (its
+ * cost, a reentry, a busy member with and without a wait, a lost reply);
+ * a 3-master Cluster across slots (ordered) and in one slot (one script)
+ * and with a migrating slot, and Redlock with a node stopped. Each
  * single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
@@ -692,9 +694,11 @@ static void test_give_back_fails(void **state)
 
 #define FIXED_MS 5000           /* a lease the watchdog leaves alone */
 
+/* EVALSHA calls answered without error (a script's first call on a
+ * connection that has not loaded it answers NOSCRIPT, and is sent again). */
 static long long evalsha(redisContext *rc)
 {
-    long long n = rt_redis_cmdstat_calls(rc, "evalsha");
+    long long n = rt_redis_cmdstat_ok(rc, "evalsha");
 
     assert_true(n >= 0);
     return n;
@@ -1085,6 +1089,53 @@ static void test_fork(void **state)
 
 /* Names on at least two masters: the set is taken in order and given back
  * across nodes; nothing stays on any node. */
+/* EVALSHA calls on the masters of four names (rc[i] on master[i]). */
+static long long evalsha_masters(redisContext **rc, const int *master)
+{
+    long long n = 0;
+    int i, j;
+
+    for (i = 0; i < 4; i++) {
+        for (j = 0; j < i && master[j] != master[i]; j++)
+            ;
+        if (j == i)
+            n += evalsha(rc[i]);
+    }
+    return n;
+}
+
+/* Names sharing a hash tag ("t}a": the tag is "t"), one slot: one script
+ * on its master takes the set (ordered_calls: what the same set across
+ * slots cost, one per member). */
+static void one_slot(it_cluster *ic, rl_client *a, long long ordered_calls)
+{
+    static const char *const names[4] = { "t}a", "t}b", "t}c", "t}d" };
+    rl_lock *m[4];
+    rl_lockset *set;
+    redisContext *rc;
+    long long calls;
+    int i;
+
+    rc = rt_cluster_connect(ic->cl, rt_cluster_master_of(ic->cl, rt_cluster_keyslot(ic->cl, "t",
+                                                                                        1)));
+    assert_non_null(rc);
+    for (i = 0; i < 4; i++)
+        m[i] = it_lock(a, names[i]);
+    set = make_set(m, 4);
+    calls = evalsha(rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(rc) - calls, 1);
+    IT_EQ(ordered_calls, 4);
+    counts_are(m, 4, 1);
+    IT_EQ(hlen(rc, "t}c"), 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(rc, "t}a") + hlen(rc, "t}d"), 0);
+    rl_lockset_free(set);
+    for (i = 0; i < 4; i++)
+        rl_lock_free(m[i]);
+    redisFree(rc);
+}
+
 static void test_cluster_slots(void **state)
 {
     it_cluster *ic = *state;
@@ -1095,6 +1146,7 @@ static void test_cluster_slots(void **state)
     rl_lockset *set;
     redisContext *rc[4];
     int master[4], spread = 0, i;
+    long long calls;
     char key[64];
 
     for (i = 0; i < 4; i++) {
@@ -1124,8 +1176,15 @@ static void test_cluster_slots(void **state)
     for (i = 0; i < 4; i++)
         IT_EQ(hlen(rc[i], names[i]), 1);
     IT_RC(rl_lockset_release(set), RL_OK);
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 4; i++)
         IT_EQ(hlen(rc[i], names[i]), 0);
+    /* Across slots: one script per member (the ordered path). */
+    calls = evalsha_masters(rc, master);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    calls = evalsha_masters(rc, master) - calls;
+    IT_RC(rl_lockset_release(set), RL_OK);
+    one_slot(ic, a, calls);
+    for (i = 0; i < 4; i++) {
         redisFree(rc[i]);
         rl_lock_free(m[i]);
     }

@@ -738,6 +738,13 @@ static void test_one_script(void **state)
     IT_EQ(it_stats(a).reentries - st.reentries, 1);
     IT_RC(rl_lockset_release(set), RL_OK);
     IT_EQ(stored_count(e->rc, "o2"), 1);
+    /* A hold of another lease: entered again with its own (ordered path),
+     * never cut short to the set's. */
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, 500), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 4);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{o2}", 7), 1000, FIXED_MS);
+    IT_RC(rl_lockset_release(set), RL_OK);
     IT_RC(rl_lock_release(m[1]), RL_OK);
 
     /* Busy, no wait: nothing written, one script, one busy answer. */

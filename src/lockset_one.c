@@ -37,11 +37,14 @@ static int lease_fits(const rl_client *c, long lease_ms)
 }
 
 /* Whether member m may be in the script, and the count the thread holds
- * of it (0: new). A new member must be free of this process's own
+ * of it (0: new). A held member must have the set's lease: the script
+ * gives every key one expiry, and a shorter one would cut a hold that
+ * believes itself valid. A new member must be free of this process's own
  * business: no local queue, no renewal in flight, no leftover of the
  * thread's (their settling would drop the field the script writes). Mutex
  * held. */
-static int member_fits(rl_client *c, rl_lock *m, rl__thread *t, int64_t now, long long *held)
+static int member_fits(rl_client *c, rl_lock *m, rl__thread *t, int64_t now, long lease_ms,
+                       long long *held)
 {
     rl__entry *e = m->entry;
     rl__hold *h;
@@ -50,7 +53,7 @@ static int member_fits(rl_client *c, rl_lock *m, rl__thread *t, int64_t now, lon
         return 0;
     if ((h = rl__lock_find(m, t)) != NULL) {
         *held = h->count;
-        return !rl__hold_is_lost(h, now);
+        return h->lease_ms == lease_ms && !rl__hold_is_lost(h, now);
     }
     *held = 0;
     return !e->q_head && !e->renewing && !rl__leftover_find(c, e, t->id) &&
@@ -71,7 +74,9 @@ static int fits(rl_client *c, rl_lock *const *m, size_t n, rl__thread *t, long l
     for (i = 0; i < n; i++) {
         if (c->mode == RL__MODE_CLUSTER && m[i]->entry->slot != m[0]->entry->slot)
             return 0;
-        if (!member_fits(c, m[i], t, now, &try->p[i].held))
+        if (!member_fits(c, m[i], t, now,
+                         lease_ms == RL_LEASE_WATCHDOG ? c->lease_ms : lease_ms,
+                         &try->p[i].held))
             return 0;
         try->forced[i] = m[i]->entry->forced;
     }

@@ -4,7 +4,8 @@
  * notice says how many), and yet are let in at once when enough came back,
  * and by a force-release; a name held as a plain lock and as a semaphore by
  * turns (neither lets the other in, nor deletes its holds; the read-write
- * lock refuses the hash); another N once every hold ran out; a leftover
+ * lock refuses the hash); another N once every hold ran out; a shutdown
+ * while holding wakes another client's waiter at once; a leftover
  * dropped whole by the keeper; a cut-off holder past its deadline, whose
  * fields another's hold drops and whose renewal brings nothing back. Each
  * test starts its own redis-server.
@@ -469,6 +470,37 @@ static void test_shutdown_mid_wait(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* A client shut down while one of its threads holds all 3 permits and
+ * another client's thread waits for 2: the shutdown gives them back with
+ * a notice that says 3, so the waiter is let in at once, not at the
+ * holder's deadline; the holder's flag is up until reported. */
+static void test_shutdown_while_holding(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 10000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "sh", 3), *lb = sem(b, "sh", 3);
+    kthread waiting;
+    int64_t t0;
+
+    IT_RC(rl_semaphore_acquire(la, 3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 2, 8000);
+    IT_WAIT(it_stats(b).waiters == 1 && rt_redis_numsub(e->rc, "rl:{sh}:release", 15) == 1,
+            5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 1000);
+    IT_EQ(rl_lock_interrupted(la), 1);
+    IT_EQ(rl_interrupted(), 1);
+    IT_EQ(rl_lock_interrupted(la), 0);
+    IT_RC(rl_lock_release(la), RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "sh"), 4);
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "sh"), 0);
+    FREE_PAIR(la, lb, a, b);
+}
+
 /* The server restarted empty under a holder of both permits and a waiter
  * for both: the waiter gets in without waiting out its deadline, the
  * holder is flagged, and its release (RL_ELOST) leaves the waiter's
@@ -725,6 +757,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_permits, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_script_flush, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_while_holding, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_busy_reply_and_killed_subscription, it_setup,
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_wait_replicas_undone, it_setup, it_teardown),

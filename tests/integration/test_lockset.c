@@ -5,9 +5,10 @@
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
  * fails, bad input; the review's intersections (processes in opposite
- * orders, the local queue within the deadline, a semaphore member, a fair
- * member's place, two sets of a thread, a client freed mid-set, fork,
- * handles freed before the set, fencing, lock-delay, replicas, a lost
+ * orders, the local queue within the deadline, a semaphore member, one
+ * force-released while held, a fair member's place, two sets of a thread,
+ * a client freed mid-set, fork, handles freed before the set, fencing,
+ * lock-delay, replicas, a lost
  * give-back reply); a 3-master Cluster across slots and with a migrating
  * slot, and Redlock with a node stopped. Each
  * single-server test starts its own redis-server.

@@ -490,7 +490,7 @@ static void test_shutdown_while_holding(void **state)
     IT_RC(rl_client_shutdown(a), RL_OK);
     IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
     IT_RC(waiting.rc, RL_OK);
-    IT_RANGE(waiting.returned_ms - t0, 0, 1000);
+    IT_RANGE(waiting.returned_ms - t0, 0, 3000);       /* not the 10 s lease */
     IT_EQ(rl_lock_interrupted(la), 1);
     IT_EQ(rl_interrupted(), 1);
     IT_EQ(rl_lock_interrupted(la), 0);

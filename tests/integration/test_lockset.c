@@ -5,13 +5,14 @@
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
  * fails, bad input; the review's intersections (processes in opposite
- * orders, the local queue within the deadline, a semaphore member, a fair
- * member's place, two sets of a thread, a client freed mid-set, fork,
- * handles freed before the set, fencing, lock-delay, replicas, a lost
- * give-back reply); the one script of a set on one server and slot (its
- * cost, a reentry, a busy member with and without a wait, a lost reply);
- * a 3-master Cluster across slots (ordered) and in one slot (one script)
- * and with a migrating slot, and Redlock with a node stopped. Each
+ * orders, the local queue within the deadline, a semaphore member, one
+ * force-released while held, a fair member's place, two sets of a thread,
+ * a client freed mid-set, fork, handles freed before the set, fencing,
+ * lock-delay, replicas, a lost give-back reply); the one script of a set
+ * on one server and slot (its cost, a reentry, a busy member with and
+ * without a wait, a lost reply); a 3-master Cluster across slots
+ * (ordered) and in one slot (one script) and with a migrating slot, and
+ * Redlock with a node stopped. Each
  * single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
@@ -917,6 +918,41 @@ static void test_semaphore_member(void **state)
     rl_client_free(a);
 }
 
+/* A set of a semaphore and a plain lock, the semaphore force-released by
+ * another client while held: the set's flag rises (the plain member's
+ * does not); its release gives back both, says RL_ELOST and names the
+ * semaphore; nothing is left in Redis, and the other client takes both
+ * permits. */
+static void test_semaphore_member_lost(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { NULL, it_lock(a, "lp") }, *force = NULL;
+    rl_lockset *set;
+
+    IT_RC(rl_semaphore_new(&m[0], a, "ls", 2, 2), RL_OK);
+    IT_RC(rl_semaphore_new(&force, b, "ls", 2, 2), RL_OK);
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lock_force_release(force), RL_OK);
+    IT_WAIT(rl_lockset_interrupted(set) == 1, 3000);
+    IT_EQ(rl_lock_interrupted(m[1]), 0);
+    IT_RC(rl_lockset_release(set), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'ls'"));
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_EQ(hlen(e->rc, "ls") + hlen(e->rc, "lp"), 0);
+    IT_RC(rl_semaphore_acquire(force, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(force), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(force);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
 /* Keys of a fair name's queue in Redis (0: none). */
 static long long queue_keys(redisContext *rc, const char *name)
 {
@@ -1345,6 +1381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_script_lost_reply, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_member_lost, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fair_gives_up, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_two_sets, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_free_while_waiting, it_setup, it_teardown),

@@ -18,6 +18,7 @@ local lease, bad = lease_arg(ARGV[1], 1)
 if not lease then return bad end
 --@include "lib/sem_fields.lua"
 
+tick()
 local out = {}
 for i = 1, #KEYS do
   local k, f = KEYS[i], ARGV[i + 1]

@@ -54,7 +54,8 @@ local n, found = released(v, tonumber(ARGV[2]))
 if not n then return {-2, found} end
 if n > 0 then
   if lease > 0 then
-    redis.call('hset', k, f, n .. suffix(v), dl(f), num(math.max(d or 0, tick() + lease)))
+    local x = tick() + lease
+    redis.call('hset', k, f, n .. suffix(v), dl(f), num(math.max(deadline(k, d), x)))
     keep(k, lease)
   else
     redis.call('hset', k, f, n .. suffix(v))

@@ -25,7 +25,8 @@ for i = 1, #KEYS do
   local r = redis.pcall('hmget', k, f, dl(f))
   local d = type(r) == 'table' and tonumber(r[2])
   if type(r) == 'table' and r[1] and not (d and d <= now) then
-    if not d or d < now + lease then redis.call('hset', k, dl(f), num(now + lease)) end
+    local x = math.max(deadline(k, d), now + lease)
+    if x ~= d then redis.call('hset', k, dl(f), num(x)) end
     keep(k, lease)
     out[i] = '1'
   else

@@ -1340,11 +1340,12 @@ static void test_sem_count_and_dead_holds(void **state)
  * permit: the key's expiry is its deadline. Another's new hold writes it
  * that deadline before moving the key's expiry out, so a holder that dies
  * keeps its permit for its own lease, not the other's; a reentry and a
- * renewal write their own. */
+ * renewal with a shorter lease write their own, the key's expiry, never
+ * less (the client's confirmed expiry only moves forward). */
 static void test_sem_first_hold_has_the_key_expiry(void **state)
 {
     env *e = *state;
-    const char *renew[3] = { KEY, "60000", OWNER };
+    const char *renew[3] = { KEY, "1000", OWNER };
     redisReply *r;
 
     flush(e);
@@ -1362,13 +1363,13 @@ static void test_sem_first_hold_has_the_key_expiry(void **state)
                                 "1"), 1, 1);
     freeReplyObject(r);
     flush(e);
-    expect_pair(r = sem_acquire(e, OWNER, "5000", "0", "3", "1"), 1, 1);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
     freeReplyObject(r);
-    expect_pair(r = sem_acquire(e, OWNER, "60000", "1", "3", "1"), 1, 2);
+    expect_pair(r = sem_acquire(e, OWNER, "1000", "1", "3", "1"), 1, 2);
     freeReplyObject(r);
     IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 59000, 60000);
     flush(e);
-    expect_pair(r = sem_acquire(e, OWNER, "5000", "0", "3", "1"), 1, 1);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
     freeReplyObject(r);
     r = run(e, RL__S_SEM_RENEW, 1, 3, renew);
     assert_string_equal(r->str, "1");

@@ -16,3 +16,4 @@
 --@include "lib/clock_lazy.lua"
 
 --@include "lib/hold_deadline.lua"
+--@include "lib/hold_undated.lua"

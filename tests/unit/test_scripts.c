@@ -1453,6 +1453,48 @@ static void test_sem_count_and_dead_holds(void **state)
     assert_int_equal(exists(e), 0);
 }
 
+/* The first hold on a free name has no deadline field, nor "~k:" for one
+ * permit: the key's expiry is its deadline. Another's new hold writes it
+ * that deadline before moving the key's expiry out, so a holder that dies
+ * keeps its permit for its own lease, not the other's; a reentry and a
+ * renewal with a shorter lease write their own, the key's expiry, never
+ * less (the client's confirmed expiry only moves forward). */
+static void test_sem_first_hold_has_the_key_expiry(void **state)
+{
+    env *e = *state;
+    const char *renew[3] = { KEY, "1000", OWNER };
+    redisReply *r;
+
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "5000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 2);                                 /* the hold, "~N" */
+    IT_ASSERT_RANGE(pttl(e), 1, 5000);
+    expect_pair(r = sem_acquire(e, OTHER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 1, 5000);   /* not 60 s */
+    IT_ASSERT_RANGE(pttl(e), 59000, 60000);
+    /* Its deadline passes (set back by hand): its permit is free. */
+    freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OWNER));
+    expect_pair(r = sem_acquire(e, "00000000-0000-4000-8000-000000000003:1", "60000", "0", "3",
+                                "1"), 1, 1);
+    freeReplyObject(r);
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    expect_pair(r = sem_acquire(e, OWNER, "1000", "1", "3", "1"), 1, 2);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 59000, 60000);
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    r = run(e, RL__S_SEM_RENEW, 1, 3, renew);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 59000, 60000);
+    IT_ASSERT_RANGE(pttl(e), 59000, 60000);
+}
+
 /* The semaphore's releases (the last, a drop, a dead hold's) and renewal
  * run whole on a migrating source. */
 static void test_sem_scripts_whole_on_a_migrating_source(void **state)
@@ -1570,6 +1612,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_acquire_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_bad_arguments_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_count_and_dead_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_first_hold_has_the_key_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_scripts_whole_on_a_migrating_source, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_plain_and_rw_scripts_whole_on_a_migrating_source,

@@ -465,6 +465,24 @@ RL_EXTERN int rl_semaphore_new(rl_lock **out, rl_client *client,
 RL_EXTERN int rl_semaphore_acquire(rl_lock *sem, unsigned k, long wait_ms, long lease_ms);
 
 /**
+ * The permit slots of the calling thread's hold of the semaphore, with a
+ * client made with rl_options.fencing: into slots[0..*n-1] (*n is k, the
+ * permits held), numbers 0..N-1. A hold with fencing takes k slots (the
+ * lowest that no live hold has) and one fencing token (rl_lock_token(),
+ * strictly rising across all holds of the name), so every later holder
+ * of a slot has a larger token: a resource keeps the largest token it
+ * accepted per slot and refuses a lower one for that slot. Slots of live
+ * holds never overlap; a reentry keeps them. With fencing a hold takes at
+ * most 16 permits (rl_semaphore_acquire(): RL_EINVAL beyond). No I/O.
+ * Returns RL_OK; RL_ENOTOWNER (the thread does not hold it); RL_ENOTSUP
+ * (no fencing); RL_EPROTO (the hold's value in Redis carries no slots);
+ * RL_EINVAL (NULL, not a semaphore's handle, or cap < k: then *n is k and
+ * nothing is copied); RL_ECANCELED (a client shut down). Owner thread.
+ */
+RL_EXTERN int rl_semaphore_slots(const rl_lock *sem, unsigned *slots, unsigned cap,
+                                 unsigned *n);
+
+/**
  * Free a handle. Holds taken through it stay held: they belong to threads,
  * not to handles, and another handle on the same name can release them.
  * Must not race with other calls on the same handle. Accepts NULL.

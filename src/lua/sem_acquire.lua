@@ -8,8 +8,11 @@
 -- ARGV[4]  since
 -- ARGV[5]  N, the permit count the caller opened the name with
 -- ARGV[6]  k, the permits a new hold takes (1..N)
+-- KEYS[2]  the fence key, declared only by a client with fencing on a new
+--          hold (lib/sem_slots.lua): the hold takes a token and k slots
 --
--- Reply, as acquire.lua's: {1, count} taken; {0, wait_ms, short} not
+-- Reply, as acquire.lua's: {1, count} taken (a fenced new hold: {1, 1,
+-- token, slot...}); {0, wait_ms, short} not
 -- taken for want of permits, short of them (1 or more: a waiter sleeps
 -- through release notices that give back fewer), wait_ms the first live
 -- deadline; {0, wait_ms} not taken, the key's PTTL, when another kind of
@@ -36,6 +39,7 @@ if not size or size ~= math.floor(size) or size < 1 or size > 2147483647 or
 end
 --@include "lib/sem_look.lua"
 --@include "lib/hold_reenter.lua"
+--@include "lib/sem_slots.lua"
 
 local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
 if held > 0 then return reenter(k, f, held) end
@@ -55,8 +59,14 @@ if s.used + want > size then
 end
 -- Ours already (an acquire reported failed but applied late) is taken
 -- afresh: its permits were left out of s.used.
-redis.call('hset', k, f, '1 ' .. ARGV[4], dl(f), num(now + lease), pk(f), num(want),
+local fenced, tail = nil, ''
+if KEYS[2] then
+  fenced, tail = fence_hold(KEYS[2], s.all, f, want, size)
+  if not fenced then return tail end
+end
+redis.call('hset', k, f, '1 ' .. ARGV[4] .. tail, dl(f), num(now + lease), pk(f), num(want),
            '~N', num(size))
 keep(k, lease)
 if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
+if fenced then return {1, 1, fenced[1], unpack(fenced[2])} end
 return {1, 1}

@@ -17,39 +17,41 @@ local function slots_of(v)
   return string.match(v, '^%d+ %d+ %d+ ([%d,]+)$')
 end
 
--- The lowest `want` slots of 0..size-1 that no live hold (but `mine`)
--- of the hash read whole (all: field -> value) occupies, as a list.
-local function free_slots(all, mine, want, size)
+-- The lowest m slots of 0..n-1 that no live hold (but `mine`) of the
+-- hash read whole (all: field -> value) occupies, as a list.
+local function free_slots(all, mine, m, n)
   local used, out = {}, {}
   for g, v in pairs(all) do
-    local x = tonumber(all[dl(g)])
-    if string.sub(g, 1, 1) ~= '~' and g ~= mine and not (x and x <= now) then
+    local d = tonumber(all[dl(g)])
+    if string.sub(g, 1, 1) ~= '~' and g ~= mine and not (d and d <= now) then
       local s = slots_of(v)
-      if s then for n in string.gmatch(s, '%d+') do used[tonumber(n)] = true end end
+      if s then for x in string.gmatch(s, '%d+') do used[tonumber(x)] = true end end
     end
   end
   local i = 0
-  while #out < want and i < size do
+  while #out < m and i < n do
     if not used[i] then out[#out + 1] = i end
     i = i + 1
   end
   return out
 end
 
--- A new hold's token from the fence key fk and its slots, and the suffix
--- of its value (" <token> <slots>"); nil and an error reply when the
--- counter is past 2^53 (Lua's numbers are doubles: tokens would stop
--- rising).
-local function fence_hold(fk, all, mine, want, size)
-  if want > @RL__SEM_SLOTS_MAX@ then
-    return nil, redis.error_reply('ERR rlock: a fenced hold takes @RL__SEM_SLOTS_MAX@ permits at most')
+-- A new hold's token from the fence key fk and its m slots of 0..n-1,
+-- and the suffix of its value (" <token> <slots>"); nil and an error
+-- reply, nothing written, for more than RL__SEM_SLOTS_MAX permits, and
+-- when the counter is past 2^53 (Lua's numbers are doubles: tokens would
+-- stop rising).
+local function fence_hold(fk, all, mine, m, n)
+  if m > @RL__SEM_SLOTS_MAX@ then
+    return nil, redis.error_reply('ERR rlock: a fenced hold takes at most ' ..
+                                  '@RL__SEM_SLOTS_MAX@ permits')
   end
   local token = redis.call('incr', fk)
   if token >= 9007199254740992 then
     return nil, redis.error_reply('ERR rlock: fencing counter past 2^53')
   end
-  local slots = free_slots(all, mine, want, size)
+  local slots = free_slots(all, mine, m, n)
   local text = {}
-  for i, n in ipairs(slots) do text[i] = num(n) end
+  for i, x in ipairs(slots) do text[i] = num(x) end
   return {token, slots}, ' ' .. num(token) .. ' ' .. table.concat(text, ',')
 end

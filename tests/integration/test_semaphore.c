@@ -786,6 +786,20 @@ static int child_fenced(const char *url, int port)
     return 0;
 }
 
+/* The child of test_fenced_stopped_holder while it runs: a failed check
+ * leaves it stopped, and the teardown kills it. */
+static pid_t fstop_child = -1;
+
+static int fstop_teardown(void **state)
+{
+    if (fstop_child > 0) {
+        kill(fstop_child, SIGKILL);
+        rt_child_wait(fstop_child, 5000);
+        fstop_child = -1;
+    }
+    return it_teardown(state);
+}
+
 /*
  * A fenced holder of 1 permit of 2 SIGSTOPped past its lease beside a live
  * holder of the other: a new holder gets its slot with a larger token and
@@ -807,7 +821,7 @@ static void test_fenced_stopped_holder(void **state)
 
     snprintf(port, sizeof port, "%d", e->redis->port);
     IT_RC(rl_semaphore_acquire(live, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
-    pid = rt_spawn_self(argv, NULL, 0, 60);
+    pid = fstop_child = rt_spawn_self(argv, NULL, 0, 60);
     assert_true(pid > 0);
     IT_WAIT((r = redisCommand(e->rc, "GET fc:ready")) &&
                 (r->type != REDIS_REPLY_STRING ? (freeReplyObject(r), 0)
@@ -823,6 +837,7 @@ static void test_fenced_stopped_holder(void **state)
     IT_EQ(resource_write(e->rc, slot, tok, "fresh"), 1);
     freeReplyObject(redisCommand(e->rc, "SET fc:go 1"));
     assert_int_equal(kill(pid, SIGCONT), 0);
+    fstop_child = -1;
     IT_EQ(rt_child_wait(pid, 10000), 0);
     r = redisCommand(e->rc, "HGET fres v%u", slot);
     assert_true(r && r->type == REDIS_REPLY_STRING);
@@ -1029,7 +1044,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_refused, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fenced_slots, it_setup, it_teardown),
-        cmocka_unit_test_setup_teardown(test_fenced_stopped_holder, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_stopped_holder, it_setup, fstop_teardown),
         cmocka_unit_test_setup_teardown(test_fenced_lost_reply, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fenced_statuses, it_setup, it_teardown),
         cmocka_unit_test(test_sentinel),

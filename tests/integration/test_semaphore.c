@@ -3,8 +3,10 @@
  * permits held across threads and clients, k permits a hold, reentry,
  * another N and k > N refused, waiting woken by a release and bounded by
  * its deadline, a SIGKILLed and a SIGSTOPped holder's permits back within
- * their lease, lost replies, fork, Redlock refused, Sentinel and Cluster.
- * Each single-server test starts its own redis-server.
+ * their lease, lost replies, fork, Redlock refused, Sentinel and Cluster;
+ * fencing tokens per permit (slots never shared by live holds, each
+ * slot's token rising, a stopped holder's late write refused, lost
+ * replies read back). Each single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
 #include "it_common.h"
@@ -1000,7 +1002,8 @@ static void test_sentinel(void **state)
     rt_sentinel_stop(dep);
 }
 
-/* Cluster: the name's one key on the master of its slot. */
+/* Cluster: the name's one key on the master of its slot (with fencing,
+ * its fence key beside it). */
 static void test_cluster(void **state)
 {
     it_cluster *ic = *state;
@@ -1009,8 +1012,11 @@ static void test_cluster(void **state)
     int m = rt_cluster_master_of(ic->cl, rt_cluster_keyslot(ic->cl, key, kl));
     redisContext *rc;
     rl_options o;
-    rl_client *c, *d;
+    rl_client *c, *d, *f;
     rl_lock *l;
+    redisReply *r;
+    unsigned long long tok;
+    unsigned slots[2], n;
 
     assert_true(m >= 0);
     rc = rt_cluster_connect(ic->cl, m);
@@ -1024,6 +1030,21 @@ static void test_cluster(void **state)
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(key_exists(rc, "cs"), 0);
     rl_lock_free(l);
+    /* With fencing: the fence key on the same master as the hash. */
+    o.fencing = 1;
+    f = it_client_opts(&o);
+    l = sem(f, "cs", 2);
+    IT_RC(rl_semaphore_acquire(l, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_slots(l, slots, 2, &n), RL_OK);
+    IT_EQ(slots[0] == 0 && slots[1] == 1, 1);
+    IT_RC(rl_lock_token(&tok, l), RL_OK);
+    r = redisCommand(rc, "GET rl:{cs}:fence");
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    IT_EQ(strtoull(r->str, NULL, 10), tok);
+    freeReplyObject(r);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(f);
     share_and_wait(c, d, "cs");
     rl_client_free(c);
     redisFree(rc);

@@ -39,7 +39,6 @@ if not size or size ~= math.floor(size) or size < 1 or size > 2147483647 or
 end
 --@include "lib/sem_look.lua"
 --@include "lib/hold_reenter.lua"
---@include "lib/sem_slots.lua"
 
 local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
 if held > 0 then return reenter(k, f, held) end
@@ -61,6 +60,9 @@ end
 -- afresh: its permits were left out of s.used.
 local fenced, tail = nil, ''
 if KEYS[2] then
+  -- Fencing per permit: its functions made only here, so that an
+  -- unfenced hold pays for none of them.
+--@include "lib/sem_slots.lua"
   fenced, tail = fence_hold(KEYS[2], s.all, f, want, size)
   if not fenced then return tail end
 end

@@ -70,7 +70,7 @@ noreader) inject src/lua/rw_acquire.lua 2 "s|^\\( *\\)if latest then wait = late
 wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|";;
 stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
 semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.used + want > size + 1 then|";;
-sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if held then for x in|      if held and false then for x in|";;
+sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if taken then for x in|      if taken and false then for x in|";;
 nogiveback) inject src/lockset.c 1 "s|^    while (taken-- > 0)$|    while (taken-- > 1)|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

@@ -24,8 +24,8 @@ local function free_slots(all, mine, m, n)
   for g, v in pairs(all) do
     local d = tonumber(all[dl(g)])
     if string.sub(g, 1, 1) ~= '~' and g ~= mine and not (d and d <= now) then
-      local held = slots_of(v)
-      if held then for x in string.gmatch(held, '%d+') do used[tonumber(x)] = true end end
+      local taken = slots_of(v)
+      if taken then for x in string.gmatch(taken, '%d+') do used[tonumber(x)] = true end end
     end
   end
   local i = 0

@@ -426,7 +426,8 @@ int rl__acquire_new(rl__op *o, rl__thread *t, long wait_ms, long lease_ms, int d
     a.wait_ms = wait_ms;
     a.watchdog = lease_ms == RL_LEASE_WATCHDOG;
     a.lease = a.watchdog ? c->lease_ms : lease_ms;
-    a.direct = direct;
+    /* A set's one script took it already (lockset_one.c): no local queue. */
+    a.direct = direct || (t->preset && t->preset->entry == o->e);
     a.start = rl__now_ms();
     a.deadline = wait_ms == RL_WAIT_FOREVER ? -1 : a.start + wait_ms;
     if (rl__cond_init(&a.w.cond) != 0)

@@ -52,7 +52,9 @@ int rl__conn_load_scripts(rl_client *c, rl__conn *conn)
     return RL_OK;
 }
 
-#define RL__MAX_ARGS 10
+/* The most arguments a script is sent: a set's one script (lockset_one.c)
+ * has two per member and four more. */
+#define RL__MAX_ARGS (2 * RL_LOCKSET_MAX + 4)
 
 /* Mark the connection dead: its replies can no longer be matched. */
 static int broken(rl__conn *conn, int status, const char *what)
@@ -190,21 +192,21 @@ static int fast_call(rl__conn *conn, int argc, const char **argv, const size_t *
     return read_step(conn, out, 0) == 1 ? RL_OK : rl__err(RL_ECONN, "%s", rl__conn_error(conn));
 }
 
-/* argv for EVALSHA of script: argv must have room for 3 + nargs. */
+/* argv for EVALSHA of script: argv must have room for 3 + nargs, nk for
+ * 4 bytes. */
 static int script_argv(rl_client *c, int script, int nkeys, int nargs, const char **args,
                        const size_t *lens, const char **argv, size_t *alens, char *nk)
 {
     int i;
 
-    if (nargs > RL__MAX_ARGS || nkeys > 9)
+    if (nargs > RL__MAX_ARGS || nkeys > RL_LOCKSET_MAX)
         return rl__err(RL_EINVAL, "too many script arguments");
-    nk[0] = (char)('0' + nkeys);
     argv[0] = "EVALSHA";
     alens[0] = 7;
     argv[1] = c->sha[script];
     alens[1] = 40;
     argv[2] = nk;
-    alens[2] = 1;
+    alens[2] = rl__fmt_ll(nk, nkeys);
     for (i = 0; i < nargs; i++) {
         argv[3 + i] = args[i];
         alens[3 + i] = lens[i];
@@ -217,7 +219,7 @@ int rl__conn_script_fast(rl_client *c, rl__conn *conn, int script, rl__resp *out
 {
     const char *argv[3 + RL__MAX_ARGS];
     size_t alens[3 + RL__MAX_ARGS];
-    char nk[2];
+    char nk[4];
     int rc, attempt;
 
     if ((rc = script_argv(c, script, nkeys, nargs, args, lens, argv, alens, nk)) != RL_OK)
@@ -241,7 +243,7 @@ int rl__conn_script_send(rl_client *c, rl__conn *conn, const rl__fence *kill, in
 {
     const char *argv[3 + RL__MAX_ARGS];
     size_t alens[3 + RL__MAX_ARGS], len = 0;
-    char nk[2], idbuf[24];
+    char nk[4], idbuf[24];
     int rc;
 
     if ((rc = script_argv(c, script, nkeys, nargs, args, lens, argv, alens, nk)) != RL_OK)

@@ -14,7 +14,10 @@
 #include "client.h"
 #include "error.h"
 #include "lock.h"
+#include "lockset.h"
 #include "rwlock.h"
+#include "stats.h"
+#include "thread.h"
 #include "util.h"
 
 struct rl_lockset {
@@ -175,6 +178,89 @@ static int fail(rl_lockset *set, size_t i, size_t taken, int rc)
     return rl__err(rc, "%s", why);
 }
 
+/* A member lost while the others were taken: the set is not held whole. */
+static int lost_member(rl_lockset *set)
+{
+    size_t i;
+
+    for (i = 0; i < set->n; i++)
+        if (rl_lock_interrupted(set->members[i]) == 1)
+            return fail(set, i, set->n, rl__err(RL_ELOST, "its lease was lost while the set's "
+                                                "other members were taken"));
+    return RL_OK;
+}
+
+/*
+ * The one script took every member (lockset_one.c): each member's own
+ * acquisition now finds its outcome ready and makes the hold. Every
+ * member's is used, even after one fails (a lost hold found on reentry, a
+ * shutdown), so that none is left written and unknown; then the members
+ * taken are given back, in reverse order.
+ */
+static int take_tried(rl_lockset *set, rl__set_try *try, long wait_ms, long lease_ms,
+                      int64_t deadline)
+{
+    rl__thread *t = rl__thread_self();
+    unsigned char taken[RL_LOCKSET_MAX];
+    char why[600];
+    size_t i;
+    int rc, first = RL_OK;
+
+    for (i = 0; i < set->n; i++) {
+        t->preset = &try->p[i];
+        rc = rl_lock_try_acquire(set->members[i], first == RL_OK ? wait_left(wait_ms, deadline) : 0,
+                                 lease_ms);
+        t->preset = NULL;
+        rl__lockset_settle(set->members[i], t, try, i, rc);
+        taken[i] = rc == RL_OK;
+        if (rc != RL_OK && first == RL_OK) {
+            first = member_failed(set, i, rc);
+            snprintf(why, sizeof why, "%s", rl_last_error());
+        }
+    }
+    if (first == RL_OK)
+        return lost_member(set);
+    for (i = set->n; i-- > 0;)
+        if (taken[i])
+            rl__lock_give_back(set->members[i]);
+    return rl__err(first, "%s", why);
+}
+
+/* The one script's try, when the set may have one: RL_OK or the set's
+ * failure when it decided; 1 when the ordered path is to take the set. */
+static int try_one(rl_lockset *set, long wait_ms, long lease_ms, int64_t deadline)
+{
+    rl_client *c = set->members[0]->client;
+    rl__set_try *try;
+    int rc = 1;
+
+    if (set->n < 2 || rl__call_begin(c) != RL_OK)
+        return 1;
+    if (!(try = malloc(sizeof *try))) {
+        rl__call_end(c);
+        return 1;
+    }
+    switch (rl__lockset_one(set->members, set->n, rl__thread_self(), lease_ms,
+                            wait_ms == RL_WAIT_FOREVER ? -1 : deadline, try)) {
+    case RL__ONE_TAKEN:
+        rc = take_tried(set, try, wait_ms, lease_ms, deadline);
+        break;
+    case RL__ONE_BUSY:
+        /* Nothing written. With time left, the ordered path waits member by
+         * member, holding what it took (no starving behind single names). */
+        if (wait_ms == 0) {
+            RL__STAT_INC(c, busy);
+            rc = member_failed(set, try->busy, rl__err(RL_EBUSY, "held by another owner"));
+        }
+        break;
+    default:
+        break;
+    }
+    free(try);
+    rl__call_end(c);
+    return rc;
+}
+
 int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
 {
     int64_t deadline;
@@ -188,6 +274,8 @@ int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
     if ((wait_ms < 0 && wait_ms != RL_WAIT_FOREVER) || wait_ms > RL_TIME_MAX_MS)
         return rl__err(RL_EINVAL, "wait_ms must be 0..%ld or RL_WAIT_FOREVER", RL_TIME_MAX_MS);
     deadline = rl__now_ms() + (wait_ms > 0 ? wait_ms : 0);
+    if ((rc = try_one(set, wait_ms, lease_ms, deadline)) != 1)
+        return rc;
     for (i = 0; i < set->n; i++) {
         wait = wait_left(wait_ms, deadline);
         rc = rl_lock_try_acquire(set->members[i], wait, lease_ms);
@@ -201,11 +289,7 @@ int rl_lockset_try_acquire(rl_lockset *set, long wait_ms, long lease_ms)
     /* A member taken early may have lost its lease while later ones were
      * waited for (a fixed lease shorter than the wait, an outage): the set
      * is not held whole, and another owner may hold that member now. */
-    for (i = 0; i < set->n; i++)
-        if (rl_lock_interrupted(set->members[i]) == 1)
-            return fail(set, i, set->n, rl__err(RL_ELOST, "its lease was lost while the set's "
-                                                "other members were taken"));
-    return RL_OK;
+    return lost_member(set);
 }
 
 int rl_lockset_acquire(rl_lockset *set)

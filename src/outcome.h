@@ -29,6 +29,19 @@ typedef struct rl__op {
 } rl__op;
 
 void rl__op_init(rl__op *o, rl_client *c, rl__entry *e, rl__thread *t);
+
+/* The outcome of an acquire already made for the calling thread by a set's
+ * one script (lockset_one.c), which its rl__change() of (entry, held)
+ * returns instead of sending one; then `entry` is set to NULL (used). */
+typedef struct rl__preset {
+    const rl__entry *entry;
+    long long held;
+    int rc;                         /* what rl__change() returns */
+    rl__result res;
+    const rl__fence *unresolved;    /* rc RL_ECONN: the outcome unknown (NULL: none) */
+    int64_t sent;
+} rl__preset;
+
 /* What the count read back after a lost reply says of a change (acquire or
  * release script) made by a hold of `held`: RL__RETRY (not applied), or
  * RL_OK with *res DONE (applied), NOTOWNER (our field is gone) or MISMATCH.
@@ -40,6 +53,11 @@ int rl__outcome(int script, long long held, long long count, rl__result *res);
  * before anything else. */
 int rl__change(rl__op *o, int script, long long held, long lease_ms, int64_t *sent_ms,
                rl__result *res, rl__fence *unresolved, int *read_back);
+/* After the lost reply of a set's script sent on `dead` (fenced off
+ * first when dead->id > 0): what the acquire of o's hold counted `held`
+ * came to, as rl__change() says it (RL__RETRY: not applied). */
+int rl__read_back(rl__op *o, long long held, long lease_ms, rl__fence *dead, rl__result *res,
+                  rl__fence *unresolved);
 /* Send one script call (args: the nkeys keys, then the ARGV) to the name's
  * server, following redirects. *conn is left set when the command was sent
  * (its reply, in *resp, is the caller's to judge; give conn back); NULL

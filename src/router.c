@@ -450,13 +450,12 @@ rl__server *rl__router_redirect(rl_client *c, const rl__redirect *red, const rl_
 
 /* The servers are in motion: pause (doubling), have the map asked for
  * again, and RL__RETRY; RL_ECONN (nothing ran) once the pause would pass
- * rt's deadline. A route with within_ms (the keeper's, which serves every
+ * rt's deadline, RL_ECANCELED (nothing ran) once the client is shutting
+ * down. A route with within_ms (the keeper's, which serves every
  * server) does not wait for one slot to settle: RL_EREDIS, and it tries
  * again on a later round. */
 static int settle(rl_client *c, rl__route *rt, const char *msg, size_t len)
 {
-    int64_t now = rl__now_ms();
-
     rt->backoff = rl__backoff_ms(rt->backoff, RL__BUSY_FIRST_MS, RL__BUSY_MAX_MS);
     if (rt->within_ms > 0) {
         /* Not RL_ECONN: the keeper goes on to other servers' leftovers. */
@@ -464,10 +463,16 @@ static int settle(rl_client *c, rl__route *rt, const char *msg, size_t len)
         return rl__err(RL_EREDIS, "the cluster is in motion (tried again later): %.*s",
                        (int)(len > 200 ? 200 : len), msg);
     }
-    if (now + rt->backoff > rt->deadline)
+    if (rl__now_ms() + rt->backoff > rt->deadline)
         return rl__err(RL_ECONN, "the cluster did not settle in time: %.*s",
                        (int)(len > 200 ? 200 : len), msg);
-    pause_ms(rt->backoff);
+    /* A shutdown waits for calls in flight: it ends this wait at the next
+     * pause (at most RL__BUSY_MAX_MS), not at the call's deadline. Nothing
+     * ran, as for RL_ECONN. */
+    if (!atomic_load(&c->closing))
+        pause_ms(rt->backoff);
+    if (atomic_load(&c->closing))
+        return rl__err(RL_ECANCELED, "the client is shutting down");
     rl__map_suspect(c);
     return RL__RETRY;
 }

@@ -25,4 +25,5 @@ const char *const rl__script_src[RL__S_COUNT] = {
     [RL__S_SEM_ACQUIRE] = sem_acquire_src,
     [RL__S_SEM_RELEASE] = sem_release_src,
     [RL__S_SEM_RENEW] = sem_renew_src,
+    [RL__S_SET_ACQUIRE] = set_acquire_src,
 };

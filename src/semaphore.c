@@ -12,8 +12,9 @@
  *   "~d:<hold's field>" its deadline (Redis TIME, ms): each hold has its
  *                       own lease, since holders share the key, and a hold
  *                       past its deadline is gone for every script, its
- *                       permits free again, whoever calls
- *   "~k:<hold's field>" the permits it holds
+ *                       permits free again, whoever calls. None: the key's
+ *                       expiry is the deadline (below)
+ *   "~k:<hold's field>" the permits it holds (none: 1)
  *   "~N"                the permit count the holds were taken with
  *
  * The key's PEXPIRE is kept at least as long as the latest deadline and
@@ -27,6 +28,12 @@
  * drops the dead ones it finds; live holds are N at most, so that read is
  * bounded by the name's permit count (plus the dead holds dropped), and no
  * sweep is needed. Reentry, release and renewal touch their own fields.
+ * The uncontended case costs what a plain lock's does: a new hold on a
+ * free name (no key) writes the hold and "~N" ("~k:" for more than one
+ * permit) and the key's PEXPIRE, with no read and no clock, and its
+ * deadline is the key's expiry while it is alone; every script that moves
+ * the expiry writes it a "~d:" first (another's new hold: the key's PTTL),
+ * and the release of such a hold asks no clock either and DELs the key.
  * The watchdog renews a hold's deadline in the same batched per-node round
  * as the other kinds' (sem_renew.lua, chosen by the name's family);
  * replies, the count read back after a lost reply (HGET of the field, whose

@@ -13,6 +13,9 @@ typedef struct rl__thread {
     uint64_t id;            /* per-process counter, 0 until first use */
     rl__hold *holds;        /* this thread's holds, through any client */
     int orphan_lost;        /* a hold of a freed client was let go: report it */
+    /* A set's one script already made the change rl__change() is about to
+     * send (outcome.h): its outcome, used once instead. NULL: none. */
+    struct rl__preset *preset;
     /* The owner field for the last client used, formatted once. */
     const rl_client *owner_of;
     size_t owner_len;

@@ -41,6 +41,20 @@ end
 --@include "lib/hold_reenter.lua"
 
 local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
+if held == 0 and not KEYS[2] and redis.call('exists', k) == 0 then
+  -- A free name: the hold alone in a new key, the key's expiry its
+  -- deadline (lib/sem_fields.lua), "~k:" only for more than one permit.
+  -- No clock, no look: the uncontended case costs what a lock's does.
+  -- (A fenced hold takes the path below: a token and its slots.)
+  if want > 1 then
+    redis.call('hset', k, f, '1 ' .. ARGV[4], '~N', num(size), pk(f), num(want))
+  else
+    redis.call('hset', k, f, '1 ' .. ARGV[4], '~N', num(size))
+  end
+  redis.call('pexpire', k, lease)
+  return {1, 1}
+end
+tick()
 if held > 0 then return reenter(k, f, held) end
 local s = look(k, f)
 if not s then return {0, redis.call('pttl', k)} end
@@ -57,7 +71,8 @@ if s.used + want > size then
   return {0, wait, s.used + want - size}
 end
 -- Ours already (an acquire reported failed but applied late) is taken
--- afresh: its permits were left out of s.used.
+-- afresh: its permits were left out of s.used. A hold without a deadline
+-- is given the key's expiry as one before keep() moves it.
 local fenced, tail = nil, ''
 if KEYS[2] then
   -- Fencing per permit: its functions made only here, so that an
@@ -66,8 +81,12 @@ if KEYS[2] then
   fenced, tail = fence_hold(KEYS[2], s.all, f, want, size)
   if not fenced then return tail end
 end
-redis.call('hset', k, f, '1 ' .. ARGV[4] .. tail, dl(f), num(now + lease), pk(f), num(want),
-           '~N', num(size))
+local w = {f, '1 ' .. ARGV[4] .. tail, dl(f), num(now + lease), pk(f), num(want), '~N', num(size)}
+local left = #s.undated > 0 and redis.call('pttl', k) or -1
+for _, g in ipairs(left >= 0 and s.undated or {}) do
+  w[#w + 1], w[#w + 2] = dl(g), num(now + left)
+end
+redis.call('hset', k, unpack(w))
 keep(k, lease)
 if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
 if fenced then return {1, 1, fenced[1], unpack(fenced[2])} end

@@ -19,7 +19,7 @@
 -- written, for a lease out of range.
 --
 -- Never: touches the key after a command that may have deleted it (the
--- HDEL comes last); touches a key it has not declared.
+-- HDEL or DEL comes last); touches a key it has not declared.
 
 --@include "lib/lease.lua"
 --@include "lib/released.lua"
@@ -31,19 +31,22 @@ if not lease then return bad end
 --@include "lib/notice.lua"
 
 local k, f = KEYS[1], ARGV[1]
-local got = redis.call('hmget', k, f, dl(f), pk(f))
+local got = redis.call('hmget', k, f, dl(f), pk(f), '~N')
 local v, d = got[1], tonumber(got[2])
 if not v then return {-1, 0} end
--- The hold's three fields go; with them "~N" when nothing else is left,
--- and so the key.
+-- The hold's fields go; the key with them when nothing but "~N" is left.
 local function drop()
-  local gone, ours = {f, dl(f), pk(f)}, 1
+  local ours = 1
   if got[2] then ours = ours + 1 end
   if got[3] then ours = ours + 1 end
-  if redis.call('hlen', k) == ours + 1 then gone[4] = '~N' end
-  redis.call('hdel', k, unpack(gone))
+  if got[4] and redis.call('hlen', k) == ours + 1 then
+    redis.call('del', k)
+  else
+    redis.call('hdel', k, f, dl(f), pk(f))
+  end
 end
-if d and d <= now then
+-- A hold without a deadline (the key's expiry is its) asks no clock.
+if d and d <= tick() then
   drop()
   return {-1, 0}
 end
@@ -51,7 +54,8 @@ local n, found = released(v, tonumber(ARGV[2]))
 if not n then return {-2, found} end
 if n > 0 then
   if lease > 0 then
-    redis.call('hset', k, f, n .. suffix(v), dl(f), num(math.max(d or 0, now + lease)))
+    local x = tick() + lease
+    redis.call('hset', k, f, n .. suffix(v), dl(f), num(math.max(deadline(k, d), x)))
     keep(k, lease)
   else
     redis.call('hset', k, f, n .. suffix(v))

@@ -18,13 +18,15 @@ local lease, bad = lease_arg(ARGV[1], 1)
 if not lease then return bad end
 --@include "lib/sem_fields.lua"
 
+tick()
 local out = {}
 for i = 1, #KEYS do
   local k, f = KEYS[i], ARGV[i + 1]
   local r = redis.pcall('hmget', k, f, dl(f))
   local d = type(r) == 'table' and tonumber(r[2])
   if type(r) == 'table' and r[1] and not (d and d <= now) then
-    if not d or d < now + lease then redis.call('hset', k, dl(f), num(now + lease)) end
+    local x = math.max(deadline(k, d), now + lease)
+    if x ~= d then redis.call('hset', k, dl(f), num(x)) end
     keep(k, lease)
     out[i] = '1'
   else

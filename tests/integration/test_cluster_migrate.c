@@ -901,23 +901,14 @@ static void *close_circle(void *arg)
 
 /* Master A gives a name's (empty) slot to B, while B still believes A owns
  * it: each answers MOVED to the other, as two masters do for a moment in a
- * failover or a migration half seen. The library, past its redirect limit,
- * waits for the cluster to settle (pausing, asking for the slot map again)
- * within the call's time (an acquisition's wait; the command timeout for a
- * release), rather than failing at once with RL_EREDIS: once A takes the
- * slot back, the acquisition succeeds. */
-static void test_redirect_circle_waits_for_the_cluster(void **state)
+ * failover or a migration half seen. `k` is made ready to end the circle. */
+static void start_circle(it_cluster *e, const char *name, circle *k)
 {
-    it_cluster *e = *state;
-    rl_client *c = cl_client_timed(e->cl->url, 5000);
-    rl_lock *l = it_lock(c, "circle-1");
-    char key[2200], slotstr[16];
+    char key[2200];
+    static char slotstr[16];
     const char *give[5] = { "CLUSTER", "SETSLOT", slotstr, "NODE", NULL };
     size_t kl, glens[5];
-    int slot = key_of(e->cl, "circle-1", key, &kl), a, b, i, rc;
-    pthread_t th;
-    circle k;
-    int64_t t0, took;
+    int slot = key_of(e->cl, name, key, &kl), a, b, i;
 
     assert_true(slot >= 0);
     a = rt_cluster_master_of(e->cl, slot);
@@ -927,21 +918,41 @@ static void test_redirect_circle_waits_for_the_cluster(void **state)
     give[4] = e->cl->id[b];
     for (i = 0; i < 5; i++)
         glens[i] = strlen(give[i]);
-    /* The client learns the map before the circle: its first try goes to A. */
-    IT_RC(rl_lock_try_acquire(l, 0, 1000), RL_OK);
-    IT_RC(rl_lock_release(l), RL_OK);
-
-    memset(&k, 0, sizeof k);
-    k.cl = e->cl;
-    k.a = a;
-    memcpy(k.setslot, give, sizeof give);
-    k.setslot[4] = e->cl->id[a];
+    memset(k, 0, sizeof *k);
+    k->cl = e->cl;
+    k->a = a;
+    memcpy(k->setslot, give, sizeof give);
+    k->setslot[4] = e->cl->id[a];
     for (i = 0; i < 5; i++)
-        k.lens[i] = strlen(k.setslot[i]);
+        k->lens[i] = strlen(k->setslot[i]);
     IT_EQ(node_cmd(e->cl, a, 5, give, glens), 0);      /* A: "B owns it" */
     /* The circle: A sends the key to B, B back to A. */
     IT_EQ(sends_to(e->cl, a, key, kl), e->cl->node[b]->port);
     IT_EQ(sends_to(e->cl, b, key, kl), e->cl->node[a]->port);
+}
+
+/* The library, past its redirect limit, waits for the cluster to settle
+ * (pausing, asking for the slot map again) within the call's time (an
+ * acquisition's wait; the command timeout for a release), rather than
+ * failing at once with RL_EREDIS: once A takes the slot back, the
+ * acquisition succeeds. */
+static void test_redirect_circle_waits_for_the_cluster(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *c = cl_client_timed(e->cl->url, 5000);
+    rl_lock *l = it_lock(c, "circle-1");
+    char key[2200];
+    size_t kl;
+    pthread_t th;
+    circle k;
+    int64_t t0, took;
+    int rc;
+
+    key_of(e->cl, "circle-1", key, &kl);
+    /* The client learns the map before the circle: its first try goes to A. */
+    IT_RC(rl_lock_try_acquire(l, 0, 1000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    start_circle(e, "circle-1", &k);
     t0 = rt_now_ms();
     k.close_at = t0 + CIRCLE_MS;
     IT_EQ(pthread_create(&th, NULL, close_circle, &k), 0);
@@ -954,8 +965,63 @@ static void test_redirect_circle_waits_for_the_cluster(void **state)
     IT_EQ(k.rc, 0);
     IT_RC(rc, RL_OK);
     assert_true(took >= CIRCLE_MS);     /* it was sent round, not served */
-    IT_EQ(sends_to(e->cl, b, key, kl), e->cl->node[a]->port);
+    IT_EQ(sends_to(e->cl, (k.a + 1) % 3, key, kl), e->cl->node[k.a]->port);
     IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+}
+
+#define SHUT_AT_MS 300      /* into a circle of LONG_CIRCLE_MS */
+#define LONG_CIRCLE_MS 2000
+
+typedef struct circling {
+    rl_lock *l;
+    int rc;
+    int64_t done_at;
+} circling;
+
+static void *acquire_in_circle(void *arg)
+{
+    circling *w = arg;
+
+    w->rc = rl_lock_try_acquire(w->l, 10000, 1000);
+    w->done_at = rt_now_ms();
+    return NULL;
+}
+
+/* A call waiting for the cluster to settle notices a shutdown at its next
+ * pause (at most 200 ms), not at the end of its wait or command timeout:
+ * the shutdown, which waits for calls in flight, is not held up by it. */
+static void test_shutdown_ends_a_wait_for_the_cluster(void **state)
+{
+    it_cluster *e = *state;
+    rl_client *c = cl_client_timed(e->cl->url, 10000);
+    rl_lock *l = it_lock(c, "circle-2");
+    pthread_t th, closer;
+    circling w = { l, 0, 0 };
+    circle k;
+    int64_t t0, shut_at, shut_took;
+
+    IT_RC(rl_lock_try_acquire(l, 0, 1000), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    start_circle(e, "circle-2", &k);
+    t0 = rt_now_ms();
+    k.close_at = t0 + LONG_CIRCLE_MS;
+    IT_EQ(pthread_create(&closer, NULL, close_circle, &k), 0);
+    IT_EQ(pthread_create(&th, NULL, acquire_in_circle, &w), 0);
+    rt_sleep_ms(SHUT_AT_MS);            /* the fault's timing, not a wait for a condition */
+    shut_at = rt_now_ms();
+    IT_RC(rl_client_shutdown(c), RL_OK);
+    shut_took = rt_now_ms() - shut_at;
+    pthread_join(th, NULL);
+    print_message("shutdown took %lld ms; the call returned %d, %lld ms after it, "
+                  "in a circle of %d ms\n", (long long)shut_took, w.rc,
+                  (long long)(w.done_at - shut_at), LONG_CIRCLE_MS);
+    pthread_join(closer, NULL);
+    IT_EQ(k.rc, 0);
+    IT_RC(w.rc, RL_ECANCELED);
+    assert_true(w.done_at - shut_at < LONG_CIRCLE_MS - SHUT_AT_MS - 1000);
+    assert_true(shut_took < LONG_CIRCLE_MS - SHUT_AT_MS - 1000);
     rl_lock_free(l);
     rl_client_free(c);
 }
@@ -970,6 +1036,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fair_acquire_mid_migration),
         cmocka_unit_test(test_fair_hold_across_a_migration),
         cmocka_unit_test(test_redirect_circle_waits_for_the_cluster),
+        cmocka_unit_test(test_shutdown_ends_a_wait_for_the_cluster),
     };
 
     if (argc > 1)

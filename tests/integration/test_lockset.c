@@ -5,11 +5,14 @@
  * next is waited for, a shutdown during the wait, reentry and release, the
  * flag of a force-released member, a member of each kind, a give-back that
  * fails, bad input; the review's intersections (processes in opposite
- * orders, the local queue within the deadline, a semaphore member, a fair
- * member's place, two sets of a thread, a client freed mid-set, fork,
- * handles freed before the set, fencing, lock-delay, replicas, a lost
- * give-back reply); a 3-master Cluster across slots and with a migrating
- * slot, and Redlock with a node stopped. Each
+ * orders, the local queue within the deadline, a semaphore member, one
+ * force-released while held, a fair member's place, two sets of a thread,
+ * a client freed mid-set, fork, handles freed before the set, fencing,
+ * lock-delay, replicas, a lost give-back reply); the one script of a set
+ * on one server and slot (its cost, a reentry, a busy member with and
+ * without a wait, a lost reply); a 3-master Cluster across slots
+ * (ordered) and in one slot (one script) and with a migrating slot, and
+ * Redlock with a node stopped. Each
  * single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
@@ -649,7 +652,9 @@ static void test_give_back_fails(void **state)
     IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
     rt_proxy_mangle_next_reply_matching(p.proxy, "rl:{ga}:release", "-ERR injected\r\n",
                                         strlen("-ERR injected\r\n"));
-    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    /* A wait: the one script finds gb busy and takes nothing, then the
+     * ordered path takes ga and gives it back when gb's turn times out. */
+    IT_RC(rl_lockset_try_acquire(set, 1, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
     assert_non_null(strstr(rl_last_error(), "'gb'"));
     IT_EQ(rt_proxy_mangled(p.proxy), 1);
     counts_are(m, 2, 0);
@@ -673,7 +678,7 @@ static void test_give_back_fails(void **state)
      * applied it): read back, the release is known to be done; no flag. */
     IT_RC(rl_lock_try_acquire(other, 0, RL_LEASE_WATCHDOG), RL_OK);
     rt_proxy_drop_next_reply_matching(p.proxy, "rl:{ga}:release");
-    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    IT_RC(rl_lockset_try_acquire(set, 1, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
     IT_EQ(rt_proxy_dropped(p.proxy), 1);
     counts_are(m, 2, 0);
     IT_EQ(hlen(e->rc, "ga"), 0);
@@ -683,6 +688,120 @@ static void test_give_back_fails(void **state)
     rl_lock_free(m[1]);
     rl_lock_free(other);
     rl_client_free(b);
+    it_proxied_close(&p);
+}
+
+/* ---- one script on one server and slot -------------------------------- */
+
+#define FIXED_MS 5000           /* a lease the watchdog leaves alone */
+
+/* EVALSHA calls answered without error (a script's first call on a
+ * connection that has not loaded it answers NOSCRIPT, and is sent again). */
+static long long evalsha(redisContext *rc)
+{
+    long long n = rt_redis_cmdstat_ok(rc, "evalsha");
+
+    assert_true(n >= 0);
+    return n;
+}
+
+/* Plain members on one server: one EVALSHA takes them all, a member the
+ * thread holds included (entered again); a busy member with no wait takes
+ * nothing and costs that one script; with a wait, the ordered path takes
+ * the set when the member comes free. Counts, stats and Redis agree. */
+static void test_one_script(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS), *b = it_client(e, LEASE_MS);
+    rl_lock *m[4] = { it_lock(a, "o1"), it_lock(a, "o2"), it_lock(a, "o3"), it_lock(a, "o4") };
+    rl_lock *other = it_lock(b, "o3");
+    rl_lockset *set = make_set(m, 4);
+    rl_stats st0 = it_stats(a), st;
+    long long calls = evalsha(e->rc);
+
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    counts_are(m, 4, 1);
+    IT_EQ(stored_count(e->rc, "o4"), 1);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{o4}", 7), 1, FIXED_MS);
+    st = it_stats(a);
+    IT_EQ(st.acquisitions - st0.acquisitions, 4);
+    IT_EQ(st.holds, 4);
+    IT_RC(rl_lockset_release(set), RL_OK);
+
+    /* Reentry: o2 held before the call, entered again by the same script. */
+    IT_RC(rl_lock_try_acquire(m[1], 0, FIXED_MS), RL_OK);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    IT_EQ(rl_lock_hold_count(m[1]), 2);
+    IT_EQ(stored_count(e->rc, "o2"), 2);
+    IT_EQ(it_stats(a).reentries - st.reentries, 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(stored_count(e->rc, "o2"), 1);
+    /* A hold of another lease: entered again with its own (ordered path),
+     * never cut short to the set's. */
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, 500), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 4);
+    IT_RANGE(rt_redis_pttl(e->rc, "rl:{o2}", 7), 1000, FIXED_MS);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lock_release(m[1]), RL_OK);
+
+    /* Busy, no wait: nothing written, one script, one busy answer. */
+    IT_RC(rl_lock_try_acquire(other, 0, 300), RL_OK);
+    st = it_stats(a);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_EBUSY);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    assert_non_null(strstr(rl_last_error(), "'o3'"));
+    counts_are(m, 4, 0);
+    IT_EQ(hlen(e->rc, "o1") + hlen(e->rc, "o2") + hlen(e->rc, "o4"), 0);
+    IT_EQ(it_stats(a).busy - st.busy, 1);
+
+    /* Busy, with a wait: the ordered path waits for o3 (its lease). */
+    IT_RC(rl_lockset_try_acquire(set, 3000, RL_LEASE_WATCHDOG), RL_OK);
+    counts_are(m, 4, 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(it_stats(a).holds, 0);
+    rl_lockset_free(set);
+    for (int i = 0; i < 4; i++)
+        rl_lock_free(m[i]);
+    rl_lock_free(other);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* The one script's reply is lost (the connection drops after Redis ran
+ * it): every member's count is read back, and the set is held whole. */
+static void test_one_script_lost_reply(void **state)
+{
+    it_env *e = *state;
+    it_proxied p;
+    rl_lock *m[3];
+    rl_lockset *set;
+    rl_stats st0;
+
+    it_proxied_open(&p, e, "la", LEASE_MS, 0);
+    m[0] = p.l;
+    m[1] = it_lock(p.c, "lb");
+    m[2] = it_lock(p.c, "lc");
+    set = make_set(m, 3);
+    st0 = it_stats(p.c);
+    /* Only the set's script names rl:{lc} ahead of a release. */
+    rt_proxy_drop_next_reply_matching(p.proxy, "rl:{lc}");
+    IT_RC(rl_lockset_try_acquire(set, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    counts_are(m, 3, 1);
+    IT_EQ(stored_count(e->rc, "la") + stored_count(e->rc, "lc"), 2);
+    IT_EQ(it_stats(p.c).replies_resolved - st0.replies_resolved, 3);
+    IT_EQ(it_stats(p.c).acquisitions - st0.acquisitions, 3);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(e->rc, "la") + hlen(e->rc, "lb") + hlen(e->rc, "lc"), 0);
+    rl_lockset_free(set);
+    rl_lock_free(m[1]);
+    rl_lock_free(m[2]);
     it_proxied_close(&p);
 }
 
@@ -793,6 +912,41 @@ static void test_semaphore_member(void **state)
     rl_lockset_free(set);
     rl_lock_free(s2);
     rl_lock_free(other);
+    rl_lock_free(m[0]);
+    rl_lock_free(m[1]);
+    rl_client_free(b);
+    rl_client_free(a);
+}
+
+/* A set of a semaphore and a plain lock, the semaphore force-released by
+ * another client while held: the set's flag rises (the plain member's
+ * does not); its release gives back both, says RL_ELOST and names the
+ * semaphore; nothing is left in Redis, and the other client takes both
+ * permits. */
+static void test_semaphore_member_lost(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 300), *b = it_client(e, LEASE_MS);
+    rl_lock *m[2] = { NULL, it_lock(a, "lp") }, *force = NULL;
+    rl_lockset *set;
+
+    IT_RC(rl_semaphore_new(&m[0], a, "ls", 2, 2), RL_OK);
+    IT_RC(rl_semaphore_new(&force, b, "ls", 2, 2), RL_OK);
+    set = make_set(m, 2);
+    IT_RC(rl_lockset_acquire(set), RL_OK);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_RC(rl_lock_force_release(force), RL_OK);
+    IT_WAIT(rl_lockset_interrupted(set) == 1, 3000);
+    IT_EQ(rl_lock_interrupted(m[1]), 0);
+    IT_RC(rl_lockset_release(set), RL_ELOST);
+    assert_non_null(strstr(rl_last_error(), "'ls'"));
+    counts_are(m, 2, 0);
+    IT_EQ(rl_lockset_interrupted(set), 0);
+    IT_EQ(hlen(e->rc, "ls") + hlen(e->rc, "lp"), 0);
+    IT_RC(rl_semaphore_acquire(force, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(force), RL_OK);
+    rl_lockset_free(set);
+    rl_lock_free(force);
     rl_lock_free(m[0]);
     rl_lock_free(m[1]);
     rl_client_free(b);
@@ -978,6 +1132,53 @@ static void test_fork(void **state)
 
 /* Names on at least two masters: the set is taken in order and given back
  * across nodes; nothing stays on any node. */
+/* EVALSHA calls on the masters of four names (rc[i] on master[i]). */
+static long long evalsha_masters(redisContext **rc, const int *master)
+{
+    long long n = 0;
+    int i, j;
+
+    for (i = 0; i < 4; i++) {
+        for (j = 0; j < i && master[j] != master[i]; j++)
+            ;
+        if (j == i)
+            n += evalsha(rc[i]);
+    }
+    return n;
+}
+
+/* Names sharing a hash tag ("t}a": the tag is "t"), one slot: one script
+ * on its master takes the set (ordered_calls: what the same set across
+ * slots cost, one per member). */
+static void one_slot(it_cluster *ic, rl_client *a, long long ordered_calls)
+{
+    static const char *const names[4] = { "t}a", "t}b", "t}c", "t}d" };
+    rl_lock *m[4];
+    rl_lockset *set;
+    redisContext *rc;
+    long long calls;
+    int i;
+
+    rc = rt_cluster_connect(ic->cl, rt_cluster_master_of(ic->cl, rt_cluster_keyslot(ic->cl, "t",
+                                                                                        1)));
+    assert_non_null(rc);
+    for (i = 0; i < 4; i++)
+        m[i] = it_lock(a, names[i]);
+    set = make_set(m, 4);
+    calls = evalsha(rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(rc) - calls, 1);
+    IT_EQ(ordered_calls, 4);
+    counts_are(m, 4, 1);
+    IT_EQ(hlen(rc, "t}c"), 1);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_EQ(hlen(rc, "t}a") + hlen(rc, "t}d"), 0);
+    rl_lockset_free(set);
+    for (i = 0; i < 4; i++)
+        rl_lock_free(m[i]);
+    redisFree(rc);
+}
+
 static void test_cluster_slots(void **state)
 {
     it_cluster *ic = *state;
@@ -988,6 +1189,7 @@ static void test_cluster_slots(void **state)
     rl_lockset *set;
     redisContext *rc[4];
     int master[4], spread = 0, i;
+    long long calls;
     char key[64];
 
     for (i = 0; i < 4; i++) {
@@ -1017,8 +1219,15 @@ static void test_cluster_slots(void **state)
     for (i = 0; i < 4; i++)
         IT_EQ(hlen(rc[i], names[i]), 1);
     IT_RC(rl_lockset_release(set), RL_OK);
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 4; i++)
         IT_EQ(hlen(rc[i], names[i]), 0);
+    /* Across slots: one script per member (the ordered path). */
+    calls = evalsha_masters(rc, master);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    calls = evalsha_masters(rc, master) - calls;
+    IT_RC(rl_lockset_release(set), RL_OK);
+    one_slot(ic, a, calls);
+    for (i = 0; i < 4; i++) {
         redisFree(rc[i]);
         rl_lock_free(m[i]);
     }
@@ -1168,8 +1377,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_options, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_replicas, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script_lost_reply, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_member_lost, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fair_gives_up, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_two_sets, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_free_while_waiting, it_setup, it_teardown),

@@ -43,12 +43,13 @@ static void free_all(void *const *p)
 }
 
 /* What rl:{name} holds: the permits of its holds whose deadline is still
- * to come (Redis's clock), or -1 on error; *holds their number. */
+ * to come (Redis's clock; none: the key's expiry), each 1 unless its "~k:"
+ * says more, or -1 on error; *holds their number. */
 static long long permits_held(redisContext *rc, const char *name, long long *holds)
 {
     redisReply *t = redisCommand(rc, "TIME");
     redisReply *r = redisCommand(rc, "HGETALL rl:{%s}", name);
-    long long now, sum = 0, n = 0;
+    long long now, sum = 0, n = 0, k;
     size_t i, j;
 
     if (!t || t->type != REDIS_REPLY_ARRAY || !r || r->type != REDIS_REPLY_ARRAY) {
@@ -69,11 +70,12 @@ static long long permits_held(redisContext *rc, const char *name, long long *hol
         }
         if (j + 1 < r->elements)
             continue;   /* past its deadline: gone */
-        for (j = 0; j + 1 < r->elements; j += 2) {
+        for (j = 0, k = 1; j + 1 < r->elements; j += 2) {
             const char *g = r->element[j]->str;
             if (strncmp(g, "~k:", 3) == 0 && strcmp(g + 3, f) == 0)
-                sum += atoll(r->element[j + 1]->str);
+                k = atoll(r->element[j + 1]->str);
         }
+        sum += k;
         n++;
     }
     if (holds)

@@ -4,8 +4,11 @@
  * notice says how many), and yet are let in at once when enough came back,
  * and by a force-release; a name held as a plain lock and as a semaphore by
  * turns (neither lets the other in, nor deletes its holds; the read-write
- * lock refuses the hash); another N once every hold ran out. Each test
- * starts its own redis-server.
+ * lock refuses the hash); another N once every hold ran out; a shutdown
+ * while holding wakes another client's waiter at once; a leftover
+ * dropped whole by the keeper; a cut-off holder past its deadline, whose
+ * fields another's hold drops and whose renewal brings nothing back. Each
+ * test starts its own redis-server.
  */
 #include "it_cluster.h"
 #include "it_common.h"
@@ -306,11 +309,11 @@ static void test_lock_and_semaphore_on_one_name(void **state)
     IT_RC(rl_lock_release(lp), RL_OK);
     IT_EQ(key_exists(e->rc, "mix"), 0);
     IT_RC(rl_semaphore_acquire(ls, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
-    IT_EQ(hlen(e->rc, "mix"), 4);
+    IT_EQ(hlen(e->rc, "mix"), 3);       /* the hold, "~k:", "~N": the key's expiry its deadline */
     IT_RC(rl_lock_try_acquire(lp, 200, RL_LEASE_WATCHDOG), RL_ETIMEDOUT);
     IT_RC(rl_lock_release(lp), RL_ENOTOWNER);
     IT_RC(rl_lock_try_acquire(lr, 0, RL_LEASE_WATCHDOG), RL_EREDIS);
-    IT_EQ(hlen(e->rc, "mix"), 4);
+    IT_EQ(hlen(e->rc, "mix"), 3);
     IT_EQ(field_of(e->rc, "mix", "~N"), 3);
     IT_EQ(rl_lock_interrupted(ls), 0);
     IT_RC(rl_lock_release(ls), RL_OK);
@@ -320,28 +323,41 @@ static void test_lock_and_semaphore_on_one_name(void **state)
     FREE_PAIR(lp, ls, p, s);
 }
 
-/* 1 when rl:{name} has hold deadlines ("~d:" fields) and every one has
- * passed by Redis's clock; 0 otherwise. */
-static int all_deadlines_passed(redisContext *rc, const char *name)
+/* How many of rl:{name}'s hold deadlines ("~d:" fields) have passed by
+ * Redis's clock, and (in *live, when not NULL) how many have not. */
+static int passed_deadlines(redisContext *rc, const char *name, int *live)
 {
     redisReply *t = redisCommand(rc, "TIME");
     redisReply *r = redisCommand(rc, "HGETALL rl:{%s}", name);
     long long now;
     size_t i;
-    int seen = 0, live = 0;
+    int dead = 0, alive = 0;
 
     if (t && t->type == REDIS_REPLY_ARRAY && r && r->type == REDIS_REPLY_ARRAY) {
         now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
         for (i = 0; i + 1 < r->elements; i += 2) {
             if (strncmp(r->element[i]->str, "~d:", 3) != 0)
                 continue;
-            seen = 1;
-            live |= atoll(r->element[i + 1]->str) > now;
+            if (atoll(r->element[i + 1]->str) > now)
+                alive++;
+            else
+                dead++;
         }
     }
     freeReplyObject(t);
     freeReplyObject(r);
-    return seen && !live;
+    if (live)
+        *live = alive;
+    return dead;
+}
+
+/* 1 when rl:{name} has hold deadlines and every one has passed by Redis's
+ * clock; 0 otherwise. */
+static int all_deadlines_passed(redisContext *rc, const char *name)
+{
+    int live, dead = passed_deadlines(rc, name, &live);
+
+    return dead > 0 && live == 0;
 }
 
 /* Every hold of a 3-permit name ran out (fixed leases), the key kept
@@ -454,6 +470,37 @@ static void test_shutdown_mid_wait(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* A client shut down while one of its threads holds all 3 permits and
+ * another client's thread waits for 2: the shutdown gives them back with
+ * a notice that says 3, so the waiter is let in at once, not at the
+ * holder's deadline; the holder's flag is up until reported. */
+static void test_shutdown_while_holding(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 10000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "sh", 3), *lb = sem(b, "sh", 3);
+    kthread waiting;
+    int64_t t0;
+
+    IT_RC(rl_semaphore_acquire(la, 3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    kthread_start(&waiting, lb, 2, 8000);
+    IT_WAIT(it_stats(b).waiters == 1 && rt_redis_numsub(e->rc, "rl:{sh}:release", 15) == 1,
+            5000);
+    t0 = rt_now_ms();
+    IT_RC(rl_client_shutdown(a), RL_OK);
+    IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
+    IT_RC(waiting.rc, RL_OK);
+    IT_RANGE(waiting.returned_ms - t0, 0, 3000);       /* not the 10 s lease */
+    IT_EQ(rl_lock_interrupted(la), 1);
+    IT_EQ(rl_interrupted(), 1);
+    IT_EQ(rl_lock_interrupted(la), 0);
+    IT_RC(rl_lock_release(la), RL_ECANCELED);
+    IT_EQ(hlen(e->rc, "sh"), 3);   /* the waiter's hold on a free name: its field, ~k, ~N */
+    IT_RC(kthread_end(&waiting), RL_OK);
+    IT_EQ(key_exists(e->rc, "sh"), 0);
+    FREE_PAIR(la, lb, a, b);
+}
+
 /* The server restarted empty under a holder of both permits and a waiter
  * for both: the waiter gets in without waiting out its deadline, the
  * holder is flagged, and its release (RL_ELOST) leaves the waiter's
@@ -478,7 +525,7 @@ static void test_restart_keys_lost(void **state)
     IT_WAIT(rl_lock_interrupted(la) == 1, 5000);
     IT_RC(rl_lock_release(la), RL_ELOST);
     IT_EQ(field_of(rc, "rs", "~N"), 2);
-    IT_EQ(hlen(rc, "rs"), 4);
+    IT_EQ(hlen(rc, "rs"), 3);          /* the first hold on a free name: no "~d:" */
     IT_RC(kthread_end(&waiting), RL_OK);
     IT_EQ(key_exists(rc, "rs"), 0);
     redisFree(rc);
@@ -544,7 +591,7 @@ static void test_cluster_slot_migrates(void **state)
     IT_WAIT(atomic_load(&waiting.state) >= 2, 5000);
     IT_RC(waiting.rc, RL_OK);
     IT_RANGE(waiting.returned_ms - t0, 0, 500);
-    IT_EQ(hlen(rc, "cm"), 4);
+    IT_EQ(hlen(rc, "cm"), 3);          /* the first hold on a free name: no "~d:" */
     IT_RC(kthread_end(&waiting), RL_OK);
     IT_EQ(key_exists(rc, "cm"), 0);
     redisFree(rc);
@@ -584,7 +631,7 @@ static void test_lost_busy_reply_and_killed_subscription(void **state)
     IT_RC(waiting.rc, RL_OK);
     IT_RANGE(waiting.returned_ms - t0, 0, 500);
     IT_EQ(field_of(e->rc, "lk", "~N"), 3);
-    IT_EQ(hlen(e->rc, "lk"), 4);
+    IT_EQ(hlen(e->rc, "lk"), 3);       /* the first hold on a free name: no "~d:" */
     IT_RC(kthread_end(&waiting), RL_OK);
     IT_EQ(key_exists(e->rc, "lk"), 0);
     st = it_stats(p.c);
@@ -622,6 +669,77 @@ static void test_wait_replicas_undone(void **state)
     FREE_PAIR(la, lr, a, r);
 }
 
+/* ---- a leftover, a stopped holder ---------------------------------------- */
+
+/* An acquisition of 2 permits whose reply is lost and whose count cannot
+ * be read back (the proxy refuses new connections): RL_ECONN, and a
+ * leftover. Once Redis answers again the keeper drops every field of it
+ * (the hold, its deadline, its permits, and "~N" with them): the key goes,
+ * and all 3 permits are another's. */
+static void test_leftover_dropped_whole(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000);
+    rl_lock *la = sem(a, "lo", 3), *lp;
+    it_proxied p;
+
+    /* A lease that outlasts the test: the key goes only by the drop. */
+    it_proxied_open(&p, e, "unused", 20000, 300);
+    lp = sem(p.c, "lo", 3);
+    assert_int_equal(rt_proxy_refuse(p.proxy, 1), 0);
+    rt_proxy_drop_next_reply_matching(p.proxy, "EVALSHA");
+    IT_RC(rl_semaphore_acquire(lp, 2, 0, RL_LEASE_WATCHDOG), RL_ECONN);
+    IT_EQ(rt_proxy_dropped(p.proxy), 1);
+    IT_EQ(rl_lock_hold_count(lp), 0);
+    IT_EQ(hlen(e->rc, "lo"), 4);            /* applied: the hold's three fields and "~N" */
+    assert_int_equal(rt_proxy_refuse(p.proxy, 0), 0);
+    IT_WAIT(key_exists(e->rc, "lo") == 0, 3000);
+    IT_RC(rl_semaphore_acquire(la, 3, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_EQ(key_exists(e->rc, "lo"), 0);
+    rl_lock_free(lp);
+    it_proxied_close(&p);
+    rl_lock_free(la);
+    rl_client_free(a);
+}
+
+/* A holder cut off (its proxy stalled: no renewal reaches Redis) past its
+ * deadline, the key kept alive by another holder's renewals: its flag
+ * rises; a third client's new hold drops its fields and takes its permit;
+ * once let through, the cut-off client's renewals bring nothing back; its
+ * release says RL_ELOST and leaves the others' holds alone. */
+static void test_stopped_holder_not_resurrected(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "st", 2), *lb = sem(b, "st", 2), *lp;
+    it_proxied p;
+
+    it_proxied_open(&p, e, "unused", 600, 300);
+    lp = sem(p.c, "st", 2);
+    IT_RC(rl_semaphore_acquire(la, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(lp, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(lb, 1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_int_equal(rt_proxy_stall(p.proxy, 1), 0);
+    IT_WAIT(rl_lock_interrupted(lp) == 1, 3000);
+    /* Its deadline passes in Redis: b's try drops its fields. */
+    IT_WAIT(passed_deadlines(e->rc, "st", NULL) == 1, 3000);
+    IT_RC(rl_semaphore_acquire(lb, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hlen(e->rc, "st"), 7);
+    /* Let through, a renewal sent before the flag rose finds nothing. */
+    assert_int_equal(rt_proxy_stall(p.proxy, 0), 0);
+    IT_RC(rl_lock_release(lp), RL_ELOST);
+    IT_EQ(rl_lock_hold_count(lp), 0);
+    IT_EQ(hlen(e->rc, "st"), 7);
+    IT_EQ(rl_lock_interrupted(la) + rl_lock_interrupted(lb), 0);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_RC(rl_lock_release(lb), RL_OK);
+    IT_EQ(key_exists(e->rc, "st"), 0);
+    rl_lock_free(lp);
+    it_proxied_close(&p);
+    FREE_PAIR(la, lb, a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,10 +757,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_permits, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_script_flush, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_mid_wait, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_while_holding, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_lost_busy_reply_and_killed_subscription, it_setup,
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_wait_replicas_undone, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_leftover_dropped_whole, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_holder_not_resurrected, it_setup,
+                                        it_teardown),
     };
 
     const struct CMUnitTest cluster[] = {

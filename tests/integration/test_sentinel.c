@@ -4,7 +4,8 @@
  * The client finds the primary through the sentinels, and follows a
  * failover by itself: with wait_replicas, a hold taken before the primary
  * is SIGKILLed is kept on the promoted replica, and a waiter gets the name
- * on the new primary when it is released.
+ * on the new primary when it is released; a semaphore's permits held
+ * through the failover likewise, never more than its count.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -84,6 +85,83 @@ static int exists_on_node(int i, const char *name)
     return yes;
 }
 
+/* Holds of rl:{name} on node i whose deadline ("~d:", a semaphore's) is
+ * more than ms ahead of that node's clock; -1 on error. */
+static int holds_ahead(int i, const char *name, long long ms)
+{
+    redisContext *ctx = rt_sentinel_connect_node(dep, i);
+    redisReply *t = ctx ? redisCommand(ctx, "TIME") : NULL;
+    redisReply *r = ctx ? redisCommand(ctx, "HGETALL rl:{%s}", name) : NULL;
+    long long now;
+    size_t k;
+    int n = -1;
+
+    if (t && t->type == REDIS_REPLY_ARRAY && r && r->type == REDIS_REPLY_ARRAY) {
+        now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+        for (k = 0, n = 0; k + 1 < r->elements; k += 2)
+            n += strncmp(r->element[k]->str, "~d:", 3) == 0 &&
+                 atoll(r->element[k + 1]->str) - now > ms;
+    }
+    freeReplyObject(t);
+    freeReplyObject(r);
+    if (ctx)
+        redisFree(ctx);
+    return n;
+}
+
+/* A semaphore of 2 permits across the failover of test_follows_a_failover
+ * (issue 26): two threads of one client hold both, a thread of another
+ * client waits for one, all with wait_replicas 1. */
+typedef struct sem_side {
+    rl_client *c, *d;
+    rl_lock *l, *ld;
+    it_acq held[2], waiter;
+} sem_side;
+
+static void sem_side_begin(sem_side *s)
+{
+    int i;
+
+    s->c = client_s(rt_sentinel_url(dep), 10000, 1, 0);
+    s->d = client_s(rt_sentinel_url(dep), 10000, 1, 0);
+    IT_RC(rl_semaphore_new(&s->l, s->c, "s-sem", 5, 2), RL_OK);
+    IT_RC(rl_semaphore_new(&s->ld, s->d, "s-sem", 5, 2), RL_OK);
+    for (i = 0; i < 2; i++) {
+        it_acq_begin(&s->held[i], s->l, 5000, 1);
+        IT_WAIT(atomic_load(&s->held[i].state) >= 2, 5000);
+        IT_RC(s->held[i].rc, RL_OK);
+    }
+    it_acq_begin(&s->waiter, s->ld, 30000, 0);
+    IT_WAIT(atomic_load(&s->waiter.state) == 1 && it_stats(s->d).waiters == 1, 5000);
+}
+
+/* After the failover to node `now`: both holds are there, their deadlines
+ * renewed on it (without renewal there they would be at most 1 s ahead:
+ * the lease is 10 s, the failover and the window 9 s or more); the waiter
+ * is still out (never more than 2); a release lets it in; every release is
+ * RL_OK (a flagged hold's would be RL_ELOST) and the last takes the key. */
+static void sem_side_end(sem_side *s, int now)
+{
+    int i;
+
+    IT_EQ(holds_ahead(now, "s-sem", 2500), 2);
+    IT_EQ(atomic_load(&s->waiter.state), 1);
+    it_acq_let_go(&s->held[0]);
+    assert_int_equal(it_acq_join(&s->waiter, 10000), 0);
+    IT_RC(s->waiter.rc, RL_OK);
+    IT_RC(s->waiter.release_rc, RL_OK);
+    it_acq_let_go(&s->held[1]);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(it_acq_join(&s->held[i], 10000), 0);
+        IT_RC(s->held[i].release_rc, RL_OK);
+    }
+    IT_EQ(exists_on_node(now, "s-sem"), 0);
+    rl_lock_free(s->l);
+    rl_lock_free(s->ld);
+    rl_client_free(s->c);
+    rl_client_free(s->d);
+}
+
 static void test_finds_the_primary(void **state)
 {
     char url[600];
@@ -126,7 +204,8 @@ static void test_finds_the_primary(void **state)
  * never acknowledge a renewal: the hold would be flagged, as it must.)
  * Another client, with no hold, finds the new primary for a new name.
  * Fencing tokens go on rising across the failover: the counter was on the
- * replica before the acquisition returned. */
+ * replica before the acquisition returned. A semaphore's permits held
+ * through it are kept likewise (sem_side_end). */
 static void test_follows_a_failover(void **state)
 {
     /* a fenced (the tokens' guarantee needs the replicas' WAIT), b not. */
@@ -137,6 +216,7 @@ static void test_follows_a_failover(void **state)
     unsigned long long t1 = 0, t2 = 0;
     int64_t killed, until;
     it_acq w;
+    sem_side sem;
 
     (void)state;
     assert_true(old >= 0);
@@ -148,6 +228,7 @@ static void test_follows_a_failover(void **state)
     w.lease_ms = RL_LEASE_WATCHDOG;
     it_acq_start(&w);
     IT_WAIT(atomic_load(&w.state) >= 1, 5000);
+    sem_side_begin(&sem);
 
     killed = rt_now_ms();
     assert_int_equal(rt_sentinel_kill_primary(dep), 0);
@@ -166,6 +247,7 @@ static void test_follows_a_failover(void **state)
         rt_sleep_ms(20);
     }
     IT_EQ(exists_on_node(now, "s-fail"), 1);
+    sem_side_end(&sem, now);
     IT_RC(rl_lock_try_acquire(ln, 5000, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(exists_on_node(now, "s-new"), 1);
     IT_RC(rl_lock_release(ln), RL_OK);

@@ -1133,10 +1133,12 @@ static int64_t longest_free(const nm_hist *h, int name, int64_t from, int64_t to
     for (i = 0; i < h->ncalls; i++) {   /* an outcome not known: may hold it */
         const nm_call *c = &h->calls[i];
         const nm_name *m = &h->plan.names[name];
-        if (c->name == name && c->status != RL_OK && c->status != RL_EBUSY &&
-            c->status != RL_ETIMEDOUT) {
+        int unknown = c->status != RL_OK && c->status != RL_EBUSY && c->status != RL_ETIMEDOUT;
+        /* A set that failed may have held this member, taken before
+         * another, until it gave it back (lockset.c's ordered path). */
+        if (c->name == name && (unknown || (c->set && c->status != RL_OK))) {
             iv[n][0] = c->inv;
-            iv[n++][1] = c->ret + (m->lease_ms + m->delay_ms) * NM_MS;
+            iv[n++][1] = c->ret + (unknown ? (m->lease_ms + m->delay_ms) * NM_MS : 0);
         }
     }
     qsort(iv, n, sizeof *iv, cmp_i64);
@@ -1154,7 +1156,7 @@ static int64_t longest_free(const nm_hist *h, int name, int64_t from, int64_t to
 
 /* A semaphore's: the longest stretch of [from, to] in which `need` of its
  * permits were provably free (holds occupy their k, calls of unknown
- * outcome theirs, as longest_free() counts them). */
+ * outcome and sets that failed theirs, as longest_free() counts them). */
 static int64_t longest_room(const nm_hist *h, int name, int need, int64_t from, int64_t to)
 {
     const nm_name *m = &h->plan.names[name];
@@ -1170,10 +1172,11 @@ static int64_t longest_room(const nm_hist *h, int name, int need, int64_t from, 
         }
     for (i = 0; i < h->ncalls; i++) {
         const nm_call *c = &h->calls[i];
-        if (c->name == name && c->status != RL_OK && c->status != RL_EBUSY &&
-            c->status != RL_ETIMEDOUT) {
+        int unknown = c->status != RL_OK && c->status != RL_EBUSY && c->status != RL_ETIMEDOUT;
+        if (c->name == name && (unknown || (c->set && c->status != RL_OK))) {
             e[n++] = (nm_edge){ c->inv, c->k, -1 };
-            e[n++] = (nm_edge){ c->ret + (m->lease_ms + m->delay_ms) * NM_MS, -c->k, -1 };
+            e[n++] = (nm_edge){ c->ret + (unknown ? (m->lease_ms + m->delay_ms) * NM_MS : 0),
+                                -c->k, -1 };
         }
     }
     qsort(e, n, sizeof *e, cmp_edge);

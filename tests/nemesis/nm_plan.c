@@ -415,6 +415,24 @@ static void draw_sem_sets(nm_plan *p, uint64_t seed)
             p->names[i].fencing = nm_rng_pct(&r, 50);
 }
 
+/* Sets that the one script takes (src/lockset_one.c: plain members with
+ * neither fencing nor a lock-delay, one server, no wait_replicas), from a
+ * stream of their own: half of the single-server plans with sets have
+ * their fair and read-write names plain instead. Its constant, "plainset",
+ * leaves the short form's seeds as they were. */
+static void draw_plain_sets(nm_plan *p, uint64_t seed)
+{
+    nm_rng r;
+    int i;
+
+    nm_rng_seed(&r, seed ^ 0x706c61696e736574ULL);
+    if (!p->sets || p->deploy != NM_SINGLE || !nm_rng_pct(&r, 50))
+        return;
+    for (i = 0; i < p->nnames; i++)
+        if (p->names[i].family == NM_FAIR || p->names[i].family == NM_RW)
+            p->names[i].family = NM_PLAIN;
+}
+
 int nm_is_cluster(int deploy)
 {
     return deploy == NM_CLUSTER || deploy == NM_CLUSTER_R;
@@ -453,6 +471,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     draw_tls(p, seed);
     draw_tls_cs(p, seed);
     draw_sem_sets(p, seed);
+    draw_plain_sets(p, seed);
 }
 
 const char *nm_fault_name(int kind)

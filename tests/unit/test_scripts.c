@@ -19,6 +19,7 @@
  *   fair leave    KEYS lock, queue, places; ARGV owner, notice, channel
  *   sem acquire   KEYS lock[, fence]; ARGV lease_ms, owner, held, since, N, k
  *   sem release, sem renew: as release and renew
+ *   set acquire   KEYS lock1..n; ARGV lease_ms, owner, since, delay_ms, held1..n
  *
  * The second half checks fencing tokens and lock-delay at the script level,
  * then the read-write and semaphore scripts, then every script as the
@@ -1249,6 +1250,122 @@ static void test_fair_scripts_on_a_migrating_source_do_their_work(void **state)
     assert_int_equal(count(e), 1);
 }
 
+/* ---- a set's one script ---- */
+
+#define KEY2 "rl:{s}2"
+#define KEY3 "rl:{s}3"
+
+/* set_acquire.lua over KEY, KEY2, KEY3 with these held counts. */
+static redisReply *set_acquire(env *e, const char *lease, const char *delay, const char *h1,
+                               const char *h2, const char *h3)
+{
+    const char *a[10] = { KEY, KEY2, KEY3, lease, OWNER, "123", delay, h1, h2, h3 };
+    return run(e, RL__S_SET_ACQUIRE, 3, 10, a);
+}
+
+/* Our field's count in key k, 0 when absent. */
+static long long count_of(env *e, const char *k)
+{
+    redisReply *r = redisCommand(e->rc, "HGET %s %s", k, OWNER);
+    long long n = r && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+
+    assert_non_null(r);
+    freeReplyObject(r);
+    return n;
+}
+
+static void expect_counts(env *e, long long c1, long long c2, long long c3)
+{
+    assert_int_equal(count_of(e, KEY), c1);
+    assert_int_equal(count_of(e, KEY2), c2);
+    assert_int_equal(count_of(e, KEY3), c3);
+}
+
+/* A reply {code, i[, value]}. */
+static void expect_member(redisReply *r, long long code, long long i)
+{
+    char d[256];
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->integer != code || r->element[1]->integer != i)
+        fail_msg("expected {%lld, %lld, ...}, got %s", code, i, describe(r, d, sizeof d));
+    freeReplyObject(r);
+}
+
+static void expect_taken(redisReply *r)
+{
+    char d[256];
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 || r->element[0]->integer != 1)
+        fail_msg("expected {1}, got %s", describe(r, d, sizeof d));
+    freeReplyObject(r);
+}
+
+/* Every member or none: a bad lease, a busy member, a reentry whose count
+ * or field is not the caller's write nothing; a free set is taken whole,
+ * entered again whole. */
+static void test_set_acquire_all_or_none(void **state)
+{
+    env *e = *state;
+    const char *other[4] = { KEY2, "60000", OTHER, "0" };
+    const char *const again[10] = { KEY, KEY2, KEY3, "60000", OWNER, "123", "0", "3", "1", "3" };
+    redisReply *r;
+    size_t i;
+
+    for (i = 0; i < NHOSTILE; i++) {
+        r = set_acquire(e, hostile[i], "0", "0", "0", "0");
+        assert_int_equal(r->type, REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+        assert_int_equal(exists(e), 0);
+    }
+    expect_pair(r = run(e, RL__S_ACQUIRE, 1, 4, other), 1, 1);
+    freeReplyObject(r);
+    expect_member(set_acquire(e, "60000", "0", "0", "0", "0"), 0, 2);
+    expect_counts(e, 0, 0, 0);
+    assert_int_equal(exists(e), 0);
+
+    flush(e);
+    expect_taken(set_acquire(e, "60000", "0", "0", "0", "0"));
+    expect_counts(e, 1, 1, 1);
+    IT_ASSERT_RANGE(rt_redis_pttl(e->rc, KEY3, strlen(KEY3)), 1, 60000);
+    expect_taken(set_acquire(e, "60000", "0", "1", "1", "1"));
+    expect_counts(e, 2, 2, 2);
+    expect_member(set_acquire(e, "60000", "0", "2", "2", "1"), -2, 3);
+    expect_counts(e, 2, 2, 2);
+    r = redisCommand(e->rc, "HDEL %s %s", KEY2, OWNER);
+    freeReplyObject(r);
+    expect_member(set_acquire(e, "60000", "0", "2", "2", "2"), -1, 2);
+    expect_counts(e, 2, 0, 2);
+    /* A new member beside two reentries: all taken. */
+    expect_taken(set_acquire(e, "60000", "0", "2", "0", "2"));
+    expect_counts(e, 3, 1, 3);
+    /* On a migrating slot's source: whole (every key read before any write). */
+    expect_whole(run_migrating(e, RL__S_SET_ACQUIRE, 3, 10, again), "a set entered again");
+    expect_counts(e, 4, 2, 4);
+}
+
+/* Lock-delay: new holds carry it; a member whose lease ran out (its
+ * tombstone) is busy to the set, and nothing else is written. */
+static void test_set_acquire_lock_delay(void **state)
+{
+    env *e = *state;
+    redisReply *r;
+
+    expect_taken(set_acquire(e, "65000", "5000", "0", "0", "0"));
+    r = redisCommand(e->rc, "HGET %s ~delay", KEY2);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "5000");
+    freeReplyObject(r);
+    flush(e);
+    r = redisCommand(e->rc, "HSET %s ~delay 5000", KEY3);
+    freeReplyObject(r);
+    r = redisCommand(e->rc, "PEXPIRE %s 4000", KEY3);
+    freeReplyObject(r);
+    expect_member(set_acquire(e, "65000", "5000", "0", "0", "0"), 0, 3);
+    expect_counts(e, 0, 0, 0);
+    assert_int_equal(exists(e), 0);
+}
+
 /* ---- the semaphore's scripts ---- */
 
 static redisReply *sem_acquire(env *e, const char *owner, const char *lease, const char *held,
@@ -1400,6 +1517,48 @@ static void test_sem_fenced_slots(void **state)
     assert_int_equal(exists(e), 0);
 }
 
+/* The first hold on a free name has no deadline field, nor "~k:" for one
+ * permit: the key's expiry is its deadline. Another's new hold writes it
+ * that deadline before moving the key's expiry out, so a holder that dies
+ * keeps its permit for its own lease, not the other's; a reentry and a
+ * renewal with a shorter lease write their own, the key's expiry, never
+ * less (the client's confirmed expiry only moves forward). */
+static void test_sem_first_hold_has_the_key_expiry(void **state)
+{
+    env *e = *state;
+    const char *renew[3] = { KEY, "1000", OWNER };
+    redisReply *r;
+
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "5000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    assert_int_equal(hlen(e), 2);                                 /* the hold, "~N" */
+    IT_ASSERT_RANGE(pttl(e), 1, 5000);
+    expect_pair(r = sem_acquire(e, OTHER, "60000", "0", "3", "2"), 1, 1);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 1, 5000);   /* not 60 s */
+    IT_ASSERT_RANGE(pttl(e), 59000, 60000);
+    /* Its deadline passes (set back by hand): its permit is free. */
+    freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OWNER));
+    expect_pair(r = sem_acquire(e, "00000000-0000-4000-8000-000000000003:1", "60000", "0", "3",
+                                "1"), 1, 1);
+    freeReplyObject(r);
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    expect_pair(r = sem_acquire(e, OWNER, "1000", "1", "3", "1"), 1, 2);
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 59000, 60000);
+    flush(e);
+    expect_pair(r = sem_acquire(e, OWNER, "60000", "0", "3", "1"), 1, 1);
+    freeReplyObject(r);
+    r = run(e, RL__S_SEM_RENEW, 1, 3, renew);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    IT_ASSERT_RANGE(hget_num(e, "~d:" OWNER) - redis_now(e), 59000, 60000);
+    IT_ASSERT_RANGE(pttl(e), 59000, 60000);
+}
+
 /* The semaphore's releases (the last, a drop, a dead hold's) and renewal
  * run whole on a migrating source. */
 static void test_sem_scripts_whole_on_a_migrating_source(void **state)
@@ -1513,9 +1672,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_fair_scripts_on_a_migrating_source_do_their_work,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_acquire_all_or_none, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_acquire_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_bad_arguments_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_count_and_dead_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_fenced_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_first_hold_has_the_key_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_scripts_whole_on_a_migrating_source, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_plain_and_rw_scripts_whole_on_a_migrating_source,

@@ -7,13 +7,14 @@
 -- (nil: none); s.used, the permits of the live holds; s.soonest, the first
 -- deadline that may free some (nil: none); s.dead, the fields of holds past
 -- their deadline and their "~d:", "~k:" fields (a thousand a call at most:
--- HDEL takes them as arguments); s.all, the hash (field -> value). nil
+-- HDEL takes them as arguments); s.undated, the live holds whose deadline
+-- is the key's expiry (no "~d:"); s.all, the hash (field -> value). nil
 -- when the hash has fields but no "~N": another kind of lock holds the
--- name.
+-- name. Needs tick() done.
 local function look(k, mine)
   local all = redis.call('hgetall', k)
   local v = {}
-  local s = {used = 0, dead = {}, all = v}
+  local s = {used = 0, dead = {}, undated = {}, all = v}
   for i = 1, #all, 2 do v[all[i]] = all[i + 1] end
   if #all > 0 and not v['~N'] then return nil end
   s.size = tonumber(v['~N'])
@@ -26,7 +27,8 @@ local function look(k, mine)
         end
       else
         s.used = s.used + (tonumber(v[pk(g)]) or 1)
-        if x and (not s.soonest or x < s.soonest) then s.soonest = x end
+        if not x then s.undated[#s.undated + 1] = g
+        elseif not s.soonest or x < s.soonest then s.soonest = x end
       end
     end
   end

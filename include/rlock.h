@@ -234,7 +234,9 @@ typedef struct rl_options {
      * name of that slot can fail (RL_ECONN or RL_EREDIS): Redis refuses a
      * script with two keys until both have moved. Single server, Cluster and Sentinel; a redlock:// URL
      * returns RL_ENOTSUP from rl_client_new() (independent masters keep
-     * no one counter). 0: off.
+     * no one counter). Plain locks and semaphores (a semaphore's hold also
+     * gets numbered permit slots: rl_semaphore_slots()); a client with
+     * fencing refuses fair and read-write handles (RL_ENOTSUP). 0: off.
      */
     int fencing;
 
@@ -394,7 +396,8 @@ RL_EXTERN int rl_lock_new_bin(rl_lock **out, rl_client *client,
  * bad argument, an unknown kind, or a name this client has open (handles
  * or holds) as another family; RL_ENOTSUP when the client's mode does not
  * offer the kind, or when the client has rl_options.fencing or
- * lock_delay_ms (both are the plain lock's so far); RL_ENOMEM.
+ * lock_delay_ms (both are the plain lock's so far; the semaphore offers
+ * fencing, rl_semaphore_slots()); RL_ENOMEM.
  *
  * Read-write locks (RL_KIND_READ, RL_KIND_WRITE; not offered by a
  * Redlock client: RL_ENOTSUP): any number of threads, of any processes,
@@ -438,9 +441,10 @@ RL_EXTERN int rl_lock_new_kind(rl_lock **out, rl_client *client,
  * Returns RL_OK; RL_EINVAL for a bad argument, or a name this client has
  * open as another kind of lock or with another permit count; RL_ENOTSUP
  * for a Redlock client (a permit count split over independent masters is
- * not built) and for a client with rl_options.fencing or lock_delay_ms
- * (the plain lock's so far); RL_ENOMEM. Thread-safe; free the handle with
- * rl_lock_free().
+ * not built) and for a client with lock_delay_ms (the plain lock's so
+ * far); RL_ENOMEM. With rl_options.fencing each new hold takes a token and
+ * numbered permit slots (rl_semaphore_slots()). Thread-safe; free the
+ * handle with rl_lock_free().
  */
 RL_EXTERN int rl_semaphore_new(rl_lock **out, rl_client *client,
                                const void *name, size_t len, unsigned permits);
@@ -463,6 +467,24 @@ RL_EXTERN int rl_semaphore_new(rl_lock **out, rl_client *client,
  * otherwise. Thread-safe.
  */
 RL_EXTERN int rl_semaphore_acquire(rl_lock *sem, unsigned k, long wait_ms, long lease_ms);
+
+/**
+ * The permit slots of the calling thread's hold of the semaphore, with a
+ * client made with rl_options.fencing: into slots[0..*n-1] (*n is k, the
+ * permits held), numbers 0..N-1. A hold with fencing takes k slots (the
+ * lowest that no live hold has) and one fencing token (rl_lock_token(),
+ * strictly rising across all holds of the name), so every later holder
+ * of a slot has a larger token: a resource keeps the largest token it
+ * accepted per slot and refuses a lower one for that slot. Slots of live
+ * holds never overlap; a reentry keeps them. With fencing a hold takes at
+ * most 16 permits (rl_semaphore_acquire(): RL_EINVAL beyond). No I/O.
+ * Returns RL_OK; RL_ENOTOWNER (the thread does not hold it); RL_ENOTSUP
+ * (no fencing); RL_EPROTO (the hold's value in Redis carries no slots);
+ * RL_EINVAL (NULL, not a semaphore's handle, or cap < k: then *n is k and
+ * nothing is copied); RL_ECANCELED (a client shut down). Owner thread.
+ */
+RL_EXTERN int rl_semaphore_slots(const rl_lock *sem, unsigned *slots, unsigned cap,
+                                 unsigned *n);
 
 /**
  * Free a handle. Holds taken through it stay held: they belong to threads,
@@ -581,7 +603,9 @@ RL_EXTERN int rl_lock_hold_count(const rl_lock *lock);
 
 /**
  * The fencing token of the calling thread's hold of this lock, into *out:
- * the number its acquisition was handed (a reentry keeps it). Pass it with
+ * the number its acquisition was handed (a reentry keeps it); of a
+ * semaphore's hold, one token for its permits (see rl_semaphore_slots()
+ * for how a resource checks it per slot). Pass it with
  * every write to the resource the lock guards, and have the resource
  * refuse a token lower than the highest it has accepted: a holder that
  * stalled past its lease (a pause, swap, SIGSTOP) is then refused even

@@ -218,6 +218,9 @@ static int acq_taken(acquisition *a, uint64_t forced, rl__fence *unresolved)
     rl__hold_insert(c, h);
     h->count = 1;
     h->token = a->res.token;
+    /* A fenced semaphore hold's permit slots (none for other kinds). */
+    h->nslots = e->family == RL__FAM_SEM ? a->res.nslots : 0;
+    memcpy(h->slots, a->res.slots, h->nslots * sizeof h->slots[0]);
     rl__hold_confirm(h, a->sent);
     /* A force-release of the name ended while this acquisition
      * was on its way: its delete may have come after our script,

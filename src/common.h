@@ -21,6 +21,9 @@
 
 #define RL__UUID_LEN   36
 #define RL__OWNER_MAX  (RL__UUID_LEN + 1 + 20 + 2 + 1)   /* ":r": a reader (rwlock.c) */
+/* The permits a semaphore hold of a client with fencing takes at most: one
+ * numbered slot each, kept in the hold (lua/lib/sem_slots.lua). */
+#define RL__SEM_SLOTS_MAX 16
 #define RL__RENEW_BATCH 1000   /* (key, owner) pairs per renewal script call */
 #define RL__POLL_MIN_MS 10     /* no release notices: a waiter asks again after this, */
 #define RL__POLL_MAX_MS 250    /* ...doubling up to this */

@@ -101,6 +101,8 @@ struct rl__hold {
     atomic_int orphan;              /* RL__HOLD_*: who frees it */
     int side;                       /* RL__SIDE_*: which side of the lock it holds */
     unsigned permits;               /* a semaphore's: the permits it holds (k) */
+    unsigned nslots;                /* owner thread only: a fenced semaphore hold's */
+    unsigned slots[RL__SEM_SLOTS_MAX];  /* permit slots (0: none, unfenced) */
     /* Redlock: each node's part, nodes[i] for c->servers[i] (c->nnodes of
      * them; none in the other modes). */
     rl__node_hold nodes[];

@@ -57,9 +57,9 @@ static int kind_family(int kind)
  * server that arbitrates the name: not in Redlock mode. */
 static int kind_offered(const rl_client *c, int kind)
 {
-    /* Fencing tokens and lock-delay are the plain lock's so far: a client
-     * with either offers no other kind (scripts.c). */
-    if (kind != RL_KIND_PLAIN && (c->fencing || c->delay_ms))
+    /* Fencing tokens are the plain lock's and the semaphore's, lock-delay
+     * the plain lock's: a client with either offers no other kind. */
+    if (kind != RL_KIND_PLAIN && (c->delay_ms || (c->fencing && kind != RL_KIND_SEMAPHORE)))
         return 0;
     if (kind == RL_KIND_FAIR || kind == RL_KIND_READ || kind == RL_KIND_WRITE ||
         kind == RL_KIND_SEMAPHORE)
@@ -428,6 +428,10 @@ static int try_acquire(rl_lock *lock, unsigned k, long wait_ms, long lease_ms)
          * changes only while nothing uses the entry. */
         rc = rl__err(RL_EINVAL, "k must be 1..%u (the semaphore's permits), not %u",
                      lock->entry->permits, k);
+    } else if (lock->kind == RL_KIND_SEMAPHORE && lock->client->fencing &&
+               k > RL__SEM_SLOTS_MAX) {
+        rc = rl__err(RL_EINVAL, "with fencing a hold takes at most %d permits (one numbered "
+                     "slot each), not %u", RL__SEM_SLOTS_MAX, k);
     } else {
         t = rl__thread_self();
         op_init(&o, lock, t);

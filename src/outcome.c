@@ -72,7 +72,7 @@ static int fence(rl_client *c, rl__conn *conn, const rl__fence *dead)
 /* After a lost reply: fence off the connection that carried the change,
  * then read our count back from the name's server. */
 static int read_count(rl__op *o, const rl__fence *dead, long long *count,
-                      unsigned long long *token)
+                      unsigned long long *token, rl__result *slots)
 {
     const char *argv[3] = { "HGET", o->e->key, o->owner };
     size_t lens[3] = { 4, o->e->key_len, o->owner_len };
@@ -101,7 +101,8 @@ static int read_count(rl__op *o, const rl__fence *dead, long long *count,
                             r->str);
             } else if (r->type != REDIS_REPLY_ERROR ||
                        (rc = rl__route_error(o->c, &rt, r->str, r->len)) == RL_OK) {
-                rc = rl__reply_hold(r, count, token); /* else redirected (RL__RETRY) or failed */
+                /* else redirected (RL__RETRY) or failed */
+                rc = rl__reply_hold(r, count, token, slots);
             }
             freeReplyObject(r);
         }
@@ -356,7 +357,7 @@ static int read_back_outcome(rl__op *o, int script, long long held, long lease_m
     unsigned long long token;
     int rc;
 
-    if ((rc = read_count(o, dead, &count, &token)) != RL_OK) {
+    if ((rc = read_count(o, dead, &count, &token, res)) != RL_OK) {
         RL__STAT_INC(o->c, replies_unresolved);
         *unresolved = *dead;
         if (unresolved->id < 0)

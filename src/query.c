@@ -83,6 +83,31 @@ int rl_lock_token(unsigned long long *out, const rl_lock *lock)
     return RL_OK;
 }
 
+int rl_semaphore_slots(const rl_lock *sem, unsigned *slots, unsigned cap, unsigned *n)
+{
+    const rl__hold *h;
+
+    rl__err_clear();
+    if (!sem || !n || (!slots && cap > 0))
+        return rl__err(RL_EINVAL, "sem and n must not be NULL, nor slots with cap > 0");
+    if (sem->kind != RL_KIND_SEMAPHORE)
+        return rl__err(RL_EINVAL, "not a semaphore's handle (rl_semaphore_new())");
+    if (atomic_load(&sem->client->closed))
+        return rl__shut_down();
+    if (!sem->client->fencing)
+        return rl__err(RL_ENOTSUP, "the client was made without rl_options.fencing");
+    h = rl__thread_find(rl__thread_self(), sem->client, sem->entry);
+    if (!h)
+        return rl__err(RL_ENOTOWNER, "the calling thread does not hold this semaphore");
+    if (!h->nslots)
+        return rl__err(RL_EPROTO, "the hold has no permit slots in Redis");
+    *n = h->nslots;
+    if (cap < h->nslots)
+        return rl__err(RL_EINVAL, "room for %u slots, the hold has %u", cap, h->nslots);
+    memcpy(slots, h->slots, h->nslots * sizeof slots[0]);
+    return RL_OK;
+}
+
 int rl_lock_interrupted(const rl_lock *lock)
 {
     const rl__hold *h;

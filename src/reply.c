@@ -34,15 +34,25 @@ int rl__resp_result(const rl__resp *resp, rl__result *out)
 {
     if (resp->type == RL__RESP_ERROR)
         return rl__error_status(resp->str, resp->str_len);
-    /* {code, value} or, with a fencing token, {code, value, token}. */
-    if (resp->type != RL__RESP_ARRAY || resp->nints < 2 || resp->nints > 3)
+    int i;
+
+    /* {code, value} or, with a fencing token, {code, value, token}; a
+     * fenced semaphore hold's slots follow its token. */
+    if (resp->type != RL__RESP_ARRAY || resp->nints < 2 ||
+        (resp->nints > 3 && resp->ints[0] != RL__R_DONE))
         return rl__err(RL_EPROTO, "unexpected reply shape from an rlock script");
     if (resp->ints[0] < RL__R_MISMATCH || resp->ints[0] > RL__R_DONE)
         return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
                        resp->ints[0]);
     out->code = (int)resp->ints[0];
     out->value = resp->ints[1];
-    out->token = resp->nints == 3 ? (unsigned long long)resp->ints[2] : 0;
+    out->token = resp->nints >= 3 ? (unsigned long long)resp->ints[2] : 0;
+    out->nslots = resp->nints > 3 ? (unsigned)(resp->nints - 3) : 0;
+    for (i = 3; i < resp->nints; i++) {
+        if (resp->ints[i] < 0 || resp->ints[i] >= RL_SEMAPHORE_MAX)
+            return rl__err(RL_EPROTO, "a permit slot out of range from an rlock script");
+        out->slots[i - 3] = (unsigned)resp->ints[i];
+    }
     return RL_OK;
 }
 
@@ -104,6 +114,7 @@ int rl__reply_result(const redisReply *reply, rl__result *out)
     out->code = (int)reply->element[0]->integer;
     out->value = reply->element[1]->integer;
     out->token = reply->elements == 3 ? (unsigned long long)reply->element[2]->integer : 0;
+    out->nslots = 0;
     if (out->code < RL__R_MISMATCH || out->code > RL__R_DONE)
         return rl__err(RL_EPROTO, "unexpected result code %lld from an rlock script",
                        (long long)reply->element[0]->integer);
@@ -127,30 +138,56 @@ static int digits(const char *s, size_t n, size_t *i, int max, unsigned long lon
     return *i > start ? 0 : -1;
 }
 
-int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long *token)
+int rl__parse_slots(const char *s, size_t len, rl__result *out)
+{
+    unsigned long long v;
+    size_t i = 0, start;
+
+    out->nslots = 0;
+    while (i < len) {
+        start = i;
+        for (v = 0; i < len && s[i] >= '0' && s[i] <= '9' && i - start < 10; i++)
+            v = v * 10 + (unsigned)(s[i] - '0');
+        if (i == start || v >= RL_SEMAPHORE_MAX || out->nslots == RL__SEM_SLOTS_MAX ||
+            (i < len && (s[i] != ',' || i + 1 == len)))
+            return rl__err(RL_EPROTO, "permit slots are not \"<n>[,<n>...]\"");
+        out->slots[out->nslots++] = (unsigned)v;
+        i += i < len;
+    }
+    return out->nslots ? RL_OK : rl__err(RL_EPROTO, "no permit slots");
+}
+
+int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long *token,
+                   rl__result *slots)
 {
     unsigned long long v, since, tok = 0;
     size_t i = 0;
+    rl__result ignored;
 
     if (!reply)
         return rl__err(RL_EPROTO, "no reply");
     if (reply->type == REDIS_REPLY_ERROR)
         return rl__reply_error_status(reply);
+    if (slots)
+        slots->nslots = 0;
     if (reply->type == REDIS_REPLY_NIL || reply->type == REDIS_REPLY_INTEGER) {
         *count = reply->type == REDIS_REPLY_NIL ? 0 : reply->integer;
         *token = 0;
         return RL_OK;
     }
-    /* "<count>", "<count> <since_ms>" or "<count> <since_ms> <token>"
-     * (src/lua/lib/hold_value.lua): the count leads. */
+    /* "<count>", "<count> <since_ms>", "<count> <since_ms> <token>" or, a
+     * fenced semaphore hold's, "<count> <since_ms> <token> <slots>"
+     * (src/lua/lib/hold_value.lua, sem_slots.lua): the count leads. */
     if (reply->type != REDIS_REPLY_STRING ||
         digits(reply->str, reply->len, &i, 18, &v) != 0)
         return rl__err(RL_EPROTO, "hold count is not a number");
     if (i < reply->len && (i++, digits(reply->str, reply->len, &i, 19, &since) != 0))
         return rl__err(RL_EPROTO, "hold value is not \"<count> <since> [<token>]\"");
-    if (i < reply->len && (i++, digits(reply->str, reply->len, &i, 20, &tok) != 0 ||
-                           i < reply->len))
+    if (i < reply->len && (i++, digits(reply->str, reply->len, &i, 20, &tok) != 0))
         return rl__err(RL_EPROTO, "hold value is not \"<count> <since> [<token>]\"");
+    if (i < reply->len && (!tok || (i++, rl__parse_slots(reply->str + i, reply->len - i,
+                                                           slots ? slots : &ignored) != RL_OK)))
+        return rl__err(RL_EPROTO, "hold value is not \"<count> <since> <token> [<slots>]\"");
     *count = (long long)v;
     *token = tok;
     return RL_OK;
@@ -160,7 +197,7 @@ int rl__reply_count(const redisReply *reply, long long *out)
 {
     unsigned long long token;
 
-    return rl__reply_hold(reply, out, &token);
+    return rl__reply_hold(reply, out, &token, NULL);
 }
 
 int rl__reply_flags(const redisReply *reply, size_t n, const char **out)

@@ -7,7 +7,8 @@
 #include "common.h"
 
 #define RL__FORCE_TIDS 6        /* thread ids a force-release reply lists */
-#define RL__RESP_MAX_INTS (2 + RL__FORCE_TIDS)
+/* A fenced semaphore hold's reply: {1, 1, token, slot...}. */
+#define RL__RESP_MAX_INTS (3 + RL__SEM_SLOTS_MAX)
 enum { RL__RESP_INT = 1, RL__RESP_ARRAY, RL__RESP_ERROR, RL__RESP_STATUS };
 
 typedef struct rl__resp {

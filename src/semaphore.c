@@ -6,7 +6,9 @@
  * other kinds (a Cluster slot migration moves it whole, and no script
  * touches a key it has not declared):
  *
- *   "<uuid>:<tid>"      a hold, as a plain owner's field: "<count> <since>"
+ *   "<uuid>:<tid>"      a hold, as a plain owner's field: "<count> <since>";
+ *                       with fencing "<count> <since> <token> <slots>", its
+ *                       token and permit slots (lua/lib/sem_slots.lua)
  *   "~d:<hold's field>" its deadline (Redis TIME, ms): each hold has its
  *                       own lease, since holders share the key, and a hold
  *                       past its deadline is gone for every script, its

@@ -8,8 +8,11 @@
 -- ARGV[4]  since
 -- ARGV[5]  N, the permit count the caller opened the name with
 -- ARGV[6]  k, the permits a new hold takes (1..N)
+-- KEYS[2]  the fence key, declared only by a client with fencing on a new
+--          hold (lib/sem_slots.lua): the hold takes a token and k slots
 --
--- Reply, as acquire.lua's: {1, count} taken; {0, wait_ms, short} not
+-- Reply, as acquire.lua's: {1, count} taken (a fenced new hold: {1, 1,
+-- token, slot...}); {0, wait_ms, short} not
 -- taken for want of permits, short of them (1 or more: a waiter sleeps
 -- through release notices that give back fewer), wait_ms the first live
 -- deadline; {0, wait_ms} not taken, the key's PTTL, when another kind of
@@ -38,10 +41,11 @@ end
 --@include "lib/hold_reenter.lua"
 
 local k, f, held = KEYS[1], ARGV[2], tonumber(ARGV[3])
-if held == 0 and redis.call('exists', k) == 0 then
+if held == 0 and not KEYS[2] and redis.call('exists', k) == 0 then
   -- A free name: the hold alone in a new key, the key's expiry its
   -- deadline (lib/sem_fields.lua), "~k:" only for more than one permit.
   -- No clock, no look: the uncontended case costs what a lock's does.
+  -- (A fenced hold takes the path below: a token and its slots.)
   if want > 1 then
     redis.call('hset', k, f, '1 ' .. ARGV[4], '~N', num(size), pk(f), num(want))
   else
@@ -69,7 +73,15 @@ end
 -- Ours already (an acquire reported failed but applied late) is taken
 -- afresh: its permits were left out of s.used. A hold without a deadline
 -- is given the key's expiry as one before keep() moves it.
-local w = {f, '1 ' .. ARGV[4], dl(f), num(now + lease), pk(f), num(want), '~N', num(size)}
+local fenced, tail = nil, ''
+if KEYS[2] then
+  -- Fencing per permit: its functions made only here, so that an
+  -- unfenced hold pays for none of them.
+--@include "lib/sem_slots.lua"
+  fenced, tail = fence_hold(KEYS[2], s.all, f, want, size)
+  if not fenced then return tail end
+end
+local w = {f, '1 ' .. ARGV[4] .. tail, dl(f), num(now + lease), pk(f), num(want), '~N', num(size)}
 local left = #s.undated > 0 and redis.call('pttl', k) or -1
 for _, g in ipairs(left >= 0 and s.undated or {}) do
   w[#w + 1], w[#w + 2] = dl(g), num(now + left)
@@ -77,4 +89,5 @@ end
 redis.call('hset', k, unpack(w))
 keep(k, lease)
 if #s.dead > 0 then redis.call('hdel', k, unpack(s.dead)) end
+if fenced then return {1, 1, fenced[1], unpack(fenced[2])} end
 return {1, 1}

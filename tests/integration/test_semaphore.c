@@ -3,8 +3,10 @@
  * permits held across threads and clients, k permits a hold, reentry,
  * another N and k > N refused, waiting woken by a release and bounded by
  * its deadline, a SIGKILLed and a SIGSTOPped holder's permits back within
- * their lease, lost replies, fork, Redlock refused, Sentinel and Cluster.
- * Each single-server test starts its own redis-server.
+ * their lease, lost replies, fork, Redlock refused, Sentinel and Cluster;
+ * fencing tokens per permit (slots never shared by live holds, each
+ * slot's token rising, a stopped holder's late write refused, lost
+ * replies read back). Each single-server test starts its own redis-server.
  */
 #include "it_cluster.h"
 #include "it_common.h"
@@ -554,9 +556,373 @@ static void test_fork(void **state)
     FREE_ALL(l, NULL, c);
 }
 
+/* ---- fencing tokens per permit ------------------------------------------- */
+
+/* A client with fencing on `url` (lease as given). */
+static rl_client *fenced_client(const char *url, long lease_ms)
+{
+    rl_options o;
+
+    it_options(&o, url, lease_ms, 0);
+    o.fencing = 1;
+    return it_client_opts(&o);
+}
+
+/* The calling thread's token and slots of l: 0 on success. */
+static int hold_fence(rl_lock *l, unsigned long long *tok, unsigned *slots, unsigned *n)
+{
+    if (rl_lock_token(tok, l) != RL_OK || rl_semaphore_slots(l, slots, 16, n) != RL_OK)
+        return -1;
+    return 0;
+}
+
+/* The value of rl:{name}'s field of the hold whose token is tok, as
+ * "<token> <slots>" (the value's last two words) into out; 0 when found. */
+static int redis_fence(redisContext *rc, const char *name, unsigned long long tok, char *out,
+                       size_t cap)
+{
+    redisReply *r = redisCommand(rc, "HGETALL rl:{%s}", name);
+    unsigned long long t;
+    int found = -1;
+    size_t i;
+
+    for (i = 0; r && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+        char slots[40];
+        if (r->element[i]->str[0] == '~' ||
+            sscanf(r->element[i + 1]->str, "%*d %*d %llu %39s", &t, slots) != 2 || t != tok)
+            continue;
+        snprintf(out, cap, "%llu %s", t, slots);
+        found = 0;
+    }
+    freeReplyObject(r);
+    return found;
+}
+
+/* Shared by the threads of test_fenced_slots: who occupies each of the 3
+ * slots now (0: nobody), and the last token each slot was taken with. */
+typedef struct {
+    pthread_mutex_t mu;
+    rl_lock *l[2];
+    int occupied[3];
+    unsigned long long last[3];
+    atomic_int failed;          /* the first broken check: a code */
+    atomic_int rounds;
+} fslots;
+
+static void fslots_fail(fslots *s, int code)
+{
+    int none = 0;
+
+    atomic_compare_exchange_strong(&s->failed, &none, code);
+}
+
+/* One round: take k permits, check and occupy their slots, give them back. */
+static void fslots_round(fslots *s, rl_lock *l, unsigned k, int me)
+{
+    unsigned long long tok;
+    unsigned slots[16], n = 0, i;
+
+    if (rl_semaphore_acquire(l, k, 10000, RL_LEASE_WATCHDOG) != RL_OK) {
+        fslots_fail(s, 1);
+        return;
+    }
+    if (hold_fence(l, &tok, slots, &n) != 0 || n != k)
+        fslots_fail(s, 2);
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < n; i++) {
+        if (slots[i] >= 3 || s->occupied[slots[i]])
+            fslots_fail(s, 3);          /* a slot of a live hold given twice */
+        else if (tok <= s->last[slots[i]])
+            fslots_fail(s, 4);          /* a slot's token did not rise */
+        else {
+            s->occupied[slots[i]] = me;
+            s->last[slots[i]] = tok;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&s->mu);
+    for (i = 0; i < n; i++)
+        if (slots[i] < 3 && s->occupied[slots[i]] == me)
+            s->occupied[slots[i]] = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (rl_lock_release(l) != RL_OK)
+        fslots_fail(s, 5);
+    atomic_fetch_add(&s->rounds, 1);
+}
+
+typedef struct {
+    fslots *s;
+    int me;
+} fslots_arg;
+
+static void *fslots_run(void *arg)
+{
+    fslots_arg *a = arg;
+    int i;
+
+    for (i = 0; i < 40 && !atomic_load(&a->s->failed); i++)
+        fslots_round(a->s, a->s->l[a->me % 2], 1 + (unsigned)((i + a->me) % 2), a->me);
+    return NULL;
+}
+
+/*
+ * Threads of two fenced clients on a 3-permit name, each taking 1 or 2
+ * permits by turns: the slots of live holds never overlap (counted
+ * locally, a slot cleared before its hold is released), and each slot's
+ * token rises from holder to holder. Then one thread's tokens rise across
+ * a release and an expiry, and Redis's value of the hold says its token
+ * and slots.
+ */
+static void test_fenced_slots(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = fenced_client(e->redis->url, LEASE_MS);
+    rl_client *d = fenced_client(e->redis->url, LEASE_MS);
+    fslots s;
+    fslots_arg a[4];
+    pthread_t th[4];
+    unsigned long long t1, t2, t3;
+    unsigned slots[16], n;
+    char want[80], got[80];
+    int i;
+
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    s.l[0] = sem(c, "fs", 3);
+    s.l[1] = sem(d, "fs", 3);
+    for (i = 0; i < 4; i++) {
+        a[i].s = &s;
+        a[i].me = i + 1;
+        assert_int_equal(pthread_create(&th[i], NULL, fslots_run, &a[i]), 0);
+    }
+    for (i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    IT_EQ(atomic_load(&s.failed), 0);
+    IT_EQ(atomic_load(&s.rounds), 160);
+    /* Across a release, an expiry (a fixed lease run out), a reentry. */
+    IT_RC(rl_semaphore_acquire(s.l[0], 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hold_fence(s.l[0], &t1, slots, &n), 0);
+    IT_EQ(n, 2);
+    snprintf(want, sizeof want, "%llu %u,%u", t1, slots[0], slots[1]);
+    IT_EQ(redis_fence(e->rc, "fs", t1, got, sizeof got), 0);
+    assert_string_equal(got, want);
+    IT_RC(rl_semaphore_acquire(s.l[0], 2, 0, RL_LEASE_WATCHDOG), RL_OK);   /* reentry */
+    IT_EQ(hold_fence(s.l[0], &t2, slots, &n), 0);
+    IT_EQ(t2, t1);
+    IT_RC(rl_lock_release(s.l[0]), RL_OK);
+    IT_RC(rl_lock_release(s.l[0]), RL_OK);
+    IT_RC(rl_semaphore_acquire(s.l[1], 3, 0, 200), RL_OK);
+    IT_EQ(hold_fence(s.l[1], &t2, slots, &n), 0);
+    IT_EQ(t2 > t1, 1);
+    IT_EQ(n, 3);
+    IT_RC(rl_semaphore_acquire(s.l[0], 1, 2000, RL_LEASE_WATCHDOG), RL_OK); /* after expiry */
+    IT_EQ(hold_fence(s.l[0], &t3, slots, &n), 0);
+    IT_EQ(t3 > t2, 1);
+    IT_EQ(slots[0], 0);
+    IT_RC(rl_lock_release(s.l[0]), RL_OK);
+    IT_RC(rl_lock_release(s.l[1]), RL_ELOST);
+    pthread_mutex_destroy(&s.mu);
+    FREE_ALL(s.l[0], s.l[1], NULL, c, d);
+}
+
+/* The resource of test_fenced_stopped_holder: a hash keeping, per slot,
+ * the largest token it accepted (examples/fencing.c, a slot each). */
+static const char *const slot_resource =
+    "local last = tonumber(redis.call('hget', KEYS[1], 't' .. ARGV[1]) or '0')\n"
+    "if tonumber(ARGV[2]) < last then return 0 end\n"
+    "redis.call('hset', KEYS[1], 't' .. ARGV[1], ARGV[2], 'v' .. ARGV[1], ARGV[3])\n"
+    "return 1\n";
+
+static long long resource_write(redisContext *rc, unsigned slot, unsigned long long tok,
+                                const char *value)
+{
+    redisReply *r = redisCommand(rc, "EVAL %s 1 fres %u %llu %s", slot_resource, slot, tok,
+                                 value);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/*
+ * A child process with fencing takes 1 permit of 2 and says its token and
+ * slot ("fc:ready"); stopped, then let go once "fc:go" is set, it writes
+ * to the resource with them, late: exit 0 when the resource refused it.
+ * Codes name the check.
+ */
+static int child_fenced(const char *url, int port)
+{
+    struct timespec step = { 0, 5 * 1000 * 1000 };
+    rl_client *c = NULL;
+    rl_lock *l = NULL;
+    rl_options o;
+    redisContext *rc = NULL;
+    redisReply *r;
+    unsigned long long tok;
+    unsigned slot, n;
+    int i, go = 0;
+
+    it_options(&o, url, LEASE_MS, 0);
+    o.fencing = 1;
+    if (rl_client_new(&c, &o) != RL_OK || rl_semaphore_new(&l, c, "fstop", 5, 2) != RL_OK ||
+        rl_semaphore_acquire(l, 1, 5000, RL_LEASE_WATCHDOG) != RL_OK ||
+        rl_lock_token(&tok, l) != RL_OK || rl_semaphore_slots(l, &slot, 1, &n) != RL_OK)
+        return 10;
+    if (!(rc = redisConnect("127.0.0.1", port)) || rc->err)
+        return 11;
+    freeReplyObject(redisCommand(rc, "SET fc:ready %llu:%u", tok, slot));
+    for (i = 0; i < 6000 && !go; i++) {
+        r = redisCommand(rc, "EXISTS fc:go");
+        go = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        freeReplyObject(r);
+        if (!go)
+            nanosleep(&step, NULL);
+    }
+    if (!go)
+        return 12;
+    if (resource_write(rc, slot, tok, "stale") != 0)
+        return 13;                      /* the late write was let in */
+    if (rl_lock_release(l) != RL_ELOST)
+        return 14;
+    redisFree(rc);
+    rl_lock_free(l);
+    rl_client_free(c);
+    return 0;
+}
+
+/* The child of test_fenced_stopped_holder while it runs: a failed check
+ * leaves it stopped, and the teardown kills it. */
+static pid_t fstop_child = -1;
+
+static int fstop_teardown(void **state)
+{
+    if (fstop_child > 0) {
+        kill(fstop_child, SIGKILL);
+        rt_child_wait(fstop_child, 5000);
+        fstop_child = -1;
+    }
+    return it_teardown(state);
+}
+
+/*
+ * A fenced holder of 1 permit of 2 SIGSTOPped past its lease beside a live
+ * holder of the other: a new holder gets its slot with a larger token and
+ * writes; the stopped one, let go on, writes with its old token and the
+ * resource refuses it.
+ */
+static void test_fenced_stopped_holder(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = fenced_client(e->redis->url, LEASE_MS);
+    rl_lock *live = sem(c, "fstop", 2), *next = NULL;
+    char port[16];
+    char *argv[] = { "it_semaphore", "--child", "fenced", e->redis->url, port, NULL };
+    unsigned long long tok, old = 0;
+    unsigned slot, oslot = 9, n;
+    rl_client *d;
+    redisReply *r;
+    pid_t pid;
+
+    snprintf(port, sizeof port, "%d", e->redis->port);
+    IT_RC(rl_semaphore_acquire(live, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    pid = fstop_child = rt_spawn_self(argv, NULL, 0, 60);
+    assert_true(pid > 0);
+    IT_WAIT((r = redisCommand(e->rc, "GET fc:ready")) &&
+                (r->type != REDIS_REPLY_STRING ? (freeReplyObject(r), 0)
+                 : (sscanf(r->str, "%llu:%u", &old, &oslot), freeReplyObject(r), 1)),
+            10000);
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    d = fenced_client(e->redis->url, LEASE_MS);
+    next = sem(d, "fstop", 2);
+    IT_RC(rl_semaphore_acquire(next, 1, 5000, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hold_fence(next, &tok, &slot, &n), 0);
+    IT_EQ(slot, oslot);
+    IT_EQ(tok > old, 1);
+    IT_EQ(resource_write(e->rc, slot, tok, "fresh"), 1);
+    freeReplyObject(redisCommand(e->rc, "SET fc:go 1"));
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    fstop_child = -1;
+    IT_EQ(rt_child_wait(pid, 10000), 0);
+    r = redisCommand(e->rc, "HGET fres v%u", slot);
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    assert_string_equal(r->str, "fresh");
+    freeReplyObject(r);
+    IT_RC(rl_lock_release(next), RL_OK);
+    IT_RC(rl_lock_release(live), RL_OK);
+    FREE_ALL(live, next, NULL, c, d);
+}
+
+/* A fenced new hold's reply lost, then a reentry's: the read-back gives the
+ * token and the slots Redis holds. */
+static void test_fenced_lost_reply(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = fenced_client(e->redis->url, 0), *d;
+    rl_lock *first = sem(c, "flost", 3), *l;
+    struct rt_proxy *proxy = rt_proxy_start(e->redis->port);
+    unsigned long long tok, t2;
+    unsigned slots[16], n;
+    char want[80], got[80];
+
+    assert_non_null(proxy);
+    IT_RC(rl_lock_try_acquire(first, 0, RL_LEASE_WATCHDOG), RL_OK);    /* slot 0 */
+    d = fenced_client(rt_proxy_url(proxy), 0);
+    l = sem(d, "flost", 3);
+    rt_proxy_drop_next_reply_matching(proxy, "EVALSHA");
+    IT_RC(rl_semaphore_acquire(l, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(rt_proxy_dropped(proxy), 1);
+    IT_EQ(hold_fence(l, &tok, slots, &n), 0);
+    IT_EQ(n, 2);
+    IT_EQ(slots[0], 1);
+    IT_EQ(slots[1], 2);
+    snprintf(want, sizeof want, "%llu 1,2", tok);
+    IT_EQ(redis_fence(e->rc, "flost", tok, got, sizeof got), 0);
+    assert_string_equal(got, want);
+    rt_proxy_drop_next_reply_matching(proxy, "EVALSHA");
+    IT_RC(rl_semaphore_acquire(l, 2, 0, RL_LEASE_WATCHDOG), RL_OK);     /* reentry */
+    IT_EQ(rt_proxy_dropped(proxy), 2);
+    IT_EQ(hold_fence(l, &t2, slots, &n), 0);
+    IT_EQ(t2, tok);
+    IT_EQ(n, 2);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_lock_release(first), RL_OK);
+    FREE_ALL(first, l, NULL, c, d);
+    rt_proxy_stop(proxy);
+}
+
+/* rl_semaphore_slots: bad input, not held, no fencing; k past 16. */
+static void test_fenced_statuses(void **state)
+{
+    it_env *e = *state;
+    rl_client *c = fenced_client(e->redis->url, 0), *plain = it_client(e, 0);
+    rl_lock *l = sem(c, "fbad", 20), *u = sem(plain, "fbad2", 2), *lk = it_lock(c, "fplain");
+    unsigned long long tok;
+    unsigned slots[2], n = 77;
+
+    IT_RC(rl_semaphore_slots(l, slots, 2, &n), RL_ENOTOWNER);
+    IT_RC(rl_semaphore_slots(NULL, slots, 2, &n), RL_EINVAL);
+    IT_RC(rl_semaphore_slots(l, slots, 2, NULL), RL_EINVAL);
+    IT_RC(rl_semaphore_slots(l, NULL, 2, &n), RL_EINVAL);
+    IT_RC(rl_semaphore_slots(lk, slots, 2, &n), RL_EINVAL);
+    IT_RC(rl_semaphore_acquire(l, 17, 0, RL_LEASE_WATCHDOG), RL_EINVAL);
+    IT_RC(rl_semaphore_acquire(l, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_slots(l, slots, 1, &n), RL_EINVAL);
+    IT_EQ(n, 2);
+    IT_RC(rl_semaphore_slots(l, slots, 2, &n), RL_OK);
+    IT_EQ(slots[0] == 0 && slots[1] == 1, 1);
+    IT_RC(rl_lock_token(&tok, l), RL_OK);
+    IT_RC(rl_lock_release(l), RL_OK);
+    IT_RC(rl_semaphore_acquire(u, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_slots(u, slots, 2, &n), RL_ENOTSUP);
+    IT_RC(rl_lock_release(u), RL_OK);
+    rl_lock_free(lk);
+    FREE_ALL(l, u, NULL, c, plain);
+}
+
 /* ---- modes ---------------------------------------------------------------- */
 
-/* Redlock, fencing and lock-delay clients: RL_ENOTSUP. */
+/* Redlock and lock-delay clients: RL_ENOTSUP (fencing is offered). */
 static void test_refused(void **state)
 {
     it_env *e = *state;
@@ -577,7 +943,9 @@ static void test_refused(void **state)
     it_options(&o, e->redis->url, 0, 0);
     o.fencing = 1;
     c = it_client_opts(&o);
-    IT_RC(rl_semaphore_new(&l, c, "x", 1, 3), RL_ENOTSUP);
+    IT_RC(rl_semaphore_new(&l, c, "x", 1, 3), RL_OK);
+    rl_lock_free(l);
+    l = NULL;
     rl_client_free(c);
     it_options(&o, e->redis->url, 0, 0);
     o.lock_delay_ms = 100;
@@ -636,7 +1004,8 @@ static void test_sentinel(void **state)
     rt_sentinel_stop(dep);
 }
 
-/* Cluster: the name's one key on the master of its slot. */
+/* Cluster: the name's one key on the master of its slot (with fencing,
+ * its fence key beside it). */
 static void test_cluster(void **state)
 {
     it_cluster *ic = *state;
@@ -645,8 +1014,11 @@ static void test_cluster(void **state)
     int m = rt_cluster_master_of(ic->cl, rt_cluster_keyslot(ic->cl, key, kl));
     redisContext *rc;
     rl_options o;
-    rl_client *c, *d;
+    rl_client *c, *d, *f;
     rl_lock *l;
+    redisReply *r;
+    unsigned long long tok;
+    unsigned slots[2], n;
 
     assert_true(m >= 0);
     rc = rt_cluster_connect(ic->cl, m);
@@ -660,6 +1032,21 @@ static void test_cluster(void **state)
     IT_RC(rl_lock_release(l), RL_OK);
     IT_EQ(key_exists(rc, "cs"), 0);
     rl_lock_free(l);
+    /* With fencing: the fence key on the same master as the hash. */
+    o.fencing = 1;
+    f = it_client_opts(&o);
+    l = sem(f, "cs", 2);
+    IT_RC(rl_semaphore_acquire(l, 2, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_slots(l, slots, 2, &n), RL_OK);
+    IT_EQ(slots[0] == 0 && slots[1] == 1, 1);
+    IT_RC(rl_lock_token(&tok, l), RL_OK);
+    r = redisCommand(rc, "GET rl:{cs}:fence");
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    IT_EQ(strtoull(r->str, NULL, 10), tok);
+    freeReplyObject(r);
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(f);
     share_and_wait(c, d, "cs");
     rl_client_free(c);
     redisFree(rc);
@@ -679,6 +1066,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_lost_replies, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_fork, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_refused, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_slots, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_stopped_holder, it_setup, fstop_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_lost_reply, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_statuses, it_setup, it_teardown),
         cmocka_unit_test(test_sentinel),
     };
     const struct CMUnitTest cluster[] = {
@@ -688,6 +1079,8 @@ int main(int argc, char **argv)
 
     if (argc == 5 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "hold") == 0)
         return child_hold(argv[3], argv[4]);
+    if (argc == 5 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], "fenced") == 0)
+        return child_fenced(argv[3], atoi(argv[4]));
     failed = cmocka_run_group_tests_name("semaphore", single, NULL, NULL);
     failed += cmocka_run_group_tests_name("semaphore_cluster", cluster, it_cluster_setup,
                                           it_cluster_teardown);

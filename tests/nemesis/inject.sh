@@ -3,13 +3,13 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|sets]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
 # are run, and counted; with "tls", only the seeds that run over TLS; with
-# "sem", only the seeds that draw a semaphore; with "sets", those that
-# draw sets.
+# "sem", only the seeds that draw a semaphore ("semf": a fenced one); with
+# "sets", those that draw sets.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -31,15 +31,18 @@
 #             refused only past N + 1)
 #   nogiveback  a set that fails keeps its first member (lockset.c
 #             give_back: every member taken but the first given back)
+#   sameslot  a fenced semaphore hold's slots are chosen without the live
+#             holds' (lib/sem_slots.lua): the lowest k, whoever has them
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
 case $only in
 queue) only=' queue ' ;;
 tls) only='+tls ' ;;
 sem) only='sem(' ;;
+semf) only='sem(f' ;;
 sets) only=' sets=' ;;
 '') ;;
-*) echo "inject.sh: the filter is queue, tls, sem or sets, not $only" >&2; exit 2 ;;
+*) echo "inject.sh: the filter is queue, tls, sem, semf or sets, not $only" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
@@ -67,6 +70,7 @@ noreader) inject src/lua/rw_acquire.lua 2 "s|^\\( *\\)if latest then wait = late
 wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)np \&\& g|";;
 stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
 semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.used + want > size + 1 then|";;
+sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if taken then for x in|      if taken and false then for x in|";;
 nogiveback) inject src/lockset.c 1 "s|^    while (taken-- > 0)$|    while (taken-- > 1)|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

@@ -65,7 +65,7 @@ int nm_rng_pct(nm_rng *r, int pct);
 
 typedef struct nm_name {
     int family;       /* NM_PLAIN, NM_FAIR, NM_RW */
-    int fencing;      /* rl_options.fencing (plain only: the library refuses the others) */
+    int fencing;      /* rl_options.fencing (plain and semaphore: the library refuses the others) */
     long delay_ms;    /* rl_options.lock_delay_ms: 0 or 300..1500 (plain only) */
     long lease_ms;    /* the watchdog's lease, or the fixed lease of every call */
     int fixed;        /* 1: each acquisition passes lease_ms (never renewed) */

@@ -15,6 +15,9 @@
  *              below B's; no token twice. Pairs across an empty restart
  *              (the counter is gone: outside the guarantee) are left out,
  *              but in a Cluster with replicas (a failover, wait_replicas 1).
+ *              A fenced semaphore's holds whose valid intervals overlap share
+ *              no permit slot; of two that share one, the earlier interval's
+ *              token is the lower (check_slots).
  *   delay      after a lost hold A (a release returned a status other
  *              than RL_OK, RL_ECONN (nothing sent) or RL_EREDIS (refused,
  *              nothing changed), its last one other than RL_ECONN was
@@ -67,6 +70,7 @@ typedef struct nm_hold {
     int proc, tid, name, side;
     int64_t inv, ret;          /* the acquisition that began it */
     long long token;           /* -1: none */
+    unsigned slots;            /* a fenced semaphore hold's permit slots, a mask; 0: none */
     int64_t good_end;          /* t2 of its last write with both checks down; 0: none */
     int flagged;               /* a write saw the flag */
     int bad_release;           /* a release lost it (neither RL_OK, RL_ECONN nor RL_EREDIS) */
@@ -578,7 +582,8 @@ static int parse_set_line(nm_tstate *t, long long ns, char ev, const char *line)
 static void parse_hold_line(nm_hist *h, int pi, nm_tstate *t, long long ns, char ev,
                             const char *line)
 {
-    long long a1, a2, a3, a4, a5;
+    long long a1, a2, a3, a4, a5, a6 = 0;
+    size_t before = h->nholds;
     int f[4];
 
     if (ev == 'A' && sscanf(line, "%lld %lld %lld", &a1, &a2, &a3) == 3) {
@@ -591,10 +596,13 @@ static void parse_hold_line(nm_hist *h, int pi, nm_tstate *t, long long ns, char
     } else if (ev == 'r' && sscanf(line, "%lld %lld %lld %lld", &a1, &a2, &a3, &a4) == 4) {
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         on_released(h, pi, t, ns, f);
-    } else if (ev == 'a' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
+    } else if (ev == 'a' && sscanf(line, "%lld %lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4,
+                                   &a5, &a6) >= 5) {
         f[0] = (int)a1, f[1] = (int)a2, f[2] = (int)a3, f[3] = (int)a4;
         if (f[0] >= 0 && f[0] < h->plan.nnames)
             on_acquired(h, pi, t, ns, f, a5);
+        if (h->nholds > before)
+            h->holds[h->nholds - 1].slots = (unsigned)a6;
     } else if (ev == 'L') {
         on_release_invoked(h, t);
     } else if (ev == 'W' && sscanf(line, "%lld %lld %lld %lld %lld", &a1, &a2, &a3, &a4, &a5) == 5) {
@@ -978,6 +986,41 @@ static void check_fencing(nm_hist *h)
             else if (a->ret < b->inv && a->token >= b->token)
                 violation(h, NM_INV_FENCE, a->name, a, b,
                           "a later acquisition got a token not above an earlier one's");
+        }
+    }
+}
+
+/* Fencing per permit (a fenced semaphore): two holds whose valid intervals
+ * (from the acquisition's return to the last write that saw the flag down)
+ * overlap never share a permit slot, and of two holds that share one, the
+ * one whose interval ended before the other's began has the lower token.
+ * Holds a force-release reached, and pairs across an empty restart, are
+ * left out, as for the capacity and the tokens. */
+static void check_slots(nm_hist *h)
+{
+    size_t i, j;
+
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *a = &h->holds[i];
+        if (!h->plan.names[a->name].fencing || h->plan.names[a->name].family != NM_SEM ||
+            a->good_end <= a->ret || forced_near(h, a))
+            continue;
+        if (!a->slots) {
+            violation(h, NM_INV_FENCE, a->name, a, NULL, "a fenced semaphore hold has no slots");
+            continue;
+        }
+        for (j = i + 1; j < h->nholds; j++) {
+            const nm_hold *b = &h->holds[j];
+            if (b->name != a->name || !(a->slots & b->slots) || b->good_end <= b->ret ||
+                forced_near(h, b) || data_lost(h, a->inv < b->inv ? a->inv : b->inv,
+                                               a->ret > b->ret ? a->ret : b->ret))
+                continue;
+            if (a->ret < b->good_end && b->ret < a->good_end)
+                violation(h, NM_INV_FENCE, a->name, a, b, "two valid holds share a permit slot");
+            else if ((a->good_end <= b->ret && a->token >= b->token) ||
+                     (b->good_end <= a->ret && b->token >= a->token))
+                violation(h, NM_INV_FENCE, a->name, a, b,
+                          "a later holder of a permit slot has a token not above the earlier's");
         }
     }
 }
@@ -1610,6 +1653,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     check_capacity(&h);
     check_flag_stays(&h);
     check_fencing(&h);
+    check_slots(&h);
     check_delay(&h);
     check_liveness(&h);
     check_books(&h);

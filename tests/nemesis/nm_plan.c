@@ -407,6 +407,12 @@ static void draw_sem_sets(nm_plan *p, uint64_t seed)
         members += nm_set_member(p, i);
     if (members >= 2 && !p->queue && nm_rng_pct(&r, 40))
         p->sets = (int)nm_rng_range(&r, 20, 40);
+    /* Fencing per permit on half the semaphores, from a stream of its own
+     * (the draws above stay what they were). */
+    nm_rng_seed(&r, seed ^ 0x73656d66656e6365ULL);
+    for (i = 0; i < p->nnames; i++)
+        if (p->names[i].family == NM_SEM)
+            p->names[i].fencing = nm_rng_pct(&r, 50);
 }
 
 /* Sets that the one script takes (src/lockset_one.c: plain members with

@@ -7,7 +7,8 @@
  *   P start <pid> <gen> / P end            the process began / ended cleanly
  *   A <name> <side> <wait_ms> <lease_ms> <k>  acquire invoked (k: a semaphore's
  *                                          permits, 1 for the others)
- *   a <name> <side> <status> <count> <token>  ...returned (token -1: none)
+ *   a <name> <side> <status> <count> <token> <slots>  ...returned (token -1:
+ *                                none; slots: a fenced semaphore hold's, a mask)
  *   W <name> <side> <before> <t2_ns> <after>  a write: rl_interrupted() read at
  *                                          the line's time (before it) and just
  *                                          after t2_ns (after it)
@@ -141,6 +142,7 @@ static int acquire(nm_th *th, int name, int side, long wait)
     rl_lock *h = th->h;
     long lease = n->fixed ? n->lease_ms : RL_LEASE_WATCHDOG;
     unsigned long long tok = 0;
+    unsigned slots[16], ns = 0, i, mask = 0;
     int st, count;
     long long token = -1;
 
@@ -152,7 +154,12 @@ static int acquire(nm_th *th, int name, int side, long wait)
     count = rl_lock_hold_count(h);
     if (st == RL_OK && n->fencing && rl_lock_token(&tok, h) == RL_OK)
         token = (long long)tok;
-    hist(th->wk, th->tid, "a %d %d %d %d %lld", name, side, st, count, token);
+    /* A fenced semaphore hold's permit slots (0..N-1, N <= 4), as a mask. */
+    if (st == RL_OK && n->fencing && n->family == NM_SEM &&
+        rl_semaphore_slots(h, slots, 16, &ns) == RL_OK)
+        for (i = 0; i < ns; i++)
+            mask |= 1u << (slots[i] & 31);
+    hist(th->wk, th->tid, "a %d %d %d %d %lld %u", name, side, st, count, token, mask);
     return st;
 }
 

@@ -17,7 +17,7 @@
 static void expect(int script, long long held, long long count, int rc, int code,
                    long long value)
 {
-    rl__result res = { 99, 99, 0 };
+    rl__result res = { 99, 99, 0, 0, { 0 } };
     int got = rl__outcome(script, held, count, &res);
 
     if (got != rc)

@@ -156,25 +156,51 @@ static void test_count(void **state)
 
         r.str = f1;
         r.len = strlen(f1);
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_OK);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_OK);
         assert_int_equal(n, 2);
         assert_true(token == 18446744073709551615ULL);
         r.str = f1;
         r.len = 15;           /* "2 1732350000123": no token */
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_OK);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_OK);
         assert_int_equal(token, 0);
         r.str = f2;
         r.len = strlen(f2);
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_OK);   /* slot 9 */
         r.str = f3;
         r.len = strlen(f3);
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_EPROTO);
         r.str = f4;
         r.len = strlen(f4);
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_EPROTO);
         r.str = f5;
         r.len = strlen(f5);
-        assert_int_equal(rl__reply_hold(&r, &n, &token), RL_EPROTO);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, NULL), RL_EPROTO);
+    }
+    /* "<count> <since_ms> <token> <slots>": a fenced semaphore hold. */
+    {
+        static const char *bad[] = { "1 5 7 ", "1 5 7 1,", "1 5 7 ,1", "1 5 7 1,,2",
+                                     "1 5 7 1 2", "1 5 7 x", "1 5 0 1", "1 5 7 2147483647",
+                                     "1 5 7 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16" };
+        static char ok[] = "3 5 42 0,2,17";
+        unsigned long long token = 0;
+        rl__result sl;
+        size_t i;
+
+        r.str = ok;
+        r.len = strlen(ok);
+        assert_int_equal(rl__reply_hold(&r, &n, &token, &sl), RL_OK);
+        assert_int_equal(n, 3);
+        assert_int_equal(token, 42);
+        assert_int_equal(sl.nslots, 3);
+        assert_int_equal(sl.slots[0], 0);
+        assert_int_equal(sl.slots[1], 2);
+        assert_int_equal(sl.slots[2], 17);
+        for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            r.str = (char *)bad[i];
+            r.len = strlen(bad[i]);
+            if (rl__reply_hold(&r, &n, &token, &sl) != RL_EPROTO)
+                fail_msg("accepted: %s", bad[i]);
+        }
     }
     r = mk(REDIS_REPLY_ARRAY);
     assert_int_equal(rl__reply_count(&r, &n), RL_EPROTO);

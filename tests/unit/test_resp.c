@@ -72,7 +72,7 @@ static void test_read_partial(void **state)
 static void test_read_rejects(void **state)
 {
     static const char *bad[] = {
-        "$3\r\nabc\r\n", "*9\r\n", "*-1\r\n", "*2\r\n$1\r\n", ":\r\n", ":12a\r\n", ":-\r\n",
+        "$3\r\nabc\r\n", "*20\r\n", "*-1\r\n", "*2\r\n$1\r\n", ":\r\n", ":12a\r\n", ":-\r\n",
         ":1\rx", "*x\r\n", "_\r\n", ":99999999999999999999\r\n", "*1\r\n*1\r\n",
         ":9999999999999999999\r\n",
     };
@@ -97,6 +97,17 @@ static void test_result(void **state)
     assert_int_equal(read_all("*2\r\n:5\r\n:1\r\n", &r), 1);
     assert_int_equal(rl__resp_result(&r, &res), RL_EPROTO);
     assert_int_equal(read_all("*1\r\n:1\r\n", &r), 1);
+    assert_int_equal(rl__resp_result(&r, &res), RL_EPROTO);
+    /* A fenced semaphore hold: {1, 1, token, slot...}; slots only when done. */
+    assert_int_equal(read_all("*5\r\n:1\r\n:1\r\n:42\r\n:3\r\n:0\r\n", &r), 1);
+    assert_int_equal(rl__resp_result(&r, &res), RL_OK);
+    assert_int_equal(res.token, 42);
+    assert_int_equal(res.nslots, 2);
+    assert_int_equal(res.slots[0], 3);
+    assert_int_equal(res.slots[1], 0);
+    assert_int_equal(read_all("*4\r\n:0\r\n:1\r\n:42\r\n:3\r\n", &r), 1);
+    assert_int_equal(rl__resp_result(&r, &res), RL_EPROTO);
+    assert_int_equal(read_all("*4\r\n:1\r\n:1\r\n:42\r\n:-3\r\n", &r), 1);
     assert_int_equal(rl__resp_result(&r, &res), RL_EPROTO);
     assert_int_equal(read_all("-WRONGTYPE Operation against a key\r\n", &r), 1);
     assert_int_equal(rl__resp_result(&r, &res), RL_EREDIS);

@@ -17,7 +17,7 @@
  *   fair acquire  KEYS lock, queue, places; ARGV lease_ms, owner, 0, since, place_ms
  *   fair release  KEYS lock, queue, places; ARGV as release[, next, place_ms]
  *   fair leave    KEYS lock, queue, places; ARGV owner, notice, channel
- *   sem acquire   KEYS lock; ARGV lease_ms, owner, held, since, N, k
+ *   sem acquire   KEYS lock[, fence]; ARGV lease_ms, owner, held, since, N, k
  *   sem release, sem renew: as release and renew
  *   set acquire   KEYS lock1..n; ARGV lease_ms, owner, since, delay_ms, held1..n
  *
@@ -1453,6 +1453,70 @@ static void test_sem_count_and_dead_holds(void **state)
     assert_int_equal(exists(e), 0);
 }
 
+/* A fenced new hold of k permits of n (KEYS lock, fence): the reply's
+ * token, its slots written to slots ("0,2"). */
+static long long sem_fenced(env *e, const char *owner, const char *n, const char *k,
+                            char *slots, size_t cap)
+{
+    const char *a[8] = { KEY, FENCE_KEY, "60000", owner, "0", "123", n, k };
+    redisReply *r = run(e, RL__S_SEM_ACQUIRE, 2, 8, a);
+    char d[256];
+    size_t i, at = 0;
+    long long t;
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 4 || r->element[0]->integer != 1)
+        fail_msg("expected {1, 1, token, slot...}, got %s", describe(r, d, sizeof d));
+    t = r->element[2]->integer;
+    slots[0] = '\0';
+    for (i = 3; i < r->elements; i++)
+        at += (size_t)snprintf(slots + at, cap - at, "%s%lld", i > 3 ? "," : "",
+                               r->element[i]->integer);
+    freeReplyObject(r);
+    return t;
+}
+
+/* Fencing per permit: each new hold takes the lowest slots no live hold
+ * has and a token from the name's counter, both in its value; a dead
+ * hold's slots are free again; more than RL__SEM_SLOTS_MAX permits and a
+ * counter past 2^53 are refused, nothing written but the counter. */
+static void test_sem_fenced_slots(void **state)
+{
+    env *e = *state;
+    const char *big[8] = { KEY, FENCE_KEY, "60000", OWNER, "0", "123", "20", "17" };
+    char s[64], want[64];
+    long long t1, t2, t3;
+    redisReply *r;
+
+    flush(e);
+    t1 = sem_fenced(e, OTHER, "3", "2", s, sizeof s);
+    assert_string_equal(s, "0,1");
+    t2 = sem_fenced(e, OWNER, "3", "1", s, sizeof s);
+    assert_string_equal(s, "2");
+    assert_int_equal(t2, t1 + 1);
+    r = redisCommand(e->rc, "HGET %s %s", KEY, OWNER);
+    snprintf(want, sizeof want, "1 123 %lld 2", t2);
+    assert_string_equal(r->str, want);
+    freeReplyObject(r);
+    /* OTHER's deadline passes: its slots go to the next hold. */
+    freeReplyObject(redisCommand(e->rc, "HSET %s ~d:%s 1", KEY, OTHER));
+    t3 = sem_fenced(e, "00000000-0000-4000-8000-000000000003:1", "3", "2", s, sizeof s);
+    assert_string_equal(s, "0,1");
+    assert_true(t3 > t2);
+    flush(e);
+    r = run(e, RL__S_SEM_ACQUIRE, 2, 8, big);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+    assert_int_equal(rt_redis_exists(e->rc, FENCE_KEY, strlen(FENCE_KEY)), 0);
+    freeReplyObject(redisCommand(e->rc, "SET %s 9007199254740991", FENCE_KEY));
+    big[7] = "1";
+    r = run(e, RL__S_SEM_ACQUIRE, 2, 8, big);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(r->str, "2^53"));
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+}
+
 /* The first hold on a free name has no deadline field, nor "~k:" for one
  * permit: the key's expiry is its deadline. Another's new hold writes it
  * that deadline before moving the key's expiry out, so a holder that dies
@@ -1612,6 +1676,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_acquire_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_bad_arguments_write_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_count_and_dead_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sem_fenced_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_first_hold_has_the_key_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sem_scripts_whole_on_a_migrating_source, setup,
                                         teardown),

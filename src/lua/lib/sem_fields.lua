@@ -1,6 +1,7 @@
 -- The semaphore (src/semaphore.c says how its one key is kept).
 --
--- Fields of the hash besides the holds ("<owner>" -> "<count> <since>"),
+-- Fields of the hash besides the holds ("<owner>" -> "<count> <since>",
+-- fenced: "<count> <since> <token> <slots>", lib/sem_slots.lua),
 -- all beginning with '~': "~N", the name's permit count; "~d:<field>", a
 -- hold's deadline (Redis TIME, ms); "~k:<field>", the permits the hold
 -- has (none: 1). A hold past its deadline is gone for every script, as an

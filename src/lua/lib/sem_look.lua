@@ -8,11 +8,13 @@
 -- deadline that may free some (nil: none); s.dead, the fields of holds past
 -- their deadline and their "~d:", "~k:" fields (a thousand a call at most:
 -- HDEL takes them as arguments); s.undated, the live holds whose deadline
--- is the key's expiry (no "~d:"). nil when the hash has fields but no "~N":
--- another kind of lock holds the name. Needs tick() done.
+-- is the key's expiry (no "~d:"); s.all, the hash (field -> value). nil
+-- when the hash has fields but no "~N": another kind of lock holds the
+-- name. Needs tick() done.
 local function look(k, mine)
   local all = redis.call('hgetall', k)
-  local s, v = {used = 0, dead = {}, undated = {}}, {}
+  local v = {}
+  local s = {used = 0, dead = {}, undated = {}, all = v}
   for i = 1, #all, 2 do v[all[i]] = all[i + 1] end
   if #all > 0 and not v['~N'] then return nil end
   s.size = tonumber(v['~N'])

@@ -772,6 +772,40 @@ static void test_one_script(void **state)
     rl_client_free(a);
 }
 
+/* A set of RL_LOCKSET_MAX members, one held already: one script of
+ * 2 x RL_LOCKSET_MAX + 4 arguments (command.c's limit) takes them all. */
+static void test_one_script_full(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[RL_LOCKSET_MAX];
+    rl_lockset *set;
+    char name[16];
+    long long calls;
+    size_t i;
+
+    for (i = 0; i < RL_LOCKSET_MAX; i++) {
+        snprintf(name, sizeof name, "f%02zu", i);
+        m[i] = it_lock(a, name);
+    }
+    set = make_set(m, RL_LOCKSET_MAX);
+    IT_RC(rl_lock_try_acquire(m[RL_LOCKSET_MAX - 1], 0, FIXED_MS), RL_OK);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    counts_are(m, RL_LOCKSET_MAX - 1, 1);
+    IT_EQ(rl_lock_hold_count(m[RL_LOCKSET_MAX - 1]), 2);
+    IT_EQ(stored_count(e->rc, "f00") + stored_count(e->rc, "f63"), 3);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lock_release(m[RL_LOCKSET_MAX - 1]), RL_OK);
+    IT_EQ(hlen(e->rc, "f00") + hlen(e->rc, "f63"), 0);
+    IT_EQ(it_stats(a).holds, 0);
+    rl_lockset_free(set);
+    for (i = 0; i < RL_LOCKSET_MAX; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(a);
+}
+
 /* The one script's reply is lost (the connection drops after Redis ran
  * it): every member's count is read back, and the set is held whole. */
 static void test_one_script_lost_reply(void **state)
@@ -1379,6 +1413,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_script, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_script_lost_reply, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script_full, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member_lost, it_setup, it_teardown),

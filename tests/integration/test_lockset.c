@@ -772,6 +772,40 @@ static void test_one_script(void **state)
     rl_client_free(a);
 }
 
+/* A set of RL_LOCKSET_MAX members, one held already: one script of
+ * 2 x RL_LOCKSET_MAX + 4 arguments (command.c's limit) takes them all. */
+static void test_one_script_full(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, LEASE_MS);
+    rl_lock *m[RL_LOCKSET_MAX];
+    rl_lockset *set;
+    char name[16];
+    long long calls;
+    size_t i;
+
+    for (i = 0; i < RL_LOCKSET_MAX; i++) {
+        snprintf(name, sizeof name, "f%02zu", i);
+        m[i] = it_lock(a, name);
+    }
+    set = make_set(m, RL_LOCKSET_MAX);
+    IT_RC(rl_lock_try_acquire(m[RL_LOCKSET_MAX - 1], 0, FIXED_MS), RL_OK);
+    calls = evalsha(e->rc);
+    IT_RC(rl_lockset_try_acquire(set, 0, FIXED_MS), RL_OK);
+    IT_EQ(evalsha(e->rc) - calls, 1);
+    counts_are(m, RL_LOCKSET_MAX - 1, 1);
+    IT_EQ(rl_lock_hold_count(m[RL_LOCKSET_MAX - 1]), 2);
+    IT_EQ(stored_count(e->rc, "f00") + stored_count(e->rc, "f63"), 3);
+    IT_RC(rl_lockset_release(set), RL_OK);
+    IT_RC(rl_lock_release(m[RL_LOCKSET_MAX - 1]), RL_OK);
+    IT_EQ(hlen(e->rc, "f00") + hlen(e->rc, "f63"), 0);
+    IT_EQ(it_stats(a).holds, 0);
+    rl_lockset_free(set);
+    for (i = 0; i < RL_LOCKSET_MAX; i++)
+        rl_lock_free(m[i]);
+    rl_client_free(a);
+}
+
 /* The one script's reply is lost (the connection drops after Redis ran
  * it): every member's count is read back, and the set is held whole. */
 static void test_one_script_lost_reply(void **state)
@@ -802,6 +836,86 @@ static void test_one_script_lost_reply(void **state)
     rl_lockset_free(set);
     rl_lock_free(m[1]);
     rl_lock_free(m[2]);
+    it_proxied_close(&p);
+}
+
+/* The client is shut down while the set's one script is in flight (its
+ * reply held by the proxy): the script took both members, one new and one
+ * the thread held (entered again); the shutdown waits for the call, and
+ * each member's acquisition then finds the client closing. The call
+ * returns RL_ECANCELED and the shutdown leaves neither field behind. */
+typedef struct shut_set {
+    rl_lockset *set;
+    rl_lock *held;
+    rt_proxy *proxy;
+    rl_client *c;
+    int rc;
+    atomic_int done;
+} shut_set;
+
+static void *take_set(void *arg)
+{
+    shut_set *s = arg;
+
+    s->rc = rl_lock_try_acquire(s->held, 0, RL_LEASE_WATCHDOG);
+    if (s->rc == RL_OK) {
+        rt_proxy_hold_next_reply_matching(s->proxy, "rl:{sa}");
+        s->rc = rl_lockset_try_acquire(s->set, 0, RL_LEASE_WATCHDOG);
+    }
+    rl_interrupted();
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+static void *shut_down(void *arg)
+{
+    shut_set *s = arg;
+
+    s->rc = rl_client_shutdown(s->c);
+    return NULL;
+}
+
+static void test_one_script_shutdown(void **state)
+{
+    it_env *e = *state;
+    it_proxied p;
+    rl_lock *m[2], *probe;
+    shut_set s = { 0 }, sd = { 0 };
+    pthread_t th, sh;
+    int rc;
+
+    it_proxied_open(&p, e, "sa", LEASE_MS, 0);
+    m[0] = p.l;
+    m[1] = it_lock(p.c, "sb");
+    probe = it_lock(p.c, "sz");
+    s.set = make_set(m, 2);
+    s.held = m[1];
+    s.proxy = p.proxy;
+    IT_RC(rl_lockset_try_acquire(s.set, 0, RL_LEASE_WATCHDOG), RL_OK);  /* the script loaded */
+    IT_RC(rl_lockset_release(s.set), RL_OK);
+    assert_int_equal(pthread_create(&th, NULL, take_set, &s), 0);
+    IT_WAIT(rt_proxy_held(p.proxy) > 0, 3000);
+    IT_EQ(hlen(e->rc, "sa"), 1);
+    IT_EQ(stored_count(e->rc, "sb"), 2);
+    sd.c = p.c;
+    assert_int_equal(pthread_create(&sh, NULL, shut_down, &sd), 0);
+    /* The shutdown has begun once a new call is refused (the probe's
+     * release too, when it came between: the shutdown drops that hold). */
+    while ((rc = rl_lock_try_acquire(probe, 0, 500)) == RL_OK)
+        if ((rc = rl_lock_release(probe)) != RL_OK)
+            break;
+    IT_RC(rc, RL_ECANCELED);
+    assert_int_equal(rt_proxy_unhold(p.proxy), 0);
+    IT_WAIT(atomic_load(&s.done), 5000);
+    pthread_join(th, NULL);
+    pthread_join(sh, NULL);
+    IT_RC(s.rc, RL_ECANCELED);
+    IT_RC(sd.rc, RL_OK);
+    IT_EQ(hlen(e->rc, "sa") + hlen(e->rc, "sb") + hlen(e->rc, "sz"), 0);
+    rl_interrupted();       /* the probe's hold, if the shutdown dropped one */
+    rl_lockset_free(s.set);
+    rl_lock_free(m[1]);
+    rl_lock_free(probe);
     it_proxied_close(&p);
 }
 
@@ -1379,6 +1493,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_give_back_fails, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_script, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_one_script_lost_reply, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script_full, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_one_script_shutdown, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_semaphore_member_lost, it_setup, it_teardown),

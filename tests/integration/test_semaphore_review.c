@@ -741,6 +741,38 @@ static void test_stopped_holder_not_resurrected(void **state)
     FREE_PAIR(la, lb, a, b);
 }
 
+/* The same with the cut-off holder the first on a free name (its hold
+ * undated, the key's expiry its deadline): the second holder's join gives
+ * it that deadline, so that the other's renewals, which keep the key
+ * alive, keep nothing of it: its permit is free at its own lease's end. */
+static void test_stopped_first_holder_not_kept_alive(void **state)
+{
+    it_env *e = *state;
+    rl_client *a = it_client(e, 1000), *b = it_client(e, 1000);
+    rl_lock *la = sem(a, "sf", 2), *lb = sem(b, "sf", 2), *lp;
+    it_proxied p;
+
+    it_proxied_open(&p, e, "unused", 600, 300);
+    lp = sem(p.c, "sf", 2);
+    IT_RC(rl_semaphore_acquire(lp, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_EQ(hlen(e->rc, "sf"), 2);            /* undated: its field and "~N" */
+    IT_RC(rl_semaphore_acquire(la, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    IT_RC(rl_semaphore_acquire(lb, 1, 0, RL_LEASE_WATCHDOG), RL_EBUSY);
+    assert_int_equal(rt_proxy_stall(p.proxy, 1), 0);
+    IT_WAIT(rl_lock_interrupted(lp) == 1, 3000);
+    IT_WAIT(passed_deadlines(e->rc, "sf", NULL) == 1, 3000);
+    IT_RC(rl_semaphore_acquire(lb, 1, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(rt_proxy_stall(p.proxy, 0), 0);
+    IT_RC(rl_lock_release(lp), RL_ELOST);
+    IT_EQ(rl_lock_interrupted(la) + rl_lock_interrupted(lb), 0);
+    IT_RC(rl_lock_release(la), RL_OK);
+    IT_RC(rl_lock_release(lb), RL_OK);
+    IT_EQ(key_exists(e->rc, "sf"), 0);
+    rl_lock_free(lp);
+    it_proxied_close(&p);
+    FREE_PAIR(la, lb, a, b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +796,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_replicas_undone, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_restart_keys_lost, it_setup, it_teardown),
         cmocka_unit_test_setup_teardown(test_leftover_dropped_whole, it_setup, it_teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_first_holder_not_kept_alive, it_setup,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_stopped_holder_not_resurrected, it_setup,
                                         it_teardown),
     };

@@ -367,6 +367,9 @@ static int reenter(rl__op *o, rl__hold *h)
         return rl__err(RL_ELOST, "the lock is no longer held by this thread in Redis");
     }
     flag_lost(o->c, h, RL__LOST_OTHER, "Redis holds another count than expected");
+    if (res.code == RL__R_DONE)
+        return rl__err(RL_EPROTO, "hold count in Redis became %lld, expected %d", res.value,
+                       h->count + 1);
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
 }
 
@@ -600,6 +603,9 @@ static int release(rl_lock *lock)
         return rl__err(RL_ELOST, "the lock was no longer held by this thread in Redis");
     }
     flag_lost(c, h, RL__LOST_OTHER, "Redis holds another count than expected");
+    if (res.code == RL__R_DONE)
+        return rl__err(RL_EPROTO, "hold count in Redis became %lld, expected %d", res.value,
+                       h->count - 1);
     return rl__err(RL_EPROTO, "hold count in Redis is %lld, expected %d", res.value, h->count);
 }
 

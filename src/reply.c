@@ -32,9 +32,10 @@ int rl__reply_error_status(const redisReply *reply)
 
 int rl__resp_result(const rl__resp *resp, rl__result *out)
 {
+    int i;
+
     if (resp->type == RL__RESP_ERROR)
         return rl__error_status(resp->str, resp->str_len);
-    int i;
 
     /* {code, value} or, with a fencing token, {code, value, token}; a
      * fenced semaphore hold's slots follow its token. */

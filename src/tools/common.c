@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool.h"
+#include "common.h"
 
 const char *rt_prog = "rlock";
 

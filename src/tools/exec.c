@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tool.h"
+#include "exec.h"
 
 extern char **environ;
 

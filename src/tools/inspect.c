@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tool.h"
+#include "inspect.h"
 
 static long long wall_ms(void)
 {

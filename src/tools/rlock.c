@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tool.h"
+#include "exec.h"
+#include "inspect.h"
 
 int main(int argc, char **argv)
 {

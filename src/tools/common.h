@@ -1,14 +1,15 @@
 /*
- * The rlock command: shared declarations of its files.
+ * The rlock command's common part (common.c): exit statuses, the options
+ * every subcommand takes, the client they make, and error reporting.
  *
  * rlock is a program like any other: it links the shared library and uses
  * include/rlock.h only (list and show: rl_client_list_locks() and
- * rl_client_inspect_lock()). The helpers below live in common.c, which
- * calls none of the command files; rlock.c (main) calls exec.c and
- * inspect.c, and neither calls the other or rlock.c.
+ * rl_client_inspect_lock()). common.c calls none of the command files;
+ * rlock.c (main) calls exec.c and inspect.c, and neither calls the other
+ * or rlock.c (scripts/layers.sh src/tools).
  */
-#ifndef RLOCK_TOOL_H
-#define RLOCK_TOOL_H
+#ifndef RLOCK_TOOL_COMMON_H
+#define RLOCK_TOOL_COMMON_H
 
 #include <stdio.h>
 
@@ -43,7 +44,6 @@ typedef struct rt_common {
     const char *tls_first;       /* the first TLS option given, for a plain URL's refusal */
 } rt_common;
 
-/* ---- common.c ---- */
 
 extern const char *rt_prog;
 
@@ -89,12 +89,5 @@ enum {
  * `cmd`, NULL before one: a usage error). */
 int rt_common_opt(int opt, const char *arg, char **argv, const char *cmd, rt_common *co);
 void rt_usage(FILE *f);
-
-/* ---- the subcommands: exec.c (exec), inspect.c (list, show, release) ---- */
-
-int rt_cmd_exec(int argc, char **argv, rt_common *co);
-int rt_cmd_list(int argc, char **argv, rt_common *co);
-int rt_cmd_show(int argc, char **argv, rt_common *co);
-int rt_cmd_release(int argc, char **argv, rt_common *co);
 
 #endif

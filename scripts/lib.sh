@@ -78,10 +78,11 @@ trap 'exit 143' TERM
 
 # dpkg-dev and file: cpack -G DEB (dpkg-shlibdeps, tests/packaging/deb.sh).
 # lua-check: luacheck, over the Lua scripts (scripts/test.sh, src/lua/).
+# universal-ctags: the names each module defines (scripts/layers.sh).
 # libssl-dev: the TLS transport (src/tls.c); openssl: the tests' certificates.
 RL_DEPS=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev libssl-dev openssl
          redis-server redis-tools redis-sentinel clang libclang-rt-14-dev valgrind gnuplot-nox
-         dpkg-dev file lua-check)
+         dpkg-dev file lua-check universal-ctags)
 
 rl__pkg_installed() {
     dpkg -s "$1" 2>/dev/null | grep '^Status: install ok installed$' >/dev/null

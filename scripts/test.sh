@@ -9,7 +9,7 @@
 #                            the nemesis's short form (ctest, 4 at once: each
 #                            test starts servers of its own), the examples
 #                            under valgrind and on a Redis Cluster, the
-#                            exported symbols, file layers and sizes, luacheck.
+#                            exported symbols, module layers and sizes, luacheck.
 #   scripts/test.sh --full   the CI form (.ci/run; CI=true implies it; about
 #                            45 minutes): the same, then every test again
 #                            under ASan+UBSan and under TSan (one at a time),
@@ -221,10 +221,15 @@ internal=$(grep -E '^rl__' <<<"$symbols" || true)
 bad=$(grep -v -E '^rl_' <<<"$symbols" || true)
 [[ -z $bad ]] || rl_die "librlock.so exports symbols outside rl_*: ${bad//$'\n'/ }"
 grep -x rl_version <<<"$symbols" >/dev/null || rl_die "rl_version is not exported"
-# Dependencies between the files of src/ point one way (STYLE.md).
-bash scripts/layers.sh src || rl_die "files of src/ call each other in a circle (see above)"
-bash scripts/layers.sh src/tools rt_ ||
-    rl_die "files of src/tools/ call each other in a circle (see above)"
+# Modules reach each other one way, by any name they use (scripts/layers.sh).
+bash scripts/layers.sh src/tools tests/common ||
+    rl_die "modules of src/tools/ or tests/common/ reach each other in a circle (see above)"
+# src/ still has its circles (issue 33: the client's state below every
+# module); until they are cut, no module may join one.
+src_circled=$({ bash scripts/layers.sh src || true; } | tee /dev/stderr |
+    awk '/^circle of/ { n += $3 } END { print n + 0 }')
+((src_circled <= 28)) ||
+    rl_die "$src_circled modules of src/ are in circles, more than the 28 known (see above)"
 # Files and functions a reader can hold in mind (issue 22).
 bash scripts/sizes.sh || rl_die "a file or function of src/ is over its size limit (see above)"
 # The Lua scripts as Redis receives them, their includes expanded by the

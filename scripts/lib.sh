@@ -20,6 +20,12 @@
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
 #                              out; CMD sees the exit status in RL_EXIT_STATUS)
 #
+# Every server takes its port from RL_TEST_PORTS=LO-HI (default 20000-29999,
+# below the kernel's range for outgoing connections, 32768-60999), drawn at
+# random; a port found busy is skipped, and a server that dies because its
+# port was taken a moment later is started again on another. The harness of
+# the C tests (tests/common, rt_free_port) reads the same variable.
+#
 # Never touches the ambient redis-server on 6379. The servers are
 # redis-server, or the program RL_REDIS_SERVER names (valkey-server), and
 # they are asked with redis-cli, or RL_REDIS_CLI (valkey-cli): the variables
@@ -211,13 +217,11 @@ rl_redis_start() {
             rl_die "redis-server failed to start on port $want (log: $RL_REDIS_DIR/redis.log)"
         port=$want
     else
-        # Below the Linux ephemeral range, so outgoing connections rarely collide.
-        port=$((10000 + RANDOM % 20000))
-        for ((attempt = 0; attempt < 50; attempt++)); do
-            port=$((port + 1 + RANDOM % 97))
-            ((port < 30000)) || port=$((10000 + RANDOM % 1000))
-            ((port != 6379)) || continue
-            rl__port_busy "$port" && continue
+        # A port of RL_TEST_PORTS; one taken between the check and the
+        # server's bind makes the server die: then another.
+        port=
+        for ((attempt = 0; attempt < 20; attempt++)); do
+            port=$(rl__free_port) || rl_die "rl_redis_start: no free port in RL_TEST_PORTS"
             rl__redis_try "$port" && break
             port=
         done
@@ -269,12 +273,35 @@ RL_CLUSTER_PIDS=()
 RL_CLUSTER_DIR=
 RL__CLUSTER_HOOKED=
 
-# Prints a port that nothing listens on, below the Linux ephemeral range,
-# neither 6379 nor one of "$@".
+# The range of RL_TEST_PORTS into the caller's lo and hi; dies on a
+# malformed value.
+rl__port_range() {
+    local v=${RL_TEST_PORTS:-20000-29999}
+    if [[ $v =~ ^([0-9]{4,5})-([0-9]{4,5})$ ]] &&
+       ((10#${BASH_REMATCH[1]} >= 1024 && 10#${BASH_REMATCH[1]} <= 10#${BASH_REMATCH[2]} &&
+         10#${BASH_REMATCH[2]} <= 65535)); then
+        lo=$((10#${BASH_REMATCH[1]}))
+        hi=$((10#${BASH_REMATCH[2]}))
+        return 0
+    fi
+    rl_die "RL_TEST_PORTS=$v: want LO-HI with 1024 <= LO <= HI <= 65535"
+}
+
+# Prints a port of RL_TEST_PORTS that nothing listens on, neither 6379 nor
+# one of "$@": random draws, then every port of the range from a random
+# start, so that a crowded range still yields its last free port. Returns
+# non-zero when none is free.
 rl__free_port() {
-    local port attempt p
-    for ((attempt = 0; attempt < 200; attempt++)); do
-        port=$((10000 + RANDOM % 20000))
+    local lo hi span start port k p
+    rl__port_range
+    span=$((hi - lo + 1))
+    start=$(((RANDOM << 15 | RANDOM) % span))
+    for ((k = 0; k < 64 + span; k++)); do
+        if ((k < 64)); then
+            port=$((lo + (RANDOM << 15 | RANDOM) % span))
+        else
+            port=$((lo + (start + k) % span))
+        fi
         ((port != 6379)) || continue
         for p in "$@"; do
             [[ $p != "$port" ]] || continue 2

@@ -22,6 +22,7 @@
 #                            (scripts/trixie.sh).
 #
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
+#   RL_TEST_PORTS=LO-HI  ports of every server started (default 20000-29999)
 #   RL_CTEST_JOBS=N   tests at once in the gcc pass (default 4); the sanitizer
 #                     passes run one at a time
 #
@@ -248,7 +249,7 @@ else
     step_begin "11 Debian 13: hiredis 1.2, Redis 8.0, Valkey 8.1, .deb (scripts/trixie.sh)"
     # A debootstrap root in build-trixie/ (needs root and Debian's mirror);
     # the unit and integration tests 2 at once in each leg (each test starts
-    # servers of its own on ports the kernel picks).
+    # servers of its own on ports of RL_TEST_PORTS).
     RL_CTEST_JOBS=2 bash scripts/trixie.sh
     step_end
 fi

@@ -219,7 +219,8 @@ configure_root() {
 in_root() {
     run chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
         HOME=/root LC_ALL=C.UTF-8 TMPDIR=/tmp DEBIAN_FRONTEND=noninteractive \
-        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" RL_TRIXIE_TESTS="${RL_TRIXIE_TESTS:-}" "$@"
+        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" RL_TRIXIE_TESTS="${RL_TRIXIE_TESTS:-}" \
+        RL_TEST_PORTS="${RL_TEST_PORTS:-}" "$@"
 }
 
 install_packages() {

@@ -18,7 +18,10 @@
 #                              redis-servers on free ports, for Redlock mode
 #   rl_redlock_stop            stop them and remove their directories
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
-#                              out; CMD sees the exit status in RL_EXIT_STATUS)
+#                              out; CMD sees the exit status in RL_EXIT_STATUS,
+#                              and may change it there)
+#   rl_junit_counts FILE       "P F": the tests passed and failed in a ctest
+#                              --output-junit FILE
 #
 # Every server takes its port from RL_TEST_PORTS=LO-HI (default 20000-29999,
 # below the kernel's range for outgoing connections, 32768-60999), drawn at
@@ -55,7 +58,8 @@ rl_die() {
 
 RL__EXIT_HOOKS=()
 
-# Hooks see the script's exit status in RL_EXIT_STATUS.
+# Hooks see the script's exit status in RL_EXIT_STATUS; one may set it
+# (test.sh's summary: non-zero when a check failed).
 RL_EXIT_STATUS=0
 
 rl__run_exit_hooks() {
@@ -67,7 +71,7 @@ rl__run_exit_hooks() {
     for ((i = ${#RL__EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
         eval "${RL__EXIT_HOOKS[i]}"
     done
-    exit "$status"
+    exit "$RL_EXIT_STATUS"
 }
 
 rl_on_exit() {
@@ -124,13 +128,31 @@ rl_install_deps() {
 }
 
 # ---------------------------------------------------------------------------
+# Counting tests: ctest --output-junit FILE writes one <testcase ...
+# status="run|fail|notrun|disabled"> line per test. Not run (a program
+# missing, say) is a failure; disabled is neither. Prints "0 0" when FILE
+# is missing or empty.
+
+rl_junit_counts() {
+    local file=$1
+    [[ -s $file ]] || { printf '0 0\n'; return 0; }
+    awk '/^[[:space:]]*<testcase / {
+             if ($0 ~ /status="run"/) p++
+             else if ($0 ~ /status="(fail|notrun)"/) f++
+         }
+         END { printf "%d %d\n", p, f }' "$file"
+}
+
+# ---------------------------------------------------------------------------
 # Build.
 
 rl_build() {
     local dir=${1:?usage: rl_build DIR [cmake args...]}
     shift
     # The project's own builds treat warnings as errors; packagers' do not.
-    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@"
+    # "|| return": a caller testing the status (test.sh's check) turns set -e
+    # off in here.
+    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@" || return
     cmake --build "$dir" -j "$(nproc)"
 }
 

@@ -678,7 +678,7 @@ static void test_sentinel_stale_ask_does_not_clear_a_newer_loss(void **state)
     trio_stop(&t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_redlock_stopped_node_without_idle_conn_delays_fanout),
@@ -691,5 +691,7 @@ int main(void)
     };
 
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2)
+        cmocka_set_test_filter(argv[1]); /* tests by name: scripts/rates.sh */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

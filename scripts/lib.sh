@@ -18,7 +18,16 @@
 #                              redis-servers on free ports, for Redlock mode
 #   rl_redlock_stop            stop them and remove their directories
 #   rl_on_exit CMD...          run CMD when the script exits (last in, first
-#                              out; CMD sees the exit status in RL_EXIT_STATUS)
+#                              out; CMD sees the exit status in RL_EXIT_STATUS,
+#                              and may change it there)
+#   rl_junit_counts FILE       "P F": the tests passed and failed in a ctest
+#                              --output-junit FILE
+#
+# Every server takes its port from RL_TEST_PORTS=LO-HI (default 20000-29999,
+# below the kernel's range for outgoing connections, 32768-60999), drawn at
+# random; a port found busy is skipped, and a server that dies because its
+# port was taken a moment later is started again on another. The harness of
+# the C tests (tests/common, rt_free_port) reads the same variable.
 #
 # Never touches the ambient redis-server on 6379. The servers are
 # redis-server, or the program RL_REDIS_SERVER names (valkey-server), and
@@ -49,7 +58,8 @@ rl_die() {
 
 RL__EXIT_HOOKS=()
 
-# Hooks see the script's exit status in RL_EXIT_STATUS.
+# Hooks see the script's exit status in RL_EXIT_STATUS; one may set it
+# (test.sh's summary: non-zero when a check failed).
 RL_EXIT_STATUS=0
 
 rl__run_exit_hooks() {
@@ -61,7 +71,7 @@ rl__run_exit_hooks() {
     for ((i = ${#RL__EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
         eval "${RL__EXIT_HOOKS[i]}"
     done
-    exit "$status"
+    exit "$RL_EXIT_STATUS"
 }
 
 rl_on_exit() {
@@ -119,13 +129,31 @@ rl_install_deps() {
 }
 
 # ---------------------------------------------------------------------------
+# Counting tests: ctest --output-junit FILE writes one <testcase ...
+# status="run|fail|notrun|disabled"> line per test. Not run (a program
+# missing, say) is a failure; disabled is neither. Prints "0 0" when FILE
+# is missing or empty.
+
+rl_junit_counts() {
+    local file=$1
+    [[ -s $file ]] || { printf '0 0\n'; return 0; }
+    awk '/^[[:space:]]*<testcase / {
+             if ($0 ~ /status="run"/) p++
+             else if ($0 ~ /status="(fail|notrun)"/) f++
+         }
+         END { printf "%d %d\n", p, f }' "$file"
+}
+
+# ---------------------------------------------------------------------------
 # Build.
 
 rl_build() {
     local dir=${1:?usage: rl_build DIR [cmake args...]}
     shift
     # The project's own builds treat warnings as errors; packagers' do not.
-    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@"
+    # "|| return": a caller testing the status (test.sh's check) turns set -e
+    # off in here.
+    cmake -S "$RL_ROOT" -B "$dir" -DRLOCK_WERROR=ON "$@" || return
     cmake --build "$dir" -j "$(nproc)"
 }
 
@@ -212,13 +240,11 @@ rl_redis_start() {
             rl_die "redis-server failed to start on port $want (log: $RL_REDIS_DIR/redis.log)"
         port=$want
     else
-        # Below the Linux ephemeral range, so outgoing connections rarely collide.
-        port=$((10000 + RANDOM % 20000))
-        for ((attempt = 0; attempt < 50; attempt++)); do
-            port=$((port + 1 + RANDOM % 97))
-            ((port < 30000)) || port=$((10000 + RANDOM % 1000))
-            ((port != 6379)) || continue
-            rl__port_busy "$port" && continue
+        # A port of RL_TEST_PORTS; one taken between the check and the
+        # server's bind makes the server die: then another.
+        port=
+        for ((attempt = 0; attempt < 20; attempt++)); do
+            port=$(rl__free_port) || rl_die "rl_redis_start: no free port in RL_TEST_PORTS"
             rl__redis_try "$port" && break
             port=
         done
@@ -270,12 +296,35 @@ RL_CLUSTER_PIDS=()
 RL_CLUSTER_DIR=
 RL__CLUSTER_HOOKED=
 
-# Prints a port that nothing listens on, below the Linux ephemeral range,
-# neither 6379 nor one of "$@".
+# The range of RL_TEST_PORTS into the caller's lo and hi; dies on a
+# malformed value.
+rl__port_range() {
+    local v=${RL_TEST_PORTS:-20000-29999}
+    if [[ $v =~ ^([0-9]{4,5})-([0-9]{4,5})$ ]] &&
+       ((10#${BASH_REMATCH[1]} >= 1024 && 10#${BASH_REMATCH[1]} <= 10#${BASH_REMATCH[2]} &&
+         10#${BASH_REMATCH[2]} <= 65535)); then
+        lo=$((10#${BASH_REMATCH[1]}))
+        hi=$((10#${BASH_REMATCH[2]}))
+        return 0
+    fi
+    rl_die "RL_TEST_PORTS=$v: want LO-HI with 1024 <= LO <= HI <= 65535"
+}
+
+# Prints a port of RL_TEST_PORTS that nothing listens on, neither 6379 nor
+# one of "$@": random draws, then every port of the range from a random
+# start, so that a crowded range still yields its last free port. Returns
+# non-zero when none is free.
 rl__free_port() {
-    local port attempt p
-    for ((attempt = 0; attempt < 200; attempt++)); do
-        port=$((10000 + RANDOM % 20000))
+    local lo hi span start port k p
+    rl__port_range
+    span=$((hi - lo + 1))
+    start=$(((RANDOM << 15 | RANDOM) % span))
+    for ((k = 0; k < 64 + span; k++)); do
+        if ((k < 64)); then
+            port=$((lo + (RANDOM << 15 | RANDOM) % span))
+        else
+            port=$((lo + (start + k) % span))
+        fi
         ((port != 6379)) || continue
         for p in "$@"; do
             [[ $p != "$port" ]] || continue 2

@@ -28,7 +28,16 @@
 #   violations by invariant), the runs of each (deployment, kind) pair, the
 #   replay command of every failed seed, and "torture.sh: nemesis N seeds,
 #   M with violations, K could not run".
+#
+# scripts/torture.sh --rates [PROBE...]
+#   pass rates instead: scripts/rates.sh (each scenario and isolation probe
+#   RL_RATES_RUNS times in the build RL_RATES_BUILD; see there).
 set -euo pipefail
+
+if [[ ${1:-} == --rates ]]; then
+    shift
+    exec bash "$(dirname "${BASH_SOURCE[0]}")/rates.sh" "$@"
+fi
 
 mode=scenarios
 nm_seeds=2000

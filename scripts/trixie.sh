@@ -4,7 +4,10 @@
 # with gcc -Werror against hiredis 1.2, runs the unit and integration tests
 # against Redis 8.0, then against Valkey 8.1 (valkey-server, valkey-sentinel,
 # valkey-cli), then builds the .deb packages there and installs and purges
-# them (tests/packaging/deb.sh). Prints one line per leg with its time.
+# them (tests/packaging/deb.sh). Prints one line per leg with its time, and
+# last "trixie.sh: N passed, M failed": the ctest tests of the redis and
+# valkey legs, one each for the build and deb legs (and one failed for a
+# leg or a set-up step that fails without a count).
 #
 #   scripts/trixie.sh [--fresh] [LEG...]
 #
@@ -55,7 +58,9 @@ inside_ctest() {
     fi
     rl_redis_start
     "${RL_REDIS_SERVER}" --version
+    # The counts go to the host through the root's /tmp (emptied each run).
     ctest --test-dir /build --output-on-failure --no-tests=error --timeout 600 \
+        --output-junit "/tmp/ctest-$1.xml" \
         -j "${RL_CTEST_JOBS:-1}" -L '^(unit|integration)$' ${RL_TRIXIE_TESTS:+-R "$RL_TRIXIE_TESTS"}
 }
 
@@ -98,7 +103,10 @@ mirror=${RL_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 legs=()
 leg_t0=0
 leg_name=
+leg_word=
 bg_pid=
+passed=0
+failed=0
 
 leg_begin() {
     leg_name=$1
@@ -112,12 +120,35 @@ leg_end() {
     leg_name=
 }
 
+# count_leg WORD OK: the leg's checks into passed and failed. A ctest leg
+# counts its tests (a failed one without them, one failure); the others
+# count one.
+count_leg() {
+    local p=0 f=0
+    if [[ $1 == redis || $1 == valkey ]]; then
+        read -r p f < <(rl_junit_counts "$root/tmp/ctest-$1.xml")
+    fi
+    if ((p + f == 0)); then
+        if (($2)); then p=1; else f=1; fi
+    elif ((!$2 && f == 0)); then
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+
 report() {
     local line
-    [[ -z $leg_name ]] || leg_end "FAILED (exit status $RL_EXIT_STATUS)"
+    if [[ -n $leg_name ]]; then
+        if [[ -n $leg_word ]]; then count_leg "$leg_word" 0; else failed=$((failed + 1)); fi
+        leg_end "FAILED (exit status $RL_EXIT_STATUS)"
+    elif ((RL_EXIT_STATUS != 0)); then
+        failed=$((failed + 1))
+    fi
     for line in "${legs[@]}"; do
         printf 'trixie.sh: %s\n' "$line"
     done
+    printf 'trixie.sh: %d passed, %d failed\n' "$passed" "$failed"
 }
 
 # Runs "$@" in the background and waits for it, so that a signal is handled
@@ -219,7 +250,8 @@ configure_root() {
 in_root() {
     run chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
         HOME=/root LC_ALL=C.UTF-8 TMPDIR=/tmp DEBIAN_FRONTEND=noninteractive \
-        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" RL_TRIXIE_TESTS="${RL_TRIXIE_TESTS:-}" "$@"
+        RL_CTEST_JOBS="${RL_CTEST_JOBS:-1}" RL_TRIXIE_TESTS="${RL_TRIXIE_TESTS:-}" \
+        RL_TEST_PORTS="${RL_TEST_PORTS:-}" "$@"
 }
 
 install_packages() {
@@ -271,7 +303,10 @@ copy_source
 leg() {
     [[ $want == *" $1 "* ]] || return 0
     leg_begin "$2"
+    leg_word=$1
     in_root bash /rlock/scripts/trixie.sh --inside "$1"
+    count_leg "$1" 1
+    leg_word=
     leg_end
 }
 

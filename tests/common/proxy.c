@@ -1,4 +1,5 @@
 #include "proxy.h"
+#include "rt_util.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -72,28 +73,6 @@ struct rt_proxy {
     rt_conn *conns;
     size_t n, cap;
 };
-
-static int listen_loopback(int *port_out)
-{
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        return -1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-        close(fd);
-        return -1;
-    }
-    *port_out = ntohs(sa.sin_port);
-    return fd;
-}
 
 static int connect_target(int port)
 {
@@ -532,7 +511,7 @@ rt_proxy *rt_proxy_start(int target_port)
         return NULL;
     p->target_port = target_port;
     p->wake[0] = p->wake[1] = -1;
-    p->lfd = listen_loopback(&p->port);
+    p->lfd = rt_listen_port(&p->port);
     if (p->lfd < 0 || pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
         fprintf(stderr, "rltest: proxy setup: %s\n", strerror(errno));
         if (p->lfd >= 0)

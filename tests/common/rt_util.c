@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,27 +229,136 @@ void rt_close(int *fd)
     }
 }
 
-int rt_free_port(void)
+#define RT_PORTS_DEFAULT_LO 20000
+#define RT_PORTS_DEFAULT_HI 29999
+#define RT_PORT_DRAWS 64   /* random draws before the walk over the range */
+#define RT_PORT_RECENT 128 /* ports this process handed out lately */
+
+int rt_port_range(int *lo, int *hi)
+{
+    const char *v = getenv("RL_TEST_PORTS");
+    char *end;
+    long a, b;
+
+    *lo = RT_PORTS_DEFAULT_LO;
+    *hi = RT_PORTS_DEFAULT_HI;
+    if (v == NULL || v[0] == '\0')
+        return 0;
+    errno = 0;
+    a = strtol(v, &end, 10);
+    if (errno == 0 && end != v && *end == '-') {
+        const char *second = end + 1;
+        b = strtol(second, &end, 10);
+        if (errno == 0 && end != second && *end == '\0' && a >= 1024 && a <= b && b <= 65535) {
+            *lo = (int)a;
+            *hi = (int)b;
+            return 0;
+        }
+    }
+    fprintf(stderr, "rltest: RL_TEST_PORTS=%s: want LO-HI with 1024 <= LO <= HI <= 65535\n", v);
+    return -1;
+}
+
+/* Ports handed out lately, so that a program starting several servers
+ * (a cluster's nodes and bus ports) never gets one twice before the first
+ * is bound. 0 is an empty slot. */
+static _Atomic int recent_ports[RT_PORT_RECENT];
+static atomic_uint recent_next;
+static atomic_uint_fast64_t draw_count;
+
+static int port_recent(int port)
+{
+    int i;
+    for (i = 0; i < RT_PORT_RECENT; i++)
+        if (atomic_load(&recent_ports[i]) == port)
+            return 1;
+    return 0;
+}
+
+static void port_remember(int port)
+{
+    atomic_store(&recent_ports[atomic_fetch_add(&recent_next, 1) % RT_PORT_RECENT], port);
+}
+
+/* A random number for the draws: splitmix64 over the time, the pid (a
+ * forked child draws apart from its parent) and a counter. */
+static uint64_t port_random(void)
+{
+    struct timespec ts;
+    uint64_t z;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40) ^
+        (atomic_fetch_add(&draw_count, 1) * 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* A socket bound to 127.0.0.1:port (listening if asked), or -1 when the
+ * port is taken. No SO_REUSEADDR on a probe: a port still in TIME_WAIT is
+ * skipped too. */
+static int bind_port(int port, int listening)
 {
     struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int port = -1;
+    int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-    if (fd < 0) {
-        fprintf(stderr, "rltest: socket: %s\n", strerror(errno));
+    if (fd < 0)
         return -1;
-    }
+    if (listening)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    else
-        fprintf(stderr, "rltest: bind/getsockname: %s\n", strerror(errno));
+    sa.sin_port = htons((unsigned short)port);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || (listening && listen(fd, 64) != 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The descriptor bound to a free port of the range (its port into
+ * *port_out), or -1. */
+static int bind_in_range(int listening, int *port_out)
+{
+    int lo, hi, span, k, fd, start;
+
+    if (rt_port_range(&lo, &hi) != 0)
+        return -1;
+    span = hi - lo + 1;
+    start = (int)(port_random() % (uint64_t)span);
+    for (k = 0; k < RT_PORT_DRAWS + span; k++) {
+        /* Random draws, then a walk over the whole range from a random
+         * start, where a port handed out lately may come again: a crowded
+         * range still yields its last free port. */
+        int drawn = k < RT_PORT_DRAWS;
+        int port = lo + (drawn ? (int)(port_random() % (uint64_t)span) : (start + k) % span);
+        if (port == 6379 || (drawn && port_recent(port)) || (fd = bind_port(port, listening)) < 0)
+            continue;
+        port_remember(port);
+        *port_out = port;
+        return fd;
+    }
+    fprintf(stderr, "rltest: no free port in %d-%d (RL_TEST_PORTS)\n", lo, hi);
+    return -1;
+}
+
+int rt_free_port(void)
+{
+    int port = -1;
+    int fd = bind_in_range(0, &port);
+
+    if (fd < 0)
+        return -1;
     close(fd);
     return port;
+}
+
+int rt_listen_port(int *port_out)
+{
+    return bind_in_range(1, port_out);
 }
 
 char *rt_find_binary(const char *env_var, const char *name)

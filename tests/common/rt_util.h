@@ -102,13 +102,33 @@ int rt_child_wait(pid_t pid, long timeout_ms);
 pid_t rt_spawn_self(char *const argv[], const int *keep, int nkeep, unsigned alarm_s);
 
 /**
- * A TCP port of 127.0.0.1 that was free a moment ago (bound to port 0 and
- * closed again), e.g. for a Redis Cluster bus port (--cluster-port), since
- * the default port + 10000 may lie past 65535 or be taken. Someone else may
- * take it before it is used: a caller retries with another when the bind
- * fails. Returns the port, or -1 (message on stderr).
+ * The ports every server of the tests takes: RL_TEST_PORTS=LO-HI (1024 <=
+ * LO <= HI <= 65535), by default 20000-29999, below the kernel's range for
+ * outgoing connections (32768-60999), so that no program's connection can
+ * hold a server's port. Into *lo and *hi; returns 0, or -1 with a message
+ * on stderr when RL_TEST_PORTS is malformed (nothing is started then).
+ */
+int rt_port_range(int *lo, int *hi);
+
+/**
+ * A TCP port of 127.0.0.1 in the range of rt_port_range() that was free a
+ * moment ago: drawn at random (so that tests run at once rarely draw the
+ * same), checked by binding it (and closed again), never one this process
+ * handed out lately. A busy port is skipped: random draws first, then every
+ * port of the range from a random start. Someone else may still take it
+ * before it is used: a caller retries with another when its server fails
+ * to start. Also for a Redis Cluster bus port (--cluster-port): the default,
+ * port + 10000, may lie outside the range, past 65535, or be taken.
+ * Returns the port, or -1 (message on stderr: bad range, none free).
  */
 int rt_free_port(void);
+
+/**
+ * A socket listening on 127.0.0.1 at a port of that range, for a server the
+ * test runs itself (a proxy, a fake peer): the port into *port_out.
+ * Returns the descriptor (close-on-exec), or -1 (message on stderr).
+ */
+int rt_listen_port(int *port_out);
 
 /**
  * A binary the tests run: $<env_var> when set (it must be executable), else

@@ -792,23 +792,12 @@ static void *http_peer_main(void *arg)
 
 static void http_peer_start(struct http_peer *h)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    int one = 1;
-
     memset(h, 0, sizeof *h);
     atomic_init(&h->stop, 0);
     atomic_init(&h->served, 0);
-    h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(h->lfd >= 0);
-    setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(h->lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(h->lfd, 16) != 0 ||
-        getsockname(h->lfd, (struct sockaddr *)&sa, &len) != 0)
-        fail_msg("cannot listen: %s", strerror(errno));
-    h->port = ntohs(sa.sin_port);
+    h->lfd = rt_listen_port(&h->port);
+    if (h->lfd < 0)
+        fail_msg("cannot listen on a port of RL_TEST_PORTS");
     assert_int_equal(pthread_create(&h->th, NULL, http_peer_main, h), 0);
 }
 

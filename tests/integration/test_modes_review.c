@@ -48,6 +48,7 @@
 
 #include "it_common.h"
 #include "proxy.h"
+#include "rt_util.h"
 
 static char kb[256];
 
@@ -403,24 +404,14 @@ static void *fs_main(void *arg)
 static fake_sentinel *fs_start(int master_port)
 {
     fake_sentinel *f = calloc(1, sizeof *f);
-    struct sockaddr_in a;
-    socklen_t al = sizeof a;
-    int k, one = 1;
+    int k;
 
     assert_non_null(f);
     for (k = 0; k < FS_MAX; k++)
         f->fd[k] = -1;
     atomic_store(&f->master_port, master_port);
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    f->lfd = rt_listen_port(&f->port);
     assert_true(f->lfd >= 0);
-    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(f->lfd, 64), 0);
-    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&a, &al), 0);
-    f->port = ntohs(a.sin_port);
     assert_int_equal(pipe2(f->wake, O_CLOEXEC | O_NONBLOCK), 0);
     assert_int_equal(pthread_create(&f->th, NULL, fs_main, f), 0);
     return f;
@@ -687,7 +678,7 @@ static void test_sentinel_stale_ask_does_not_clear_a_newer_loss(void **state)
     trio_stop(&t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_redlock_stopped_node_without_idle_conn_delays_fanout),
@@ -700,5 +691,7 @@ int main(void)
     };
 
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2)
+        cmocka_set_test_filter(argv[1]); /* tests by name: scripts/rates.sh */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -618,7 +618,7 @@ static void test_shutdown_releases_everywhere(void **state)
     rl_client_free(c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_url_rules, each_setup),
@@ -640,5 +640,7 @@ int main(void)
     };
 
     signal(SIGPIPE, SIG_IGN);
+    if (argc == 2)
+        cmocka_set_test_filter(argv[1]); /* tests by name: scripts/rates.sh */
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

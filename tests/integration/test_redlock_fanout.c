@@ -456,7 +456,7 @@ static void test_query_with_two_stopped(void **state)
     rl_client_free(c);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_stale_renewal_reply_confirms_nothing, each_setup),
@@ -468,5 +468,7 @@ int main(void)
         cmocka_unit_test_setup(test_query_with_two_stopped, each_setup),
     };
 
+    if (argc == 2)
+        cmocka_set_test_filter(argv[1]); /* tests by name: scripts/rates.sh */
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -3,13 +3,13 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets|redlock]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
 # are run, and counted; with "tls", only the seeds that run over TLS; with
 # "sem", only the seeds that draw a semaphore ("semf": a fenced one); with
-# "sets", those that draw sets.
+# "sets", those that draw sets; with "redlock", those over Redlock.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -44,8 +44,9 @@ tls) only='+tls ' ;;
 sem) only='sem(' ;;
 semf) only='sem(f' ;;
 sets) only=' sets=' ;;
+redlock) only=' redlock' ;;
 '') ;;
-*) echo "inject.sh: the filter is queue, tls, sem, semf or sets, not $only" >&2; exit 2 ;;
+*) echo "inject.sh: the filter is queue, tls, sem, semf sets or redlock, not $only" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")

@@ -304,8 +304,10 @@ rl__hold *rl__hold_new(rl_client *c, rl__entry *e, uint64_t tid, long lease_ms, 
     } else if (!(h = calloc(1, size))) {
         return NULL;
     }
-    for (i = 0; i < c->nnodes; i++)
+    for (i = 0; i < c->nnodes; i++) {
         h->nodes[i].doubt.id = -1;
+        h->nodes[i].spread.id = -1;
+    }
     h->client = c;
     h->entry = e;
     h->tid = tid;

@@ -66,13 +66,18 @@ enum { RL__FAM_PLAIN, RL__FAM_FAIR, RL__FAM_RW, RL__FAM_SEM };
 /* What one Redlock node holds of a hold. */
 #define RL__NODES_MAX 9
 typedef struct rl__node_hold {
-    int count;              /* owner thread only: our count there; 0 none; -1 unknown */
+    int count;              /* written by the owner thread only, under mutex once
+                             * the hold is in the table (so the watchdog may read
+                             * it under mutex): our count there; 0 none; -1 unknown */
     int64_t expiry;         /* under mutex: confirmed expiry there (local clock, less
                              * drift); 0: not confirmed */
     rl__fence doubt;        /* owner thread only: a change there whose outcome is
                              * unknown: fence it before the next (id < 0: none) */
     int64_t learned;        /* under mutex: when a change there was last learned
                              * (local clock); a renewal sent before confirms nothing */
+    int spreading;          /* under mutex: a placement (the watchdog's spread)
+                             * was sent there and its reply not read yet... */
+    rl__fence spread;       /* ...on this connection: fenced if the hold ends first */
 } rl__node_hold;
 
 struct rl__hold {

@@ -195,6 +195,42 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
     return settle(c, h);
 }
 
+/* ---- the spread: a hold placed where a renewal finds the name free ------ */
+
+/* Only while h stands on a majority, and only on a node that does not
+ * vouch for it (a majority does, so a minority at most), where no earlier
+ * placement is unanswered. The count is the one we know there (a node
+ * that lost our field by a restart), or 1 where we know of none or it is
+ * in doubt: that count is not recorded as ours, so a non-last release
+ * leaves the field, the last drops it whatever its count (after fencing
+ * a change in doubt there), and a reentry restarts it at 1 (acquire.lua:
+ * so does a lost acquisition landing late on our placed field). */
+int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now)
+{
+    const rl__node_hold *nh = &h->nodes[i];
+
+    (void)c;
+    if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)
+        return 0;
+    if (nh->expiry > now || nh->spreading)
+        return 0;
+    return nh->count > 0 ? nh->count : 1;
+}
+
+int rl__redlock_spread_sent(rl__hold *h, int i, const rl__fence *f)
+{
+    if (h->releasing || atomic_load(&h->lost))
+        return 0;
+    h->nodes[i].spreading = 1;
+    h->nodes[i].spread = *f;
+    return 1;
+}
+
+void rl__redlock_spread_read(rl__hold *h, int i)
+{
+    h->nodes[i].spreading = 0;
+}
+
 /* ---- acquire ----------------------------------------------------------- */
 
 /* A random pause for a split vote, so that contenders do not meet again. */
@@ -470,9 +506,11 @@ int rl__redlock_reenter(rl__op *o, rl__hold *h)
 }
 
 /* The thread has given h back for good: out of every list; our field is
- * left to be dropped on the nodes in `unsure`. */
+ * left to be dropped on the nodes in `unsure`, and on those in `spread`
+ * after the watchdog's connection there (spread[i]) is fenced: a
+ * placement it carried may land after the release. */
 static void done_with(rl_client *c, rl__thread *t, rl__hold *h, const rl__op *o,
-                      unsigned unsure, const vote *v)
+                      unsigned unsure, const vote *v, unsigned spread, const rl__fence *sf)
 {
     int i;
 
@@ -482,6 +520,9 @@ static void done_with(rl_client *c, rl__thread *t, rl__hold *h, const rl__op *o,
         const rl__fence *f = v && v[i].state == V_LOST ? &v[i].lost : &h->nodes[i].doubt;
         if (unsure & (1u << i))
             rl__leftover_add_on(c, o->e, h->tid, o->owner, o->owner_len, f, c->servers[i]);
+        if (spread & (1u << i))
+            rl__leftover_add_on(c, o->e, h->tid, o->owner, o->owner_len, &sf[i],
+                                c->servers[i]);
     }
     h->releasing = 0;
     rl__hold_remove(c, h);
@@ -492,16 +533,29 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
 {
     rl_client *c = o->c;
     rl__fence *kill[RL__NODES_MAX] = { NULL };
+    rl__fence sf[RL__NODES_MAX];
     vote v[RL__NODES_MAX];
     int64_t sent;
     int i, yes, last = h->count == 1, asked = 0;
-    unsigned unsure = 0;
+    unsigned unsure = 0, spread = 0, spread_killed = 0;
 
     memset(v, 0, sizeof v);
     kill_list(c, h, kill);
     if (last) {
         pthread_mutex_lock(&c->mu);
         h->releasing = 1;       /* the watchdog leaves it alone now */
+        /* Placements sent before this may land after the release (another
+         * connection): fence theirs ahead of it, or drop after. */
+        for (i = 0; i < c->nnodes; i++) {
+            if (!h->nodes[i].spreading)
+                continue;
+            spread |= 1u << i;
+            sf[i] = h->nodes[i].spread;
+            if (!kill[i]) {
+                kill[i] = &sf[i];
+                spread_killed |= 1u << i;
+            }
+        }
         pthread_mutex_unlock(&c->mu);
     }
     for (i = 0; i < c->nnodes; i++) {
@@ -528,6 +582,9 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
         if (v[i].state == V_FAIL || v[i].state == V_LOST ||
             (v[i].state == V_DONE && v[i].resp.ints[0] == RL__R_MISMATCH))
             unsure |= 1u << i;
+        /* Answered: the fence sent ahead of the release ran before it. */
+        if (v[i].state == V_DONE && (spread_killed & (1u << i)))
+            spread &= ~(1u << i);
     }
     if (!asked) {
         /* Nothing was sent: the hold stands, and may be released again. */
@@ -545,12 +602,12 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
      * gone, or another's). */
     if (yes >= c->quorum) {
         if (--h->count == 0)
-            done_with(c, t, h, o, unsure, v);
+            done_with(c, t, h, o, unsure, v, spread, sf);
         return RL_OK;
     }
     flag(c, h, RL__LOST_OTHER, "no majority of the masters confirmed its release");
     if (--h->count == 0)
-        done_with(c, t, h, o, unsure, v);
+        done_with(c, t, h, o, unsure, v, spread, sf);
     return rl__err(RL_ELOST, "the release was confirmed by %d of %d Redlock masters (%d "
                    "needed): the hold was lost", yes, c->nnodes, c->quorum);
 }

@@ -42,6 +42,9 @@
 typedef struct snap {
     rl__hold *h;
     rl__server *srv;        /* the server that arbitrates it this round */
+    int place;              /* Redlock: the count to place where the name is
+                             * free (the spread, rl__redlock_spread_count);
+                             * 0: renew only */
 } snap;
 
 /* The holds of one server in a round: s[first, first + n). */
@@ -63,8 +66,9 @@ enum { ASKED_OK, ASKED_SPLIT, ASKED_DOWN, ASKED_REFUSED };
 
 /* The length of the chunk that starts at s[first], within s[..end): up to
  * RL__RENEW_BATCH pairs of one family (one renewal script: plain or
- * read-write) and, unless the server takes any mix, of one slot (s is
- * sorted by server, then family, then slot). */
+ * read-write), all placing or none (Redlock's spread) and, unless the
+ * server takes any mix, of one slot (s is sorted by server, then family,
+ * then placing or not, then slot). */
 static size_t chunk_len(const snap *s, size_t end, size_t first, int mixed)
 {
     size_t m = end - first < RL__RENEW_BATCH ? end - first : RL__RENEW_BATCH, j;
@@ -72,7 +76,8 @@ static size_t chunk_len(const snap *s, size_t end, size_t first, int mixed)
 
     for (j = 1; j < m; j++)
         if ((!mixed && s[first + j].h->entry->slot != e->slot) ||
-            s[first + j].h->entry->family != e->family)
+            s[first + j].h->entry->family != e->family ||
+            !s[first + j].place != !s[first].place)
             return j;
     return m;
 }
@@ -86,15 +91,21 @@ static int by_server_slot(const void *a, const void *b)
         return x->srv->index < y->srv->index ? -1 : 1;
     if (x->h->entry->family != y->h->entry->family)
         return x->h->entry->family < y->h->entry->family ? -1 : 1;
+    if (!x->place != !y->place)
+        return !x->place ? -1 : 1;
     return sa < sb ? -1 : sa > sb;
 }
 
-/* Queue the renewal call of the chunk s[i, i + m) on ctx. */
+/* Queue the renewal call of the chunk s[i, i + m) on ctx; a placing
+ * chunk (Redlock's spread) carries each hold's value, "<count> <since>",
+ * to place where the name is free (lua/renew.lua). */
 static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t i, size_t m,
                          const char **argv, size_t *lens)
 {
     char nk[16], lease[24];
-    size_t j;
+    char (*val)[48] = NULL;
+    long long since;
+    size_t j, n;
 
     /* With a lock-delay, Redis keeps the lease plus the delay (scripts.c). */
     snprintf(lease, sizeof lease, "%ld", rl__redis_lease(c, c->lease_ms));
@@ -110,7 +121,19 @@ static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t 
     }
     argv[3 + m] = lease;
     lens[3 + m] = strlen(lease);
-    redisAppendCommandArgv(ctx, (int)(4 + 2 * m), argv, lens);
+    n = 4 + 2 * m;
+    if (s[i].place && (val = malloc(sizeof *val * m))) {
+        since = rl__wall_ms();
+        for (j = 0; j < m; j++) {
+            argv[n + j] = val[j];
+            lens[n + j] = (size_t)snprintf(val[j], sizeof val[j], "%d %lld", s[i + j].place,
+                                           since);
+        }
+        n += m;
+    }
+    /* Out of memory: a renewal only (its reply is read the same way). */
+    redisAppendCommandArgv(ctx, (int)n, argv, lens);
+    free(val);
 }
 
 /* Whether the pass that asks the holds flagged `which` asks one key per
@@ -316,7 +339,9 @@ static int flush(group *g)
 }
 
 /* Confirm at once the holds g's server renewed: a master that answers
- * late must not leave the others' holds unconfirmed meanwhile. */
+ * late must not leave the others' holds unconfirmed meanwhile. A hold
+ * placed there ('2', Redlock's spread) is not confirmed by this round:
+ * it counts from the next one on, found there as any field of ours. */
 static void confirm_group(rl_client *c, const group *g, const snap *s, const char *flags)
 {
     size_t i;
@@ -324,6 +349,8 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
     pthread_mutex_lock(&c->mu);
     for (i = g->first; i < g->first + g->n; i++) {
         rl__hold *h = s[i].h;
+        if (s[i].place && (flags[i] == '0' || flags[i] == '1' || flags[i] == '2'))
+            rl__redlock_spread_read(h, g->srv->index);
         if (flags[i] != '1' || !h->in_table || h->releasing || atomic_load(&h->lost))
             continue;
         if (c->mode == RL__MODE_REDLOCK)
@@ -460,10 +487,26 @@ static void use_conn(rl_client *c, group *g, rl__conn *conn)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Record g's placements (Redlock's spread) on its connection before they
+ * are written, so that a last release begun after this fences them; those
+ * of a hold whose last release has begun are renewals only. */
+static void spread_fences(rl_client *c, group *g, snap *s)
+{
+    size_t i;
+
+    pthread_mutex_lock(&c->mu);
+    for (i = g->first; i < g->first + g->n; i++)
+        if (s[i].place && !rl__redlock_spread_sent(s[i].h, g->srv->index, &g->conn->fence))
+            s[i].place = 0;
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* Write g's calls; its holds' confirmation counts from now. */
-static void send_group(rl_client *c, group *g, const snap *s, const char *flags,
+static void send_group(rl_client *c, group *g, snap *s, const char *flags,
                        const char **argv, size_t *lens)
 {
+    if (c->mode == RL__MODE_REDLOCK)
+        spread_fences(c, g, s);
     g->sent = rl__now_ms();
     g->deadline = read_deadline(c, g, s);
     send_chunks(c, g, s, flags, '?', argv, lens);
@@ -479,8 +522,9 @@ static void send_group(rl_client *c, group *g, const snap *s, const char *flags,
  * runs again when it is there. */
 static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flags)
 {
-    const char **argv = malloc(sizeof *argv * (4 + 2 * RL__RENEW_BATCH));
-    size_t *lens = malloc(sizeof *lens * (4 + 2 * RL__RENEW_BATCH));
+    /* A placing chunk (Redlock's spread) carries a value per pair too. */
+    const char **argv = malloc(sizeof *argv * (4 + 3 * RL__RENEW_BATCH));
+    size_t *lens = malloc(sizeof *lens * (4 + 3 * RL__RENEW_BATCH));
     size_t k;
     rl__conn *conn;
 
@@ -501,12 +545,14 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
     free(lens);
 }
 
-/* Redlock: one snap of h per node. Mutex held. */
+/* Redlock: one snap of h per node, placing h where a majority vouches
+ * for it and that node does not (the spread). Mutex held. */
 static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t *cap)
 {
     /* Not where a leftover of the same thread waits: that field is to be
      * dropped, and must not vouch for the hold meanwhile. */
     unsigned skip = c->leftovers ? rl__redlock_leftover_nodes(c, h->entry, h->tid) : 0;
+    int64_t now = rl__now_ms();
     int i;
 
     if (*n + (size_t)c->nnodes > *cap) {
@@ -524,6 +570,7 @@ static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t
             continue;
         (*s)[*n].h = h;
         (*s)[*n].srv = c->servers[i];
+        (*s)[*n].place = rl__redlock_spread_count(c, h, i, now);
         h->refs++;
         h->entry->renewing++;
         (*n)++;
@@ -612,6 +659,7 @@ static void take_snaps(rl_client *c, snap **sp, size_t *np)
         }
         s[n].h = h;
         s[n].srv = rl__route_server(c, h->entry->slot);
+        s[n].place = 0;
         h->refs++;
         /* Until the round ends, a new hold of this name waits: a renewal
          * landing after it would stretch its lease (same owner field). */

@@ -213,7 +213,7 @@ int rl__reply_flags(const redisReply *reply, size_t n, const char **out)
         reply->len != n)
         return rl__err(RL_EPROTO, "renewal reply has the wrong length");
     for (i = 0; i < n; i++)
-        if (reply->str[i] != '0' && reply->str[i] != '1')
+        if (reply->str[i] != '0' && reply->str[i] != '1' && reply->str[i] != '2')
             return rl__err(RL_EPROTO, "renewal reply holds a bad flag");
     *out = reply->str;
     return RL_OK;

@@ -34,6 +34,7 @@ int rl__reply_hold(const redisReply *reply, long long *count, unsigned long long
 /* A fenced semaphore hold's slots, "<n>[,<n>...]" (s, len bytes), into
  * out->slots and out->nslots. Pure. */
 int rl__parse_slots(const char *s, size_t len, rl__result *out);
+/* A renewal's reply: n flags, '1' renewed, '0' gone, '2' placed (Redlock's spread). */
 int rl__reply_flags(const redisReply *reply, size_t n, const char **out);
 int rl__reply_error_status(const redisReply *reply);
 int rl__error_status(const char *msg, size_t len);

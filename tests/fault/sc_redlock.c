@@ -442,7 +442,7 @@ int sc_redlock_kill(void)
     long phase_min = fx_scale(2 * RK_LEASE, 8000);   /* each kill's phase lasts */
     const char *names = "k0,k1,k2";
     long long per_phase[2 * 4] = { -1, -1 }, min_phase = -1, back_ms = 0, left;
-    int r, i, ok_rounds = 0, pass, bad, np = 0;
+    int r, i, ok_rounds = 0, pass, bad, np = 0, kept = 0, st = 0;
     pid_t pids[8];
     fx_env env;
     fx_reports rep;
@@ -462,6 +462,7 @@ int sc_redlock_kill(void)
         int victim[2] = { (2 * r) % RK_NODES, (2 * r + 3) % RK_NODES }, ok = 1, k;
         int64_t t_kill[2], t_end;
         long long logged, since[2];
+        pid_t holder = -1;
 
         for (k = 0; k < 2; k++) {
             /* Each phase lasts two leases at least (every hold's renewals
@@ -471,6 +472,11 @@ int sc_redlock_kill(void)
             logged = acq_logged(env.rc);
             rt_redis_kill(env.node[victim[k]]);
             t_kill[k] = rt_now_ms();
+            /* A hold taken with one node down (on four, or three with a
+             * straggler), renewed through the phase: the second kill must
+             * cost it nothing. */
+            if (k == 0)
+                holder = hold_start(&env, "kh", "kh", "cmd_to=500 conn_to=500");
             /* Work goes on with a minority down: the count, within a deadline. */
             if (!acq_reached(&env, t_kill[k], logged, KL_TARGET, procs * threads, phase_min,
                              KL_PHASE_MS + phase_min)) {
@@ -480,6 +486,10 @@ int sc_redlock_kill(void)
             }
         }
         t_end = rt_now_ms();
+        if (holder > 0 && hold_end(&env, holder, "kh", &st))
+            kept++;
+        else
+            fx_note("round %d: the hold kept across the kills ended %d", r, st);
         since[0] = acq_between(env.rc, t_kill[0], t_kill[1]);
         since[1] = acq_between(env.rc, t_kill[1], t_end);
         for (k = 0; k < 2; k++) {
@@ -512,15 +522,22 @@ int sc_redlock_kill(void)
         return fx_verdict(fx_scenario, 0, "error=referee_unreadable");
     }
     left = wait_empty(&env, RK_EMPTY_MS);
-    pass = pass && ok_rounds == rounds && fx_reports_sum(&rep, "econn") == 0 && left == 0;
+    /* The loop workers' holds last milliseconds and are never renewed: one
+     * granted by a bare majority (a straggler cut off) just before the
+     * second kill is rightly lost, so their `lost` is measured, not judged.
+     * The hold kept across both kills was renewed: it must be kept. */
+    pass = pass && ok_rounds == rounds && fx_reports_sum(&rep, "econn") == 0 && left == 0 &&
+           kept == rounds;
     i = fx_verdict(fx_scenario, pass,
-                   "rounds=%d/%d nodes=%d procs=%d threads=%d sections=%lld violations=%lld "
+                   "kept=%d/%d rounds=%d/%d nodes=%d procs=%d threads=%d sections=%lld "
+                   "violations=%lld "
                    "acquires=%lld after_kill1=%lld after_kill2=%lld min_per_kill=%lld "
                    "target=%d flags=%lld lost=%lld econn=%lld timeouts=%lld fails=%lld "
                    "max_call_ms=%lld max_back_ms=%lld keys_left=%lld workers_failed=%d",
-                   ok_rounds, rounds, RK_NODES, procs, threads, res.sections, res.violations,
-                   fx_reports_sum(&rep, "acquires"), per_phase[0], per_phase[1], min_phase,
-                   KL_TARGET, fx_reports_sum(&rep, "flags"), fx_reports_sum(&rep, "lost"),
+                   kept, rounds, ok_rounds, rounds, RK_NODES, procs, threads, res.sections,
+                   res.violations, fx_reports_sum(&rep, "acquires"), per_phase[0], per_phase[1],
+                   min_phase, KL_TARGET, fx_reports_sum(&rep, "flags"),
+                   fx_reports_sum(&rep, "lost"),
                    fx_reports_sum(&rep, "econn"), fx_reports_sum(&rep, "timeouts"),
                    fx_reports_sum(&rep, "fails"), fx_reports_max(&rep, "maxcall_ms"), back_ms,
                    left, bad);

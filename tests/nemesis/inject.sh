@@ -3,13 +3,13 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets|redlock]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
 # are run, and counted; with "tls", only the seeds that run over TLS; with
 # "sem", only the seeds that draw a semaphore ("semf": a fenced one); with
-# "sets", those that draw sets.
+# "sets", those that draw sets; with "redlock", those over Redlock.
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -33,6 +33,9 @@
 #             give_back: every member taken but the first given back)
 #   sameslot  a fenced semaphore hold's slots are chosen without the live
 #             holds' (lib/sem_slots.lua): the lowest k, whoever has them
+#   spreadover  Redlock's spread places our field beside another owner's
+#             (renew.lua: the key need not be free), and whether or not a
+#             majority vouches for the hold (redlock.c rl__redlock_spread_count)
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
 case $only in
@@ -41,8 +44,9 @@ tls) only='+tls ' ;;
 sem) only='sem(' ;;
 semf) only='sem(f' ;;
 sets) only=' sets=' ;;
+redlock) only=' redlock' ;;
 '') ;;
-*) echo "inject.sh: the filter is queue, tls, sem, semf or sets, not $only" >&2; exit 2 ;;
+*) echo "inject.sh: the filter is queue, tls, sem, semf sets or redlock, not $only" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
@@ -71,6 +75,8 @@ wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)n
 stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
 semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.used + want > size + 1 then|";;
 sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if taken then for x in|      if taken and false then for x in|";;
+spreadover) inject src/lua/renew.lua 1 "s|^  elseif place and redis.call('exists', KEYS\[i\]) == 0 then|  elseif place then|"
+            inject src/redlock.c 1 's#^    if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)$#    if (h->releasing || atomic_load(\&h->lost))#';;
 nogiveback) inject src/lockset.c 1 "s|^    while (taken-- > 0)$|    while (taken-- > 1)|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

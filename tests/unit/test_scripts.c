@@ -12,7 +12,7 @@
  * Layouts (src/lua/<name>.lua):
  *   acquire  KEYS lock[, fence]; ARGV lease_ms, owner, held[, since, fence, delay_ms]
  *   release  KEYS lock;          ARGV owner, held, lease_ms[, notice, channel]
- *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N
+ *   renew    KEYS lock1..N;      ARGV lease_ms, owner1..N[, value1..N]
  *   force    KEYS lock;          ARGV "<uuid>:", notice, channel
  *   fair acquire  KEYS lock, queue, places; ARGV lease_ms, owner, 0, since, place_ms
  *   fair release  KEYS lock, queue, places; ARGV as release[, next, place_ms]
@@ -369,6 +369,54 @@ static void test_renew_with_bad_lease_keeps_the_expiry(void **state)
     assert_true(pttl(e) > 60000);
 }
 
+
+/* Redlock's spread: a renewal carrying a value per pair places our hold
+ * where the key does not exist at all ('2'), and nowhere else: beside
+ * another owner's field, or without the values, nothing is written; our
+ * own field is renewed as ever ('1', its value kept); values that are not
+ * one per pair are refused with nothing written. */
+static void test_renew_places_only_where_free(void **state)
+{
+    env *e = *state;
+    const char *place[4] = { KEY, "5000", OWNER, "3 1700000000000" };
+    const char *short_[5] = { KEY, "5000", OWNER, "1 1", "1 1" };
+    redisReply *r;
+
+    flush(e);
+    r = run(e, RL__S_RENEW, 1, 3, place);       /* no value: a renewal only */
+    assert_string_equal(r->str, "0");
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+    r = run(e, RL__S_RENEW, 1, 5, short_);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+
+    r = run(e, RL__S_RENEW, 1, 4, place);       /* free: placed */
+    assert_string_equal(r->str, "2");
+    freeReplyObject(r);
+    assert_int_equal(count(e), 3);
+    IT_ASSERT_RANGE(pttl(e), 1, 5000);
+    r = redisCommand(e->rc, "HLEN %s", KEY);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+
+    hold(e, 2);                                 /* ours: renewed, value kept */
+    r = run(e, RL__S_RENEW, 1, 4, place);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    assert_int_equal(count(e), 2);
+
+    flush(e);                                   /* another's: untouched */
+    freeReplyObject(redisCommand(e->rc, "HSET %s %s %s", KEY, OTHER, "1 5"));
+    freeReplyObject(redisCommand(e->rc, "PEXPIRE %s 3000", KEY));
+    r = run(e, RL__S_RENEW, 1, 4, place);
+    assert_string_equal(r->str, "0");
+    freeReplyObject(r);
+    assert_int_equal(count(e), 0);
+    IT_ASSERT_RANGE(pttl(e), 1, 3000);
+    flush(e);
+}
 
 /* ---- fencing tokens and lock-delay ---------------------------------------- */
 
@@ -1655,6 +1703,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lock_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_delay_after_the_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_renew_with_bad_lease_keeps_the_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_renew_places_only_where_free, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_wait_on_a_key_without_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rw_dead_past_the_cap_stay_counted, setup,

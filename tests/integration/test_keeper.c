@@ -17,9 +17,10 @@
  * seed's holds are flagged (the stop took effect); the cuts dropped
  * connections (they happened).
  *
- * On the keeper of one thread whose tasks ran one after another, master
- * 1's new connection waited behind the seed's connect, map question and
- * drops (each up to one interval): the holds on master 1 were flagged.
+ * On the keeper of one thread whose tasks ran one after another (3f8bda3),
+ * master 1's new connection waited behind the seed's connect, map question
+ * and drops (each up to one interval): both holds on master 1 flagged
+ * 1.3 s into the stop, 3 runs of 3.
  */
 #include "it_cluster.h"
 

@@ -144,9 +144,10 @@ static void open_for_watchdog(rl_client *c, rl__server *s)
     rl__conn *conn = NULL;
     int rc;
 
+    /* Tried even when s was found down a moment ago: this thread waits on
+     * s alone, and a handshake cut once (a server dropping its clients)
+     * must not leave the watchdog without a connection for 2 s. */
     s->kp_open = 0;
-    if (atomic_load(&s->down_until) > rl__now_ms())
-        return;     /* the watchdog asks again at its next round */
     pthread_mutex_unlock(&c->mu);
     rc = rl__conn_open_within(c, s, open_within(c), &conn);
     /* Sentinel: checked against the sentinels like any new connection. */

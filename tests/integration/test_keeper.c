@@ -99,6 +99,15 @@ out:
     return NULL;
 }
 
+/* The library's messages up to RL_KEEPER_LOG's level (RL_LOG_*), with the
+ * time, when it is set: to see why a hold was flagged. */
+static void kp_log(int level, const char *message, void *payload)
+{
+    (void)payload;
+    if (level <= atoi(getenv("RL_KEEPER_LOG")))
+        fprintf(stderr, "(%lld) rlock: %s\n", (long long)rt_now_ms() % 100000, message);
+}
+
 /* Drop master 1's client connections; how many it dropped (-1: failed). */
 static long long cut(rt_cluster *cl)
 {
@@ -134,6 +143,8 @@ static void test_stopped_seed_delays_no_other_node(void **state)
     for (i = 0; i < 3; i++)
         IT_EQ(rt_cluster_is_master(cl, i), 1);
     it_options(&o, cl->seeds, KP_LEASE, 0);
+    if (getenv("RL_KEEPER_LOG"))
+        o.log = kp_log;
     c = it_client_opts(&o);
     for (i = 0; i < 4; i++) {
         char stem[16];
@@ -167,6 +178,8 @@ static void test_stopped_seed_delays_no_other_node(void **state)
         }
         if (cl->node[0]->paused && rt_now_ms() >= next_cut) {
             long long n = cut(cl);
+            if (getenv("RL_KEEPER_LOG"))
+                fprintf(stderr, "(%lld) cut: %lld\n", (long long)rt_now_ms() % 100000, n);
             cuts++;
             dropped += n > 0;
             next_cut += KP_CUT_EVERY;

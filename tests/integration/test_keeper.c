@@ -20,7 +20,7 @@
  * On the keeper of one thread whose tasks ran one after another (3f8bda3),
  * master 1's new connection waited behind the seed's connect, map question
  * and drops (each up to one interval): both holds on master 1 flagged
- * 1.3 s into the stop, 3 runs of 3.
+ * 1.3 s into the stop, 8 runs of 8.
  */
 #include "it_cluster.h"
 

@@ -89,7 +89,6 @@ struct rl_client {
     int nspare;
     rl__leftover *leftovers;
     pthread_cond_t leftover_cond;   /* a claimed leftover was processed */
-    int64_t leftover_retry_at;
     uint64_t next_serial;
 
     /* watchdog */
@@ -105,8 +104,11 @@ struct rl_client {
 
     /* keeper (keeper.c): the watchdog's upkeep that may wait on one node */
     int kp_started;
-    pthread_t kp_thread;
-    pthread_cond_t kp_cond;
+    pthread_t kp_thread;            /* starts the others, never waits on a node */
+    int kp_map_started;
+    pthread_t kp_map_thread;        /* the slot map's refresh */
+    struct rl__keeper_worker *kp_workers[RL__SERVERS_MAX];  /* per server, by index */
+    pthread_cond_t kp_cond;         /* every keeper thread waits on it */
     int kp_map;                     /* the watchdog found the slot map due */
 
     /* subscriber */
@@ -150,11 +152,12 @@ static inline void rl__watchdog_poke(rl_client *c)
 }
 
 /* The keeper's bell (keeper.c): a leftover to drop, a connection or the
- * slot map the watchdog wants. Mutex held. */
+ * slot map the watchdog wants. Heard by each of its threads (one per
+ * server). Mutex held. */
 static inline void rl__keeper_poke(rl_client *c)
 {
     if (c->kp_started)
-        pthread_cond_signal(&c->kp_cond);
+        pthread_cond_broadcast(&c->kp_cond);
 }
 
 #endif

@@ -134,6 +134,7 @@ typedef struct rl__leftover {
     rl__fence fence;
     rl__server *server;             /* Redlock: the node it is on; NULL: the name's server */
     int claimed;                    /* being dropped right now */
+    int64_t retry_at;               /* the keeper's drop failed: not tried before */
     atomic_int requeue;             /* a fair waiter's grant: the drop puts it back at the
                                      * head of the queue (fair_release.lua); read unlocked */
 } rl__leftover;

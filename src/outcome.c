@@ -503,7 +503,6 @@ rl__leftover *rl__leftover_add_on(rl_client *c, rl__entry *e, uint64_t tid, cons
     lo->next = c->leftovers;
     c->leftovers = lo;
     e->leftovers++;
-    c->leftover_retry_at = 0;
     rl__keeper_poke(c);
     return lo;
 }
@@ -694,5 +693,4 @@ void rl__leftovers_free(rl_client *c)
         c->leftovers = lo->next;
         free(lo);
     }
-    c->leftover_retry_at = 0;
 }

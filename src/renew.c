@@ -478,13 +478,24 @@ static void want_conn(rl_client *c, group *g)
 }
 
 /* g's connection is the watchdog's now: set it where a fork child and the
- * teardown find it. */
+ * teardown find it. The keeper may have set one there since the round
+ * began (the one asked for): that one is used, and conn goes back to the
+ * pool. */
 static void use_conn(rl_client *c, group *g, rl__conn *conn)
 {
-    g->conn = conn;
+    rl__conn *spare = NULL;
+
     pthread_mutex_lock(&c->mu);
-    g->srv->wd_conn = conn;
+    if (g->srv->wd_conn) {
+        spare = conn;
+        conn = g->srv->wd_conn;
+    } else {
+        g->srv->wd_conn = conn;
+    }
     pthread_mutex_unlock(&c->mu);
+    g->conn = conn;
+    if (spare)
+        rl__pool_adopt(c, spare);
 }
 
 /* Record g's placements (Redlock's spread) on its connection before they
@@ -530,8 +541,14 @@ static void renew_servers(rl_client *c, group *g, size_t ng, snap *s, char *flag
 
     for (k = 0; k < ng; k++) {
         g[k].rc = !argv || !lens ? rl__err(RL_ENOMEM, "out of memory") : RL_OK;
-        /* The application threads may have a connection there already:
+        /* The one the keeper opened for us since the round began; else
+         * the application threads may have a connection there already:
          * taking it spares the keeper a connect and a handshake. */
+        if (!g[k].conn) {
+            pthread_mutex_lock(&c->mu);
+            g[k].conn = g[k].srv->wd_conn;
+            pthread_mutex_unlock(&c->mu);
+        }
         if (!g[k].conn && (conn = rl__pool_detach_idle(c, g[k].srv)))
             use_conn(c, &g[k], conn);
         if (!g[k].conn && g[k].rc == RL_OK)
@@ -603,11 +620,13 @@ static void schedule_next(rl_client *c, const group *g, size_t ng, int rc)
     long retry = c->renew_ms / 4;
     int64_t sent = 0;
     size_t k;
-    int pending = 0;
+    int pending = 0, ready = 0;
 
     retry = retry < 10 ? 10 : retry > 500 ? 500 : retry;
     for (k = 0; k < ng; k++) {
         pending |= g[k].pending;
+        /* The keeper's connection came while this round ran. */
+        ready |= g[k].pending && g[k].srv->wd_conn;
         if (g[k].sent && (!sent || g[k].sent < sent))
             sent = g[k].sent;
     }
@@ -616,14 +635,14 @@ static void schedule_next(rl_client *c, const group *g, size_t ng, int rc)
         /* A server still waits for its connection: the keeper rings when
          * it is there; asked again soon in any case. */
         if (pending && rl__now_ms() + retry < c->wd_next_renew)
-            c->wd_next_renew = rl__now_ms() + retry;
+            c->wd_next_renew = rl__now_ms() + (ready ? 0 : retry);
         if (c->wd_failed)
             rl__log(c, RL_LOG_INFO, "rlock watchdog: renewals work again after %d failed "
                     "rounds (%lld ms)", c->wd_failed, (long long)(rl__now_ms() - c->wd_failed_since));
         c->wd_failed = 0;
         return;
     }
-    c->wd_next_renew = rl__now_ms() + retry;
+    c->wd_next_renew = rl__now_ms() + (ready ? 0 : retry);
     /* Said once per outage, not once per retry. */
     if (!c->wd_failed++) {
         c->wd_failed_since = rl__now_ms();

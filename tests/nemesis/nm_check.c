@@ -1476,8 +1476,9 @@ static int iso_excused(const nm_hist *h, const nm_hold *x, int own, int64_t from
 /* Redlock: whether hold x met another thread's call or hold of the name
  * within 50 ms of its acquisition: a race at a release, or a lost hold's
  * fields running out node by node, may have left it on 3 masters of 5,
- * with the others' fields where it lacks. Only a hold won alone is on
- * every master it reached. */
+ * with the others' fields where it lacks, until they are given back or
+ * run out (a lease at most). Only a hold won alone is on every master it
+ * reached. */
 static int redlock_raced(const nm_hist *h, const nm_hold *x)
 {
     int64_t from = x->inv - 50 * NM_MS, to = x->ret + 50 * NM_MS;
@@ -1515,16 +1516,22 @@ static int redlock_outs(const nm_hist *h, nm_out *o)
     return n;
 }
 
-/* Redlock: whether hold x (won alone) may have been on fewer than a
- * majority of the masters at some moment from its acquisition to `to`. It
- * is on every master that was not out from a settle before its call to its
+/* Redlock: whether hold x may have been on fewer than a majority of the
+ * masters at some moment from its acquisition to `to`. Won alone, it is on
+ * every master that was not out from a settle before its call to its
  * return; a master out loses it (stopped past the field's expiry, or
  * restarted empty); a master back has it again a settle after its return
  * (NM_SPREAD_SETTLE_MS and the hold's lease: reconnected, and a renewal
  * round placed it there) if a majority kept it until then and its lease is
  * the watchdog's (a fixed lease is never renewed). With `spread` 0 no
  * master ever has it again: the library before the spread. On a tie a
- * master's fault comes before another's return. */
+ * master's fault comes before another's return. Won in a race
+ * (redlock_raced), it may be on a bare majority, which ones unknown: any
+ * master out from a settle before its call to a settle after its return
+ * (to `to` without the spread) may have been one of them; with none, the
+ * spread has placed it on every master a settle after its return (the
+ * others' fields given back or run out), and from there on it is judged as
+ * a hold won alone. */
 static int redlock_below(const nm_hist *h, const nm_hold *x, int64_t to, int spread)
 {
     const nm_name *nm = &h->plan.names[x->name];
@@ -1534,6 +1541,12 @@ static int redlock_below(const nm_hist *h, const nm_hold *x, int64_t to, int spr
     nm_out o[NM_OUTS_MAX];
 
     n = redlock_outs(h, o);
+    if (redlock_raced(h, x)) {
+        int64_t until = !spread || nm->fixed ? to : x->ret + settle;
+        for (i = 0; i < n; i++)
+            if (o[i].start <= until && (o[i].end == NM_FOREVER || o[i].end + settle >= x->inv))
+                return 1;
+    }
     memset(done, 0, sizeof done);
     for (k = 0; k < h->plan.nnodes; k++) {
         has[k] = 1;
@@ -1541,10 +1554,12 @@ static int redlock_below(const nm_hist *h, const nm_hold *x, int64_t to, int spr
     }
     for (i = 0; i < n; i++) {
         int64_t b = o[i].end == NM_FOREVER ? NM_FOREVER : o[i].end + settle;
-        if (o[i].start > x->ret || b < x->inv)
+        if (o[i].start > x->ret)
             continue;
-        done[i] = 1;           /* out at the acquisition, or not yet back in reach */
-        has[o[i].node] = 0;
+        done[i] = 1;
+        if (b < x->inv)
+            continue;          /* back in reach before the call */
+        has[o[i].node] = 0;    /* out at the acquisition, or not yet back in reach */
         if (b > back[o[i].node])
             back[o[i].node] = b;
     }
@@ -1597,16 +1612,17 @@ static int64_t iso_lost_at(const nm_hist *h, const nm_hold *x)
     return h->plan.deploy == NM_REDLOCK && x->bad_release ? x->rel_ret : 0;
 }
 
-/* Redlock: the master out of a stretch touching [from, to]; -1: none. */
+/* Redlock: the master of the latest stretch out touching [from, to]; -1:
+ * none. */
 static int redlock_out_in(const nm_hist *h, int64_t from, int64_t to)
 {
     nm_out o[NM_OUTS_MAX];
-    int i, n = redlock_outs(h, o);
+    int i, n = redlock_outs(h, o), last = -1;
 
     for (i = 0; i < n; i++)
-        if (o[i].start <= to && o[i].end >= from)
-            return o[i].node;
-    return -1;
+        if (o[i].start <= to && o[i].end >= from && (last < 0 || o[i].start > o[last].start))
+            last = i;
+    return last < 0 ? -1 : o[last].node;
 }
 
 static void check_isolation(nm_hist *h)
@@ -1636,8 +1652,7 @@ static void check_isolation(nm_hist *h)
                      nm_fault_name(h->faults[out].kind), own);
         } else {
             out = redlock_out_in(h, x->inv, lost);
-            if (out < 0 || iso_excused(h, x, -1, x->inv, lost) || redlock_raced(h, x) ||
-                redlock_below(h, x, lost, 1))
+            if (out < 0 || iso_excused(h, x, -1, x->inv, lost) || redlock_below(h, x, lost, 1))
                 continue;
             snprintf(what, sizeof what, "%s at %.1f ms while a majority of the masters kept "
                      "it (master %d was out%s)", x->flagged ? "flagged" : "lost by a release",
@@ -1664,7 +1679,7 @@ static void print_iso_coverage(const nm_hist *h)
         if (end == 0)
             end = x->rel_ret;
         if (redlock_out_in(h, x->inv, end) < 0 || iso_excused(h, x, -1, x->inv, end) ||
-            redlock_raced(h, x) || redlock_below(h, x, end, 1))
+            redlock_below(h, x, end, 1))
             continue;
         judged++;
         spread += redlock_below(h, x, end, 0);

@@ -446,7 +446,7 @@ static void draw_plain_sets(nm_plan *p, uint64_t seed)
  * then stays on a majority only if a renewal round placed it on the two
  * restarted masters. Never more than two masters out at once. Sections
  * long enough to span that (one thread a process, pauses between writes of
- * half a settle to a whole one, thinking half as long), half the fixed
+ * up to 3/4 of a settle to a whole one, thinking a quarter as long), half the fixed
  * leases made the watchdog's (only those are renewed, and spread), and the
  * run long enough to end after it. Its constant is the first after "spread" that leaves
  * the short form's seeds as they were. */
@@ -476,8 +476,8 @@ static void draw_spread(nm_plan *p, uint64_t seed)
     f->stop_third = nm_rng_pct(&r, 50);
     p->nfaults = 1;
     p->nthreads = 1;
-    p->hold_ms_max = nm_rng_range(&r, f->settle_ms / 2, f->settle_ms);
-    p->think_ms_max = p->hold_ms_max / 2;
+    p->hold_ms_max = nm_rng_range(&r, f->settle_ms * 3 / 4, f->settle_ms);
+    p->think_ms_max = p->hold_ms_max / 4;
     end = at + 2 * f->dur_ms + f->settle_ms + 1000;
     if (p->run_ms < end)
         p->run_ms = end;

@@ -3,13 +3,14 @@
 # library with one defect injected (a one-line change, never in src/ itself),
 # then run seeds until a run reports a violation.
 #
-#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets|redlock]
+#   tests/nemesis/inject.sh <defect> <first seed> <max seeds> [queue|tls|sem|semf|sets|redlock|spread]
 #
 # With "queue", only the seeds that draw the queue profile (nm_plan.c: one
 # fair or read-write name, single-thread processes asking again at once)
 # are run, and counted; with "tls", only the seeds that run over TLS; with
 # "sem", only the seeds that draw a semaphore ("semf": a fenced one); with
-# "sets", those that draw sets; with "redlock", those over Redlock.
+# "sets", those that draw sets; with "redlock", those over Redlock; with
+# "spread", those that draw Redlock's spread fault (redlock_spread).
 #
 # Defects:
 #   noflag    rl_interrupted() never sees a lease run out (holds.c: the expiry
@@ -35,7 +36,11 @@
 #             holds' (lib/sem_slots.lua): the lowest k, whoever has them
 #   spreadover  Redlock's spread places our field beside another owner's
 #             (renew.lua: the key need not be free), and whether or not a
-#             majority vouches for the hold (redlock.c rl__redlock_spread_count)
+#             majority vouches for the hold (redlock.c rl__redlock_spread_count);
+#             the nemesis does not catch it (README.md), it_redlock's
+#             unit_scripts tests do
+#   nospread  Redlock's spread never places (renew.lua: the placing branch
+#             never taken): a hold granted by a bare majority stays there
 set -eu
 defect=$1; from=$2; max=$3; only=${4:-}
 case $only in
@@ -45,8 +50,9 @@ sem) only='sem(' ;;
 semf) only='sem(f' ;;
 sets) only=' sets=' ;;
 redlock) only=' redlock' ;;
+spread) only='redlock_spread' ;;
 '') ;;
-*) echo "inject.sh: the filter is queue, tls, sem, semf sets or redlock, not $only" >&2; exit 2 ;;
+*) echo "inject.sh: the filter is queue, tls, sem, semf, sets, redlock or spread, not $only" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/rlnemesis-inject-$defect-XXXXXX")
@@ -77,6 +83,7 @@ semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.
 sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if taken then for x in|      if taken and false then for x in|";;
 spreadover) inject src/lua/renew.lua 1 "s|^  elseif place and redis.call('exists', KEYS\[i\]) == 0 then|  elseif place then|"
             inject src/redlock.c 1 's#^    if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)$#    if (h->releasing || atomic_load(\&h->lost))#';;
+nospread) inject src/lua/renew.lua 1 "s|^  elseif place and redis.call('exists', KEYS\[i\]) == 0 then|  elseif false and place and redis.call('exists', KEYS[i]) == 0 then|";;
 nogiveback) inject src/lockset.c 1 "s|^    while (taken-- > 0)$|    while (taken-- > 1)|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

@@ -92,6 +92,10 @@ enum {
                            name `arg`'s master (coordinated, no data lost) */
     NM_F_FORK,          /* worker `arg` forks; the child takes names for up to dur_ms */
     NM_F_SHUTDOWN,      /* worker `arg` shuts down name `name`'s client and opens a new one */
+    NM_F_SPREAD,        /* Redlock: masters spread[0] and spread[1] SIGKILLed together,
+                           restarted empty after dur_ms; settle_ms later master spread[2]
+                           SIGKILLed (restarted empty after dur_ms) or, with stop_third,
+                           SIGSTOPped for dur_ms (nm_plan.c draw_spread) */
     NM_F_KINDS
 };
 
@@ -102,6 +106,9 @@ typedef struct nm_fault {
     int arg;          /* worker index or name index, as the kind says */
     int node;         /* server faults: which node */
     int name;         /* NM_F_SHUTDOWN: the name whose client is shut down */
+    int spread[3];    /* NM_F_SPREAD: the two masters killed together, then the third */
+    long settle_ms;   /* NM_F_SPREAD: from the two's restart to the third's fault */
+    int stop_third;   /* NM_F_SPREAD: the third SIGSTOPped rather than killed */
 } nm_fault;
 
 typedef struct nm_plan {
@@ -133,6 +140,14 @@ typedef struct nm_plan {
 #define NM_TLS_OFF    0
 #define NM_TLS_ON     1   /* server certificates only */
 #define NM_TLS_MUTUAL 2   /* the servers also require a client certificate */
+
+/* Redlock: a master back after a fault has the holds a majority vouches for
+ * (the spread) within this plus one lease of the hold's: a client skips a
+ * server it found down for 2 s, then its keeper reconnects and the next
+ * renewal round places (one interval, a third of the lease); the rest is
+ * margin for a loaded machine. The spread fault waits longer than this
+ * before its third master's fault (draw_spread), the checker no longer. */
+#define NM_SPREAD_SETTLE_MS 3000
 
 void nm_plan_draw(nm_plan *p, uint64_t seed);
 /* Whether name i can be a set's member: not a semaphore, no fencing or

@@ -44,10 +44,12 @@
  *   shutdown   no call begun after a shutdown returned gives RL_OK; a hold
  *              the shutdown cut: its thread saw the flag, then it was gone.
  *   isolation  a node stopped or down costs only its own holds: in a
- *              Cluster, a hold whose master was not faulted, in Redlock any
- *              hold (a majority stays), is never flagged while another node
- *              is out, unless something that concerns it happened (see
- *              iso_excused()).
+ *              Cluster, a hold whose master was not faulted is never flagged
+ *              while another node is out; in Redlock a hold won alone is
+ *              neither flagged nor lost while a majority of the masters kept
+ *              it, a master back having it again once a renewal round can
+ *              have placed it there (the spread: redlock_below()); unless
+ *              something that concerns it happened (see iso_excused()).
  * A hold's validity ends at its first flagged write.
  */
 #include <dirent.h>
@@ -130,6 +132,13 @@ typedef struct nm_nodelog {    /* Cluster: name served by node from `at` on */
     int name, node;
 } nm_nodelog;
 
+typedef struct nm_out {        /* Redlock: a master out (stopped or down) */
+    int node;
+    int64_t start, end;
+} nm_out;
+
+#define NM_OUTS_MAX (NM_FAULTS_MAX * 4)
+
 typedef struct nm_hist {
     nm_plan plan;
     const char *dir;
@@ -146,6 +155,8 @@ typedef struct nm_hist {
     int nnodelog;
     nm_wrec wrecs[NM_FAULTS_MAX * 4];
     int nwrecs;
+    nm_out outs[NM_OUTS_MAX];  /* the spread fault's masters out (O lines) */
+    int nouts;
     long keys_left;
     int bad_exits;
     nm_verdict *v;
@@ -705,6 +716,25 @@ static void fault_failed(nm_hist *h, const char *line, int kind, int arg)
            nm_fault_name(kind), arg, rc);
 }
 
+/* Redlock's spread fault: a master out, or back (the last stretch of that
+ * master still open ends). */
+static void on_out_line(nm_hist *h, int64_t ns, int node, const char *word)
+{
+    int i;
+
+    if (strcmp(word, "out") == 0 && h->nouts < NM_OUTS_MAX) {
+        h->outs[h->nouts].node = node;
+        h->outs[h->nouts].start = ns;
+        h->outs[h->nouts++].end = NM_FOREVER;
+        return;
+    }
+    for (i = h->nouts - 1; i >= 0; i--)
+        if (h->outs[i].node == node && h->outs[i].end == NM_FOREVER) {
+            h->outs[i].end = ns;
+            return;
+        }
+}
+
 static void parse_ctl_line(nm_hist *h, const char *line)
 {
     long long ns, seed;
@@ -740,6 +770,8 @@ static void parse_ctl_line(nm_hist *h, const char *line)
         }
     } else if (sscanf(line, "%lld 0 K %d", &ns, &a) == 2) {
         h->keys_left = a;
+    } else if (sscanf(line, "%lld 0 O %d %15s", &ns, &a, word) == 3) {
+        on_out_line(h, ns, a, word);
     } else if (sscanf(line, "%lld 0 N %d %d", &ns, &a, &b) == 3 &&
                h->nnodelog < (int)(sizeof h->nodes / sizeof h->nodes[0])) {
         h->nodes[h->nnodelog].at = ns;
@@ -957,7 +989,7 @@ static int data_lost(const nm_hist *h, int64_t from, int64_t to)
     /* Sentinel and a Cluster with replicas fail over to a replica that
      * acknowledged every change (wait_replicas): nothing is lost there. */
     return h->plan.deploy != NM_SENTINEL && h->plan.deploy != NM_CLUSTER_R &&
-           fault_in(h, NM_F_SRV_KILL_EMPTY, -1, from, to);
+           (fault_in(h, NM_F_SRV_KILL_EMPTY, -1, from, to) || fault_in(h, NM_F_SPREAD, -1, from, to));
 }
 
 static void check_fencing(nm_hist *h)
@@ -1430,7 +1462,7 @@ static int iso_excused(const nm_hist *h, const nm_hold *x, int own, int64_t from
         if (f->start > to || f->end + after < from)
             continue;
         k = f->kind;
-        if (stop_kind(k) && (own < 0 || f->node != own))
+        if ((stop_kind(k) && (own < 0 || f->node != own)) || k == NM_F_SPREAD)
             continue;          /* another node out: what is checked */
         if ((k == NM_F_WRK_STOP || k == NM_F_WRK_KILL) && f->arg != h->procs[x->proc].index)
             continue;
@@ -1441,18 +1473,16 @@ static int iso_excused(const nm_hist *h, const nm_hold *x, int own, int64_t from
     return 0;
 }
 
-/* Redlock: whether hold x may live on a bare majority of the masters only:
- * a lock is granted by a majority, never topped up, so an acquisition
- * that met another thread's call or hold of the name (a race at a release,
- * or a lost hold's fields running out node by node) may have won 3 of 5,
- * and each node faulted during it may have lost its field. x is held on
- * at least 3 only when it won all 5 alone and at most 2 nodes were out. */
-static int redlock_thin(const nm_hist *h, const nm_hold *x)
+/* Redlock: whether hold x met another thread's call or hold of the name
+ * within 50 ms of its acquisition: a race at a release, or a lost hold's
+ * fields running out node by node, may have left it on 3 masters of 5,
+ * with the others' fields where it lacks, until they are given back or
+ * run out (a lease at most). Only a hold won alone is on every master it
+ * reached. */
+static int redlock_raced(const nm_hist *h, const nm_hold *x)
 {
     int64_t from = x->inv - 50 * NM_MS, to = x->ret + 50 * NM_MS;
-    unsigned out = 0;
     size_t j;
-    int i, n = 0;
 
     for (j = 0; j < h->ncalls; j++) {
         const nm_call *c = &h->calls[j];
@@ -1466,19 +1496,139 @@ static int redlock_thin(const nm_hist *h, const nm_hold *x)
             occupied_until(h, o) >= from)
             return 1;
     }
-    for (i = 0; i < h->nfaults; i++)
-        if (stop_kind(h->faults[i].kind) && h->faults[i].node >= 0 &&
-            h->faults[i].start <= x->first_flag && h->faults[i].end >= x->inv)
-            out |= 1u << h->faults[i].node;
-    for (; out != 0; out &= out - 1)
-        n++;
-    return n > 2;
+    return 0;
+}
+
+/* Redlock: every stretch a master was out: a server fault's window, or
+ * one of the spread fault's masters (O lines). Their count. */
+static int redlock_outs(const nm_hist *h, nm_out *o)
+{
+    int i, n = 0;
+
+    for (i = 0; i < h->nfaults && n < NM_OUTS_MAX; i++)
+        if (stop_kind(h->faults[i].kind) && h->faults[i].node >= 0) {
+            o[n].node = h->faults[i].node;
+            o[n].start = h->faults[i].start;
+            o[n++].end = h->faults[i].end;
+        }
+    for (i = 0; i < h->nouts && n < NM_OUTS_MAX; i++)
+        o[n++] = h->outs[i];
+    return n;
+}
+
+/* Redlock: whether hold x may have been on fewer than a majority of the
+ * masters at some moment from its acquisition to `to`. Won alone, it is on
+ * every master that was not out from a settle before its call to its
+ * return; a master out loses it (stopped past the field's expiry, or
+ * restarted empty); a master back has it again a settle after its return
+ * (NM_SPREAD_SETTLE_MS and the hold's lease: reconnected, and a renewal
+ * round placed it there) if a majority kept it until then and its lease is
+ * the watchdog's (a fixed lease is never renewed). With `spread` 0 no
+ * master ever has it again: the library before the spread. On a tie a
+ * master's fault comes before another's return. Won in a race
+ * (redlock_raced), it may be on a bare majority, which ones unknown: any
+ * master out from a settle before its call to a settle after its return
+ * (to `to` without the spread) may have been one of them; with none, the
+ * spread has placed it on every master a settle after its return (the
+ * others' fields given back or run out), and from there on it is judged as
+ * a hold won alone. */
+static int redlock_below(const nm_hist *h, const nm_hold *x, int64_t to, int spread)
+{
+    const nm_name *nm = &h->plan.names[x->name];
+    int64_t settle = (NM_SPREAD_SETTLE_MS + nm->lease_ms) * NM_MS, back[NM_NODES_MAX];
+    int has[NM_NODES_MAX], maj = h->plan.nnodes / 2 + 1, count = 0, n, i, k;
+    char done[NM_OUTS_MAX];
+    nm_out o[NM_OUTS_MAX];
+
+    n = redlock_outs(h, o);
+    if (redlock_raced(h, x)) {
+        int64_t until = !spread || nm->fixed ? to : x->ret + settle;
+        for (i = 0; i < n; i++)
+            if (o[i].start <= until && (o[i].end == NM_FOREVER || o[i].end + settle >= x->inv))
+                return 1;
+    }
+    memset(done, 0, sizeof done);
+    for (k = 0; k < h->plan.nnodes; k++) {
+        has[k] = 1;
+        back[k] = 0;
+    }
+    for (i = 0; i < n; i++) {
+        int64_t b = o[i].end == NM_FOREVER ? NM_FOREVER : o[i].end + settle;
+        if (o[i].start > x->ret)
+            continue;
+        done[i] = 1;
+        if (b < x->inv)
+            continue;          /* back in reach before the call */
+        has[o[i].node] = 0;    /* out at the acquisition, or not yet back in reach */
+        if (b > back[o[i].node])
+            back[o[i].node] = b;
+    }
+    for (k = 0; k < h->plan.nnodes; k++)
+        count += has[k];
+    if (count < maj)
+        return 1;
+    for (;;) {
+        int64_t ot = NM_FOREVER, bt = NM_FOREVER, b;
+        int oi = -1, bk = -1;
+        for (i = 0; i < n; i++)
+            if (!done[i] && o[i].start <= to && o[i].start < ot) {
+                ot = o[i].start;
+                oi = i;
+            }
+        for (k = 0; k < h->plan.nnodes; k++)
+            if (!has[k] && back[k] <= to && back[k] < bt) {
+                bt = back[k];
+                bk = k;
+            }
+        if (oi < 0 && bk < 0)
+            return 0;
+        if (oi >= 0 && ot <= bt) {
+            done[oi] = 1;
+            k = o[oi].node;
+            b = o[oi].end == NM_FOREVER ? NM_FOREVER : o[oi].end + settle;
+            if (has[k]) {
+                has[k] = 0;
+                back[k] = b;
+                if (--count < maj)
+                    return 1;
+            } else if (b > back[k]) {
+                back[k] = b;
+            }
+        } else if (!spread || nm->fixed) {
+            back[bk] = NM_FOREVER;   /* never placed again */
+        } else {
+            has[bk] = 1;
+            count++;
+        }
+    }
+}
+
+/* When hold x was lost, for isolation: its first flagged write, or (in
+ * Redlock) a release that lost it; 0: neither. */
+static int64_t iso_lost_at(const nm_hist *h, const nm_hold *x)
+{
+    if (x->flagged)
+        return x->first_flag;
+    return h->plan.deploy == NM_REDLOCK && x->bad_release ? x->rel_ret : 0;
+}
+
+/* Redlock: the master of the latest stretch out touching [from, to]; -1:
+ * none. */
+static int redlock_out_in(const nm_hist *h, int64_t from, int64_t to)
+{
+    nm_out o[NM_OUTS_MAX];
+    int i, n = redlock_outs(h, o), last = -1;
+
+    for (i = 0; i < n; i++)
+        if (o[i].start <= to && o[i].end >= from && (last < 0 || o[i].start > o[last].start))
+            last = i;
+    return last < 0 ? -1 : o[last].node;
 }
 
 static void check_isolation(nm_hist *h)
 {
     int cluster = h->plan.deploy == NM_CLUSTER;
-    char what[160];
+    char what[200];
     size_t i;
 
     if (!cluster && h->plan.deploy != NM_REDLOCK)
@@ -1487,20 +1637,55 @@ static void check_isolation(nm_hist *h)
         const nm_hold *x = &h->holds[i];
         const nm_name *n = &h->plan.names[x->name];
         int own = cluster ? node_of(h, x->name, x->ret) : -1, out;
-        if (!x->flagged || (cluster && own < 0))
+        int64_t lost = iso_lost_at(h, x);
+        if (lost == 0 || (cluster && own < 0))
             continue;
         /* A fixed lease ends by itself (counted from the call). */
-        if (n->fixed && x->first_flag >= x->inv + (n->lease_ms - 100) * NM_MS)
+        if (n->fixed && lost >= x->inv + (n->lease_ms - 100) * NM_MS)
             continue;
-        out = other_node_out(h, own, x->inv, x->first_flag);
-        if (out < 0 || iso_excused(h, x, own, x->inv, x->first_flag) ||
-            (!cluster && redlock_thin(h, x)))
-            continue;
-        snprintf(what, sizeof what, "flagged at %.1f ms while node %d was out (%s, own node %d)",
-                 rel_ms(h, x->first_flag), h->faults[out].node,
-                 nm_fault_name(h->faults[out].kind), own);
+        if (cluster) {
+            out = other_node_out(h, own, x->inv, lost);
+            if (out < 0 || iso_excused(h, x, own, x->inv, lost))
+                continue;
+            snprintf(what, sizeof what, "flagged at %.1f ms while node %d was out (%s, own "
+                     "node %d)", rel_ms(h, lost), h->faults[out].node,
+                     nm_fault_name(h->faults[out].kind), own);
+        } else {
+            out = redlock_out_in(h, x->inv, lost);
+            if (out < 0 || iso_excused(h, x, -1, x->inv, lost) || redlock_below(h, x, lost, 1))
+                continue;
+            snprintf(what, sizeof what, "%s at %.1f ms while a majority of the masters kept "
+                     "it (master %d was out%s)", x->flagged ? "flagged" : "lost by a release",
+                     rel_ms(h, lost), out, redlock_below(h, x, lost, 0)
+                     ? "; on a majority only through the spread" : "");
+        }
         violation(h, NM_INV_ISO, x->name, x, NULL, what);
     }
+}
+
+/* Redlock: how many holds the isolation rule judged across a master's
+ * fault, and how many of them stayed on a majority only through the
+ * spread (placements on masters back from a fault). */
+static void print_iso_coverage(const nm_hist *h)
+{
+    long judged = 0, spread = 0;
+    size_t i;
+
+    if (h->plan.deploy != NM_REDLOCK)
+        return;
+    for (i = 0; i < h->nholds; i++) {
+        const nm_hold *x = &h->holds[i];
+        int64_t end = iso_lost_at(h, x);
+        if (end == 0)
+            end = x->rel_ret;
+        if (redlock_out_in(h, x->inv, end) < 0 || iso_excused(h, x, -1, x->inv, end) ||
+            redlock_below(h, x, end, 1))
+            continue;
+        judged++;
+        spread += redlock_below(h, x, end, 0);
+    }
+    printf("isolation checked: %ld Redlock holds across a master's fault, %ld of them on a "
+           "majority only through the spread\n", judged, spread);
 }
 
 /* How much the liveness checks could look at: a run whose every wait fell
@@ -1661,6 +1846,7 @@ int nm_check_dir(const char *dir, nm_verdict *v)
     check_shutdown(&h);
     check_fork_parent(&h);
     print_live_coverage(&h);
+    print_iso_coverage(&h);
     free(h.holds);
     free(h.calls);
     return 0;

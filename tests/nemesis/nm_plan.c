@@ -433,6 +433,58 @@ static void draw_plain_sets(nm_plan *p, uint64_t seed)
             p->names[i].family = NM_PLAIN;
 }
 
+/* Redlock's spread (issue 32), from a stream of its own (the other draws
+ * stay what they were): in 30 % of the Redlock plans the schedule becomes
+ * one fault, at the first fault's time, that makes holds depend on the
+ * spread. Two masters are SIGKILLed together: the holds alive lose two of
+ * their five fields, and those taken meanwhile land on the three left, a
+ * bare majority. Both are restarted empty past every lease (the operators'
+ * rule); settle_ms later (a renewal interval after the clients can have
+ * reconnected, NM_SPREAD_SETTLE_MS and a lease, and a margin) a third
+ * master is SIGKILLed (restarted empty past every lease) or SIGSTOPped as
+ * long. A hold alive from before the restart through the third's fault
+ * then stays on a majority only if a renewal round placed it on the two
+ * restarted masters. Never more than two masters out at once. Sections
+ * long enough to span that (one thread a process, pauses between writes of
+ * up to 3/4 of a settle to a whole one, thinking a quarter as long), half the fixed
+ * leases made the watchdog's (only those are renewed, and spread), and the
+ * run long enough to end after it. Its constant is the first after "spread" that leaves
+ * the short form's seeds as they were. */
+static void draw_spread(nm_plan *p, uint64_t seed)
+{
+    nm_fault *f = &p->faults[0];
+    nm_rng r;
+    long at = p->nfaults > 0 ? f->at_ms : 1500, end;
+    int i, k;
+
+    nm_rng_seed(&r, seed ^ 0x7370726561640001ULL);
+    if (p->deploy != NM_REDLOCK || !nm_rng_pct(&r, 30))
+        return;
+    memset(f, 0, sizeof *f);
+    f->kind = NM_F_SPREAD;
+    f->at_ms = at;
+    /* Three distinct masters: the two killed together, then the third. */
+    for (i = 0; i < 3; i++) {
+        do
+            f->spread[i] = (int)nm_rng_range(&r, 0, p->nnodes - 1);
+        while ((i > 0 && f->spread[i] == f->spread[0]) || (i > 1 && f->spread[i] == f->spread[1]));
+    }
+    f->node = f->spread[0];
+    f->arg = f->spread[1];
+    f->dur_ms = nm_plan_lease_delay_max(p) + nm_rng_range(&r, 600, 1200);
+    f->settle_ms = NM_SPREAD_SETTLE_MS + lease_max(p) + nm_rng_range(&r, 500, 1000);
+    f->stop_third = nm_rng_pct(&r, 50);
+    p->nfaults = 1;
+    p->nthreads = 1;
+    p->hold_ms_max = nm_rng_range(&r, f->settle_ms * 3 / 4, f->settle_ms);
+    p->think_ms_max = p->hold_ms_max / 4;
+    end = at + 2 * f->dur_ms + f->settle_ms + 1000;
+    if (p->run_ms < end)
+        p->run_ms = end;
+    for (k = 0; k < p->nnames; k++)
+        p->names[k].fixed = p->names[k].fixed && nm_rng_pct(&r, 50);
+}
+
 int nm_is_cluster(int deploy)
 {
     return deploy == NM_CLUSTER || deploy == NM_CLUSTER_R;
@@ -472,6 +524,7 @@ void nm_plan_draw(nm_plan *p, uint64_t seed)
     draw_tls_cs(p, seed);
     draw_sem_sets(p, seed);
     draw_plain_sets(p, seed);
+    draw_spread(p, seed);
 }
 
 const char *nm_fault_name(int kind)
@@ -480,6 +533,7 @@ const char *nm_fault_name(int kind)
         "srv_stop", "srv_kill_keep", "srv_kill_empty", "wrk_stop", "wrk_kill",
         "script_flush", "client_kill", "force_release", "px_stall", "px_drop", "px_cut",
         "migrate", "failover", "cluster_failover", "wrk_fork", "wrk_shutdown",
+        "redlock_spread",
     };
 
     return kind >= 0 && kind < NM_F_KINDS ? names[kind] : "?";

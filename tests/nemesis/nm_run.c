@@ -11,6 +11,9 @@
  *   K <keys>                       keys of the run left one lease after the end
  *   N <name> <node>                Cluster: the master serving the name's slot, at
  *                                  the start and after each fault (-1: none known)
+ *   O <node> out|back              Redlock's spread fault: a master killed or
+ *                                  stopped / restarted or continued (inside
+ *                                  the fault's F lines)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -407,6 +410,42 @@ static void log_nodes(nm_ctl *c)
     }
 }
 
+/* Redlock's spread fault (nm_plan.c draw_spread): two masters SIGKILLed
+ * together and restarted empty after dur_ms; settle_ms later the third
+ * SIGKILLed and restarted empty, or SIGSTOPped, after dur_ms. Each master's
+ * stretch out is logged (O lines) for the checker. */
+static int fault_spread(nm_ctl *c, const nm_fault *f)
+{
+    rt_redis *third = c->node[f->spread[2]];
+    int i, rc = 0;
+
+    for (i = 0; i < 2; i++) {
+        ctl_hist(c, "O %d out", f->spread[i]);
+        if (rt_redis_kill(c->node[f->spread[i]]) != 0)
+            return -1;
+    }
+    for (i = 0; i < 2; i++) {
+        if (restart_after(c, c->node[f->spread[i]], f->spread[i], i ? 0 : f->dur_ms, 0) != 0)
+            return -1;
+        ctl_hist(c, "O %d back", f->spread[i]);
+    }
+    track_pids(c);
+    rt_sleep_ms(f->settle_ms);
+    ctl_hist(c, "O %d out", f->spread[2]);
+    if (f->stop_third) {
+        if (rt_redis_pause(third) != 0)
+            return -1;
+        rt_sleep_ms(f->dur_ms);
+        rc = rt_redis_resume(third);
+    } else {
+        if (rt_redis_kill(third) != 0)
+            return -1;
+        rc = restart_after(c, third, f->spread[2], f->dur_ms, 0);
+    }
+    ctl_hist(c, "O %d back", f->spread[2]);
+    return rc;
+}
+
 static int fault_server(nm_ctl *c, const nm_fault *f)
 {
     rt_redis *srv = fault_target(c, f);
@@ -425,6 +464,8 @@ static int fault_server(nm_ctl *c, const nm_fault *f)
         return -1;
     if (c->plan.deploy == NM_CLUSTER_R && f->kind == NM_F_SRV_KILL_EMPTY)
         return cluster_kill(c, f->node, f->dur_ms);
+    if (f->kind == NM_F_SPREAD)
+        return fault_spread(c, f);
     switch (f->kind) {
     case NM_F_CFAILOVER:
         return cluster_failover(c, f->arg);

@@ -78,6 +78,9 @@ typedef struct rl__node_hold {
     int spreading;          /* under mutex: a placement (the watchdog's spread)
                              * was sent there and its reply not read yet... */
     rl__fence spread;       /* ...on this connection: fenced if the hold ends first */
+    int placed;             /* under mutex: the count a placement put there, with
+                             * nothing learned there since it was sent (0: none);
+                             * the owner thread takes it as count (redlock.c) */
 } rl__node_hold;
 
 struct rl__hold {

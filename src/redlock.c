@@ -199,12 +199,7 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
 
 /* Only while h stands on a majority, and only on a node that does not
  * vouch for it (a majority does, so a minority at most), where no earlier
- * placement is unanswered. The count is the one we know there (a node
- * that lost our field by a restart), or 1 where we know of none or it is
- * in doubt: that count is not recorded as ours, so a non-last release
- * leaves the field, the last drops it whatever its count (after fencing
- * a change in doubt there), and a reentry restarts it at 1 (acquire.lua:
- * so does a lost acquisition landing late on our placed field). */
+ * placement is unanswered. */
 int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now)
 {
     const rl__node_hold *nh = &h->nodes[i];
@@ -212,23 +207,55 @@ int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64
     (void)c;
     if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)
         return 0;
-    if (nh->expiry > now || nh->spreading)
-        return 0;
-    return nh->count > 0 ? nh->count : 1;
+    return nh->expiry <= now && !nh->spreading;
 }
 
-int rl__redlock_spread_sent(rl__hold *h, int i, const rl__fence *f)
+/* The count to place: the hold's, as far as the watchdog can know it (the
+ * owner's h->count is its own): the highest count on any node, so that
+ * each non-last release takes one off the placed field as off the others
+ * and the last one finds it there still. Read when the placement is
+ * written: a change of h learned before that is in it; one learned after
+ * it was sent makes its count not ours (rl__redlock_spread_read). */
+int rl__redlock_spread_sent(const rl_client *c, rl__hold *h, int i, const rl__fence *f)
 {
+    int j, count = 1;
+
     if (h->releasing || atomic_load(&h->lost))
         return 0;
+    for (j = 0; j < c->nnodes; j++)
+        if (h->nodes[j].count > count)
+            count = h->nodes[j].count;
     h->nodes[i].spreading = 1;
     h->nodes[i].spread = *f;
-    return 1;
+    return count;
 }
 
-void rl__redlock_spread_read(rl__hold *h, int i)
+/* A field placed on node i, with no change of h learned there since the
+ * placement was sent, is ours at the count placed: every change of h
+ * there that ran after the placement was learned after it was sent. */
+void rl__redlock_spread_read(rl__hold *h, int i, char flag, int count, int64_t sent_ms)
 {
     h->nodes[i].spreading = 0;
+    if (flag == '2' && h->nodes[i].learned < sent_ms)
+        h->nodes[i].placed = count;
+}
+
+/* The owner thread, before a change of h: placed fields become counts of
+ * its own, sent to their nodes as any other (a non-last release keeps
+ * them, a reentry adds one). Not where the count is in doubt: a change
+ * lost in flight may land on the placed field. */
+static void take_placed(rl_client *c, rl__hold *h)
+{
+    int i;
+
+    pthread_mutex_lock(&c->mu);
+    for (i = 0; i < c->nnodes; i++) {
+        rl__node_hold *nh = &h->nodes[i];
+        if (nh->placed > 0 && nh->count >= 0 && nh->doubt.id < 0)
+            nh->count = nh->placed;
+        nh->placed = 0;
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- acquire ----------------------------------------------------------- */
@@ -360,6 +387,7 @@ int rl__redlock_acquire(rl__op *o, rl__hold *h, int64_t *sent_ms, rl__result *re
             h->nodes[i].count = 0;
             h->nodes[i].expiry = 0;
             h->nodes[i].doubt.id = -1;
+            h->nodes[i].placed = 0;
             if (v[i].state == V_DONE && v[i].resp.ints[0] == RL__R_DONE) {
                 h->nodes[i].count = (int)v[i].resp.ints[1];
                 h->nodes[i].expiry = expiry;
@@ -425,6 +453,7 @@ static void learn(rl_client *c, rl__hold *h, const vote *v, int64_t sent, long l
             continue;           /* nothing ran there */
         /* Within the same ms as a renewal's sending counts as after it. */
         nh->learned = rl__now_ms();
+        nh->placed = 0;         /* what it says now is newer */
         if (v[i].state == V_LOST) {
             nh->count = -1;
             nh->doubt = v[i].lost;
@@ -479,6 +508,7 @@ int rl__redlock_reenter(rl__op *o, rl__hold *h)
     int i, yes;
 
     memset(v, 0, sizeof v);
+    take_placed(c, h);
     kill_list(c, h, kill);
     for (i = 0; i < c->nnodes; i++) {
         /* A node that never granted it, or whose count is unknown, starts
@@ -540,6 +570,7 @@ int rl__redlock_release(rl__op *o, rl__thread *t, rl__hold *h)
     unsigned unsure = 0, spread = 0, spread_killed = 0;
 
     memset(v, 0, sizeof v);
+    take_placed(c, h);
     kill_list(c, h, kill);
     if (last) {
         pthread_mutex_lock(&c->mu);

@@ -30,19 +30,22 @@ int rl__redlock_query(rl_client *c, rl__entry *e, const char *cmd, long long *ou
  * or gone; a change of h learned there since makes it say nothing. Returns
  * 1 when a majority still vouches for h. Mutex held. */
 int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, int found);
-/* Redlock's spread (the watchdog's): the count to place h at on node i
- * where the name is free, in this round's renewal there; 0: renew only.
+/* Redlock's spread (the watchdog's): whether to place h on node i where
+ * the name is free, in this round's renewal there (1) or renew only (0).
  * Only while a majority vouches for h and node i does not, so a round
  * places on a minority at most. Mutex held. */
 int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now);
 /* The placement on node i is about to be written on a connection fenced
- * by f: 1, recorded for the last release to fence; 0: h is being
- * released or is lost, send a renewal only. Mutex held. */
-int rl__redlock_spread_sent(rl__hold *h, int i, const rl__fence *f);
-/* The placement's reply on node i was read ('2' placed, '1' or '0'). A
- * placement counts from the next round on, as a renewal of a field found
- * there. Mutex held. */
-void rl__redlock_spread_read(rl__hold *h, int i);
+ * by f: the count to place (the highest we have on any node, at least
+ * 1), recorded for the last release to fence; 0: h is being released or
+ * is lost, send a renewal only. Mutex held. */
+int rl__redlock_spread_sent(const rl_client *c, rl__hold *h, int i, const rl__fence *f);
+/* The reply to a placement at `count` sent to node i at sent_ms was read:
+ * flag '2' placed, '1' or '0' not. A placement counts from the next round
+ * on, as a renewal of a field found there; its count becomes ours there
+ * (rl__hold's owner takes it at its next change) unless a change of h was
+ * learned there since it was sent. Mutex held. */
+void rl__redlock_spread_read(rl__hold *h, int i, char flag, int count, int64_t sent_ms);
 /* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
  * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
 unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);

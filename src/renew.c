@@ -42,8 +42,9 @@
 typedef struct snap {
     rl__hold *h;
     rl__server *srv;        /* the server that arbitrates it this round */
-    int place;              /* Redlock: the count to place where the name is
-                             * free (the spread, rl__redlock_spread_count);
+    int place;              /* Redlock: place h where the name is free (the
+                             * spread, rl__redlock_spread_count), at this
+                             * count once sent (rl__redlock_spread_sent);
                              * 0: renew only */
 } snap;
 
@@ -350,7 +351,7 @@ static void confirm_group(rl_client *c, const group *g, const snap *s, const cha
     for (i = g->first; i < g->first + g->n; i++) {
         rl__hold *h = s[i].h;
         if (s[i].place && (flags[i] == '0' || flags[i] == '1' || flags[i] == '2'))
-            rl__redlock_spread_read(h, g->srv->index);
+            rl__redlock_spread_read(h, g->srv->index, flags[i], s[i].place, g->sent);
         if (flags[i] != '1' || !h->in_table || h->releasing || atomic_load(&h->lost))
             continue;
         if (c->mode == RL__MODE_REDLOCK)
@@ -507,8 +508,8 @@ static void spread_fences(rl_client *c, group *g, snap *s)
 
     pthread_mutex_lock(&c->mu);
     for (i = g->first; i < g->first + g->n; i++)
-        if (s[i].place && !rl__redlock_spread_sent(s[i].h, g->srv->index, &g->conn->fence))
-            s[i].place = 0;
+        if (s[i].place)
+            s[i].place = rl__redlock_spread_sent(c, s[i].h, g->srv->index, &g->conn->fence);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -516,9 +517,11 @@ static void spread_fences(rl_client *c, group *g, snap *s)
 static void send_group(rl_client *c, group *g, snap *s, const char *flags,
                        const char **argv, size_t *lens)
 {
+    /* Before the placements' counts are read: a change learned since is
+     * one they may not carry (rl__redlock_spread_read). */
+    g->sent = rl__now_ms();
     if (c->mode == RL__MODE_REDLOCK)
         spread_fences(c, g, s);
-    g->sent = rl__now_ms();
     g->deadline = read_deadline(c, g, s);
     send_chunks(c, g, s, flags, '?', argv, lens);
     g->rc = flush(g);

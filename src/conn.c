@@ -220,6 +220,9 @@ static int handshake_end(rl_client *c, rl__conn *conn, int rc, int fenced, long 
         free(conn);
         return rc;
     }
+    /* It answered: a down mark left by an earlier try (the keeper's for
+     * the watchdog, say) must not keep the application's calls off it. */
+    atomic_store(&conn->server->down_until, 0);
     RL__STAT_INC(c, connects);
     *out = conn;
     return RL_OK;

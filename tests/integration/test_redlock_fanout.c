@@ -133,6 +133,29 @@ static int exists_on(int i, const char *name)
     return rt_redis_exists(ctl[i], k, strlen(k));
 }
 
+/* Another owner's field on node i: the spread cannot place our hold
+ * there (renew.lua places only where the key does not exist), and a
+ * renewal of ours finds our field gone there. */
+static void block_spread(int i, const char *name)
+{
+    const char *k = key_of(name);
+    redisReply *r = redisCommand(ctl[i], "HSET %b rf-other:1 %s", k, strlen(k), "1 0");
+
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_non_null(r = redisCommand(ctl[i], "PEXPIRE %b 60000", k, strlen(k)));
+    freeReplyObject(r);
+}
+
+static void unblock_spread(int i, const char *name)
+{
+    const char *k = key_of(name);
+    redisReply *r = redisCommand(ctl[i], "DEL %b", k, strlen(k));
+
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
 /*
  * Item 2. Counts 1, 2, 2 (node 0 missed the first acquisition); the client
  * is cut off from node 1 long enough for its lease there to be half gone,
@@ -163,10 +186,18 @@ static void test_stale_renewal_reply_confirms_nothing(void **state)
     lo = it_lock(other, name);
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(count_on(0, name), 0);
+    /* Node 0 gets our field from the reentry, not from the spread (which
+     * would place it at count 1, and the reentry take it to 2): another
+     * owner's field there until a renewal's reply from node 0 is held
+     * (no round reaches node 0 before it is read), then the reentry. */
+    block_spread(0, name);
     assert_int_equal(rt_proxy_refuse(p[0], 0), 0);
-    /* Reentry reaches node 0 once its down mark (2 s) has passed. */
-    IT_WAIT(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG) == RL_OK &&
-            (count_on(0, name) == 1 || rl_lock_release(l) != RL_OK), 5000);
+    rt_proxy_hold_next_reply_matching(p[0], "EVALSHA");
+    IT_WAIT(rt_proxy_held(p[0]) > 0, 2 * lease);
+    unblock_spread(0, name);
+    IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
+    assert_int_equal(rt_proxy_unhold(p[0]), 0);
+    IT_EQ(count_on(0, name), 1);
     IT_EQ(count_on(1, name), 2);
     IT_EQ(count_on(2, name), 2);
 
@@ -241,16 +272,20 @@ static void test_stale_gone_reply_takes_nothing_away(void **state)
     l = it_lock(c, name);
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(count_on(0, name), 0);
+    /* Another owner's field on node 0: the spread cannot place ours. */
+    block_spread(0, name);
     assert_int_equal(rt_proxy_refuse(p[0], 0), 0);
     assert_int_equal(rt_proxy_refuse(p[1], 1), 0);
     assert_true(rt_proxy_cut_all(p[1]) >= 0);
     /* Node 1's lease there at most 2 s from running out; the next renewal
      * to node 0 (the only EVALSHA while this thread is idle) finds our
-     * field gone, and its reply is held. */
+     * field gone, and its reply is held; then the other owner goes and
+     * the reentry makes our field there. */
     IT_WAIT(pttl_on(1, name) < 2000, 2 * lease);
     rt_proxy_hold_next_reply_matching(p[0], "EVALSHA");
     IT_WAIT(rt_proxy_held(p[0]) > 0, 2 * lease);
     held_at = rt_now_ms();
+    unblock_spread(0, name);
     IT_RC(rl_lock_try_acquire(l, 0, RL_LEASE_WATCHDOG), RL_OK);
     IT_EQ(count_on(0, name), 1);
     assert_int_equal(rt_proxy_unhold(p[0]), 0);

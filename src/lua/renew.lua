@@ -5,7 +5,8 @@
 --               the delay)
 -- ARGV[2..N+1]  the owner of each lock's hold
 -- ARGV[N+2..2N+1]  (Redlock's spread, optional) the hold value to place for
---               each pair (lib/hold_value.lua) where the name is free
+--               each pair (lib/hold_value.lua) where the name is free; an
+--               empty value: that pair is renewed only
 --
 -- Reply: a string of N characters, one per pair: '1' still held (lease
 -- renewed), '0' gone. A key of the wrong type counts as gone and does not
@@ -44,7 +45,7 @@ for i = 1, n do
       redis.call('pexpire', KEYS[i], lease)
     end
     out[i] = '1'
-  elseif place and redis.call('exists', KEYS[i]) == 0 then
+  elseif place and ARGV[n + 1 + i] ~= '' and redis.call('exists', KEYS[i]) == 0 then
     -- Free: nobody's field, no tombstone. Ours is placed.
     redis.call('hset', KEYS[i], ARGV[i + 1], ARGV[n + 1 + i])
     redis.call('pexpire', KEYS[i], lease)

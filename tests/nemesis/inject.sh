@@ -81,9 +81,9 @@ wdblock) inject src/renew.c 1 "s|if (!pfd\[j\].revents \&\& g|if (ready < (int)n
 stalerenew) inject src/redlock.c 1 "s|if (sent_ms > h->nodes\[i\].learned) {|if (sent_ms > h->nodes[i].learned \|\| 1) {|";;
 semover) inject src/lua/sem_acquire.lua 1 "s|^if s.used + want > size then|if s.used + want > size + 1 then|";;
 sameslot) inject src/lua/lib/sem_slots.lua 1 "s|^      if taken then for x in|      if taken and false then for x in|";;
-spreadover) inject src/lua/renew.lua 1 "s|^  elseif place and redis.call('exists', KEYS\[i\]) == 0 then|  elseif place then|"
+spreadover) inject src/lua/renew.lua 1 "s|^  elseif place and ARGV\[n + 1 + i\] ~= '' and redis.call('exists', KEYS\[i\]) == 0 then|  elseif place then|"
             inject src/redlock.c 1 's#^    if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)$#    if (h->releasing || atomic_load(\&h->lost))#';;
-nospread) inject src/lua/renew.lua 1 "s|^  elseif place and redis.call('exists', KEYS\[i\]) == 0 then|  elseif false and place and redis.call('exists', KEYS[i]) == 0 then|";;
+nospread) inject src/lua/renew.lua 1 "s|^  elseif place and ARGV\[n + 1 + i\] ~= '' and redis.call('exists', KEYS\[i\]) == 0 then|  elseif false then|";;
 nogiveback) inject src/lockset.c 1 "s|^    while (taken-- > 0)$|    while (taken-- > 1)|";;
 *) echo "unknown defect $defect" >&2; exit 2;;
 esac

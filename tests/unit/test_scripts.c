@@ -380,6 +380,7 @@ static void test_renew_places_only_where_free(void **state)
     env *e = *state;
     const char *place[4] = { KEY, "5000", OWNER, "3 1700000000000" };
     const char *short_[5] = { KEY, "5000", OWNER, "1 1", "1 1" };
+    const char *empty[4] = { KEY, "5000", OWNER, "" };
     redisReply *r;
 
     flush(e);
@@ -389,6 +390,11 @@ static void test_renew_places_only_where_free(void **state)
     assert_int_equal(exists(e), 0);
     r = run(e, RL__S_RENEW, 1, 5, short_);
     assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    assert_int_equal(exists(e), 0);
+
+    r = run(e, RL__S_RENEW, 1, 4, empty);       /* an empty value: renewed only */
+    assert_string_equal(r->str, "0");
     freeReplyObject(r);
     assert_int_equal(exists(e), 0);
 

@@ -320,6 +320,10 @@ static void *keeper_main(void *arg)
             if (s)
                 start_worker(c, s);
         }
+        /* A map that changed since moves a leftover to another worker,
+         * which may be asleep with nothing of its own: wake them all. */
+        if (c->leftovers)
+            pthread_cond_broadcast(&c->kp_cond);
         rl__cond_wait_until(&c->kp_cond, &c->mu, c->leftovers ? rl__now_ms() + 500 : -1);
     }
     pthread_mutex_unlock(&c->mu);

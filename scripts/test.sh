@@ -12,7 +12,7 @@
 #                            exported symbols, module layers and sizes, luacheck.
 #   scripts/test.sh --full   the CI form (.ci/run; CI=true implies it; about
 #                            45 minutes): the same, then every test again
-#                            under ASan+UBSan and under TSan (one at a time),
+#                            under ASan+UBSan and under TSan (2 at once),
 #                            the installed package, rlock as a subproject and
 #                            the Debian packages (installed with apt-get and
 #                            purged again), fuzzing, and in a Debian 13 root
@@ -23,8 +23,10 @@
 #
 #   RL_FUZZ_SECONDS=N seconds per fuzz target (default 30)
 #   RL_TEST_PORTS=LO-HI  ports of every server started (default 20000-29999)
-#   RL_CTEST_JOBS=N   tests at once in the gcc pass (default 4); the sanitizer
-#                     passes run one at a time
+#   RL_CTEST_JOBS=N   tests at once in the gcc pass (default 4)
+#   RL_SAN_JOBS=N     tests at once in each sanitizer pass (default 2: a test
+#                     mostly waits on its servers; 2 at once keep the load of
+#                     these passes near 1.5 on 2 cores and halve their time)
 #
 # The last line is the summary: "test.sh: N passed, M failed". N and M count
 # every ctest test of every pass (gcc, ASan+UBSan, TSan, and Debian 13's
@@ -49,6 +51,7 @@ for arg in "$@"; do
     esac
 done
 ctest_jobs=${RL_CTEST_JOBS:-4}
+san_jobs=${RL_SAN_JOBS:-2}
 
 # Sanitizer settings for every run below. die_after_fork=0: the library is
 # meant to be used in a child after fork() (it restarts its threads there).
@@ -298,15 +301,15 @@ if ((!full)); then
     step_skip "5 ASan+UBSan (clang)" "--full"
     step_skip "6 TSan (clang)" "--full"
 else
-    step_begin "5 ASan+UBSan (clang)"
+    step_begin "5 ASan+UBSan (clang, $san_jobs at once)"
     check "build (ASan+UBSan)" sanitizer_build build-asan \
         "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
-    run_ctest build-asan 1
+    run_ctest build-asan "$san_jobs"
     step_end
 
-    step_begin "6 TSan (clang)"
+    step_begin "6 TSan (clang, $san_jobs at once)"
     check "build (TSan)" sanitizer_build build-tsan "-fsanitize=thread -fno-omit-frame-pointer"
-    run_ctest build-tsan 1
+    run_ctest build-tsan "$san_jobs"
     step_end
 fi
 

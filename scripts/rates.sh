@@ -29,6 +29,8 @@
 #   it:redlock_fanout_stopped it_redlock_fanout '*stopped*': releases, a
 #                             one-shot acquire, a fork child, a client made
 #                             and a query with masters stopped
+#   it:keeper                 it_keeper: a stopped seed and master 1 cut
+#                             every quarter lease cost master 1 nothing
 #   it:modes_review_stopped   it_modes_review '*stopped*': a stopped node
 #                             without an idle connection delays no fan-out
 #
@@ -61,15 +63,17 @@ declare -A it_prog=(
     [it:redlock_stalled_node]=it_redlock
     [it:redlock_fanout_stopped]=it_redlock_fanout
     [it:modes_review_stopped]=it_modes_review
+    [it:keeper]=it_keeper
 )
 declare -A it_filter=(
     [it:redlock_stopped]='*stopped*'
     [it:redlock_stalled_node]=test_stalled_node_delays_nobody
     [it:redlock_fanout_stopped]='*stopped*'
     [it:modes_review_stopped]='*stopped*'
+    [it:keeper]='*'
 )
 it_probes=(it:redlock_stopped it:redlock_stalled_node it:redlock_fanout_stopped
-           it:modes_review_stopped)
+           it:modes_review_stopped it:keeper)
 
 mapfile -t scenarios < <("$rlfault" list)
 probes=()

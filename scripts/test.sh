@@ -345,7 +345,7 @@ else
     step_end
 fi
 
-step_begin "9 exported symbols of librlock.so; no circle of files in src/ nor src/tools/; sizes; luacheck"
+step_begin "9 exported symbols; module layers; sizes; luacheck"
 check "exported symbols" symbols_ok
 # Modules reach each other one way, by any name they use (scripts/layers.sh).
 check "layers of src/tools/" bash scripts/layers.sh src/tools

@@ -757,7 +757,7 @@ static void test_shutdown_releases_everywhere(void **state)
     rl_client_free(c);
 }
 
-/* ---- the review of issue 32's spread (h-review): failing on purpose ---- */
+/* ---- the spread: a placement whose reply was lost ---------------------- */
 
 /* Three nodes, the second and third behind proxies (p[0] for node 1,
  * p[1] for node 2). */
@@ -784,20 +784,18 @@ static void del_on(int i, const char *name)
 }
 
 /*
- * REVIEW (fails on main at 49b5c7f): a placement whose reply is lost is
- * never sent again to that master for that hold (nh->spreading is cleared
- * only by rl__redlock_spread_read, which runs only for a reply read:
- * src/renew.c confirm_group; rl__redlock_spread_count then answers 0 for
- * the hold's life). Here the placement on node 2 lands but its reply is
- * lost (the proxy drops it); later node 2 loses the field again (an
- * operator's DEL there, or the master restarted empty): the hold stays on
- * the bare majority {0, 1} for good, against src/README.md's promise ("a
- * master restarted empty gets the holds back at the next round"; "once a
- * round has placed a hold ... it survives the loss of any minority").
- * Fails at the IT_EQ below: four renewals reach node 2 after the DEL and
- * none places the field; killing node 0 then would flag the hold (ELOST).
+ * A placement whose reply is lost is sent again, once its connection is
+ * fenced: the placement on node 2 lands but its reply is lost (the proxy
+ * drops it, the round gives that connection up); the next round there
+ * kills it ahead of its calls (CLIENT KILL), and then node 2 may be placed
+ * again. Later node 2 loses the field again (an operator's DEL there, or
+ * the master restarted empty): the next rounds place it there anew, so
+ * the hold survives the loss of node 0 (src/README.md: "a master
+ * restarted empty gets the holds back at the next round"). On the old
+ * code (nh->spreading cleared only by a reply read) four renewals reach
+ * node 2 after the DEL and none places the field: exists_on(2) is 0.
  */
-static void test_review_lost_placement_reply_never_placed_again(void **state)
+static void test_lost_placement_reply_placed_again(void **state)
 {
     rt_proxy *p[2];
     rl_client *c = client_two_proxied(p, 1200, 300);
@@ -816,9 +814,8 @@ static void test_review_lost_placement_reply_never_placed_again(void **state)
     round_ended(c);
     round_ended(c);
     assert_int_equal(rl_lock_interrupted(l), 0);
-    /* Node 2 loses it again (a minority): the next rounds must place it.
-     * They do reach node 2 (its renewals are counted there), but renew
-     * only. */
+    /* Node 2 loses it again (a minority): the next rounds place it (they
+     * reach node 2: its renewals are counted there). */
     calls = rt_redis_cmdstat_calls(ctl[2], "evalsha");
     del_on(2, "rl-rv-once");
     IT_WAIT(rt_redis_cmdstat_calls(ctl[2], "evalsha") >= calls + 4, 6 * 1200);
@@ -859,7 +856,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_lost_acquire_reply_on_one_node, each_setup),
         cmocka_unit_test_setup(test_lost_release_reply_on_one_node, each_setup),
         cmocka_unit_test_setup(test_stalled_node_delays_nobody, each_setup),
-        cmocka_unit_test_setup(test_review_lost_placement_reply_never_placed_again, each_setup),
+        cmocka_unit_test_setup(test_lost_placement_reply_placed_again, each_setup),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -199,7 +199,8 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
 
 /* Only while h stands on a majority, and only on a node that does not
  * vouch for it (a majority does, so a minority at most), where no earlier
- * placement is unanswered. */
+ * placement is unanswered (one whose reply was lost is answered for once
+ * its connection is fenced: rl__redlock_spread_fenced). */
 int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now)
 {
     const rl__node_hold *nh = &h->nodes[i];
@@ -238,6 +239,19 @@ void rl__redlock_spread_read(rl__hold *h, int i, char flag, int count, int64_t s
     h->nodes[i].spreading = 0;
     if (flag == '2' && h->nodes[i].learned < sent_ms)
         h->nodes[i].placed = count;
+}
+
+void rl__redlock_spread_fenced(rl_client *c, int i, const rl__fence *f)
+{
+    rl__hold *h;
+
+    /* Whether it landed is unknown: nothing is taken as placed, and a
+     * field it made is renewed as any field of ours (and dropped by the
+     * last release whatever its count). */
+    for (h = c->holds; h; h = h->c_next)
+        if (h->nodes[i].spreading && h->nodes[i].spread.id == f->id &&
+            h->nodes[i].spread.server == f->server)
+            h->nodes[i].spreading = 0;
 }
 
 /* The owner thread, before a change of h: placed fields become counts of

@@ -46,6 +46,10 @@ int rl__redlock_spread_sent(const rl_client *c, rl__hold *h, int i, const rl__fe
  * (rl__hold's owner takes it at its next change) unless a change of h was
  * learned there since it was sent. Mutex held. */
 void rl__redlock_spread_read(rl__hold *h, int i, char flag, int count, int64_t sent_ms);
+/* A CLIENT KILL of the connection f (node i) was answered: the placements
+ * it carried whose replies were lost either ran before it or never run;
+ * their holds may be placed there again. Mutex held. */
+void rl__redlock_spread_fenced(rl_client *c, int i, const rl__fence *f);
 /* The nodes (bit i: node i) where a leftover of (e, tid) waits to be
  * dropped: a hold of that thread leaves them alone meanwhile. Mutex held. */
 unsigned rl__redlock_leftover_nodes(rl_client *c, const rl__entry *e, uint64_t tid);

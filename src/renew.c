@@ -59,6 +59,8 @@ typedef struct group {
     int split;              /* chunks to ask again one key per call ('S') */
     int read;               /* its replies were read (or it failed) */
     int pending;            /* no connection yet: the keeper opens one */
+    int killed;             /* CLIENT KILL of `unfenced` queued ahead of its calls */
+    rl__fence unfenced;     /* Redlock: its server's wd_unfenced when it was sent */
     int64_t deadline;       /* read by then at the latest */
 } group;
 
@@ -346,18 +348,26 @@ static int flush(group *g)
     return RL_OK;
 }
 
+/* Whether a placement's reply was read (Redlock's spread). */
+static int placed_read(char flag)
+{
+    return flag == '0' || flag == '1' || flag == '2';
+}
+
 /* Confirm at once the holds g's server renewed: a master that answers
  * late must not leave the others' holds unconfirmed meanwhile. A hold
  * placed there ('2', Redlock's spread) is not confirmed by this round:
  * it counts from the next one on, found there as any field of ours. */
 static void confirm_group(rl_client *c, const group *g, const snap *s, const char *flags)
 {
+    /* Every reply read: a placement answered with an error did not run. */
+    int answered = !rl__conn_broken(g->conn);
     size_t i;
 
     pthread_mutex_lock(&c->mu);
     for (i = g->first; i < g->first + g->n; i++) {
         rl__hold *h = s[i].h;
-        if (s[i].place && (flags[i] == '0' || flags[i] == '1' || flags[i] == '2'))
+        if (s[i].place && (answered || placed_read(flags[i])))
             rl__redlock_spread_read(h, g->srv->index, flags[i], s[i].place, g->sent);
         if (flags[i] != '1' || !h->in_table || h->releasing || atomic_load(&h->lost))
             continue;
@@ -391,6 +401,28 @@ static void await_replicas(rl_client *c, group *g, const snap *s, char *flags)
         g->rc = rc;
 }
 
+/* The reply to the CLIENT KILL sent ahead of g's calls: once it is read,
+ * the connection it names runs nothing more, so the placements it carried
+ * unanswered have run or never will. An error (the kill refused) leaves
+ * them unresolved: killed again next round. */
+static void read_kill(rl_client *c, group *g)
+{
+    redisReply *r = NULL;
+
+    if (rl__redis_get_reply(g->conn->ctx, (void **)&r) != REDIS_OK) {
+        g->rc = rl__err(RL_ECONN, "renewal on %s: %s", g->srv->name, rl__conn_error(g->conn));
+        return;
+    }
+    if (r->type == REDIS_REPLY_INTEGER) {
+        pthread_mutex_lock(&c->mu);
+        rl__redlock_spread_fenced(c, g->srv->index, &g->unfenced);
+        if (g->srv->wd_unfenced.id == g->unfenced.id)
+            g->srv->wd_unfenced.id = -1;
+        pthread_mutex_unlock(&c->mu);
+    }
+    freeReplyObject(r);
+}
+
 /* Read every reply of g, by its deadline at the latest, and confirm what
  * its server renewed. */
 static void read_group(rl_client *c, group *g, snap *s, char *flags, const char **argv,
@@ -399,6 +431,8 @@ static void read_group(rl_client *c, group *g, snap *s, char *flags, const char 
     long wait = (long)(g->deadline - rl__now_ms());
 
     rl__conn_set_timeout(g->conn, wait < 20 ? 20 : wait);
+    if (g->killed)
+        read_kill(c, g);
     read_chunks(c, g, s, flags, '?', argv, lens);
     reload_and_resend(c, g, s, flags, 'N', argv, lens);
     /* Chunks whose keys straddle a migration: one call per hold now,
@@ -508,16 +542,23 @@ static void use_conn(rl_client *c, group *g, rl__conn *conn)
 
 /* Record g's placements (Redlock's spread) on its connection before they
  * are written, so that a last release begun after this fences them; those
- * of a hold whose last release has begun are renewals only. */
+ * of a hold whose last release has begun are renewals only. A connection
+ * given up on with placements unanswered is killed ahead of g's calls,
+ * which then place nothing: one such connection per server at most. */
 static void spread_fences(rl_client *c, group *g, snap *s)
 {
     size_t i;
 
     pthread_mutex_lock(&c->mu);
+    g->unfenced = g->srv->wd_unfenced;
     for (i = g->first; i < g->first + g->n; i++)
         if (s[i].place)
-            s[i].place = rl__redlock_spread_sent(c, s[i].h, g->srv->index, &g->conn->fence);
+            s[i].place = g->unfenced.id > 0 ? 0
+                                            : rl__redlock_spread_sent(c, s[i].h, g->srv->index,
+                                                                      &g->conn->fence);
     pthread_mutex_unlock(&c->mu);
+    if (g->unfenced.id > 0)
+        g->killed = rl__conn_append_kill(g->conn, &g->unfenced);
 }
 
 /* Write g's calls; its holds' confirmation counts from now. */
@@ -733,6 +774,26 @@ static void group_snaps(rl_client *c, snap *s, size_t n, char **flagsp, group **
     *ngp = ng;
 }
 
+/* g's connection is given up on: placements it carried whose replies were
+ * not read may still land (a command in flight, one queued on the server)
+ * until that connection is killed, ahead of the next round's calls there.
+ * Their holds are not placed there again until then (rl__redlock_spread_
+ * count), and a last release meanwhile fences them itself. Mutex held. */
+static void unanswered_placements(rl__server *srv, const group *g, const snap *s,
+                                  const char *flags)
+{
+    size_t i;
+
+    /* A connection that cannot be fenced leaves its holds unplaced there. */
+    if (g->conn->fence.id <= 0 || srv->wd_unfenced.id > 0)
+        return;
+    for (i = g->first; i < g->first + g->n; i++)
+        if (s[i].place > 0 && !placed_read(flags[i])) {
+            srv->wd_unfenced = g->conn->fence;
+            return;
+        }
+}
+
 /* The round is over (rc): close the connections that failed, set when the
  * next round is due, flag the holds whose field was found gone and unpin
  * the snaps. Mutex held. */
@@ -749,6 +810,7 @@ static void end_round(rl_client *c, group *g, size_t ng, snap *s, size_t n, cons
             dead[ndead++] = g[k].conn;
             g[k].srv->wd_conn = NULL;
             rl__map_lost(c, g[k].srv);    /* a server went away, it seems */
+            unanswered_placements(g[k].srv, &g[k], s, flags);
         }
     }
     schedule_next(c, g, ng, rc);

@@ -28,6 +28,10 @@ struct rl__server {
     int conns;
     /* the watchdog's: used by its thread, cleared and freed under the mutex */
     rl__conn *wd_conn;
+    /* under the mutex: a watchdog connection given up on while placements
+     * it carried (Redlock's spread) were unanswered: killed ahead of the
+     * next round's calls there, which place nothing (id <= 0: none) */
+    rl__fence wd_unfenced;
     int kp_open;                /* the watchdog wants a connection: the keeper opens one */
     atomic_llong down_until;    /* a connect failed: asked last until then */
     /* Connections to it lost or refused; Sentinel: the count the sentinels

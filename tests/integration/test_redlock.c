@@ -757,6 +757,84 @@ static void test_shutdown_releases_everywhere(void **state)
     rl_client_free(c);
 }
 
+/* ---- the spread: a placement whose reply was lost ---------------------- */
+
+/* Three nodes, the second and third behind proxies (p[0] for node 1,
+ * p[1] for node 2). */
+static rl_client *client_two_proxied(rt_proxy **p, long lease_ms, long command_ms)
+{
+    char url[256];
+    rl_options o;
+
+    assert_non_null(p[0] = rt_proxy_start(node[1]->port));
+    assert_non_null(p[1] = rt_proxy_start(node[2]->port));
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             node[0]->port, rt_proxy_port(p[0]), rt_proxy_port(p[1]));
+    it_options(&o, url, lease_ms, command_ms);
+    return it_client_opts(&o);
+}
+
+static void del_on(int i, const char *name)
+{
+    const char *k = key_of(name);
+    redisReply *r = redisCommand(ctl[i], "DEL %b", k, strlen(k));
+
+    assert_non_null(r);
+    freeReplyObject(r);
+}
+
+/*
+ * A placement whose reply is lost is sent again, once its connection is
+ * fenced: the placement on node 2 lands but its reply is lost (the proxy
+ * drops it, the round gives that connection up); the next round there
+ * kills it ahead of its calls (CLIENT KILL), and then node 2 may be placed
+ * again. Later node 2 loses the field again (an operator's DEL there, or
+ * the master restarted empty): the next rounds place it there anew, so
+ * the hold survives the loss of node 0 (src/README.md: "a master
+ * restarted empty gets the holds back at the next round"). On the old
+ * code (nh->spreading cleared only by a reply read) four renewals reach
+ * node 2 after the DEL and none places the field: exists_on(2) is 0.
+ */
+static void test_lost_placement_reply_placed_again(void **state)
+{
+    rt_proxy *p[2];
+    rl_client *c = client_two_proxied(p, 1200, 300);
+    rl_lock *l = it_lock(c, "rl-rv-once");
+    long long calls;
+
+    (void)state;
+    IT_RC(rl_lock_acquire(l), RL_OK);
+    IT_EQ(count_on(2, "rl-rv-once"), 1);
+    /* The placement's value is "<count> <since>": the one chunk with a
+     * space in an argument. */
+    rt_proxy_drop_next_reply_matching(p[1], "\r\n1 ");
+    del_on(2, "rl-rv-once");
+    IT_WAIT(rt_proxy_dropped(p[1]) == 1, 5000);
+    IT_WAIT(exists_on(2, "rl-rv-once") == 1, 5000);        /* applied */
+    round_ended(c);
+    round_ended(c);
+    assert_int_equal(rl_lock_interrupted(l), 0);
+    /* Node 2 loses it again (a minority): the next rounds place it (they
+     * reach node 2: its renewals are counted there). */
+    calls = rt_redis_cmdstat_calls(ctl[2], "evalsha");
+    del_on(2, "rl-rv-once");
+    IT_WAIT(rt_redis_cmdstat_calls(ctl[2], "evalsha") >= calls + 4, 6 * 1200);
+    IT_EQ(exists_on(2, "rl-rv-once"), 1);
+    assert_int_equal(rt_redis_kill(node[0]), 0);
+    {
+        int64_t until = rt_now_ms() + 3 * 1200;
+        while (rt_now_ms() < until) {
+            assert_int_equal(rl_lock_interrupted(l), 0);
+            rt_sleep_ms(20);
+        }
+    }
+    IT_RC(rl_lock_release(l), RL_OK);
+    rl_lock_free(l);
+    rl_client_free(c);
+    rt_proxy_stop(p[0]);
+    rt_proxy_stop(p[1]);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +856,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_lost_acquire_reply_on_one_node, each_setup),
         cmocka_unit_test_setup(test_lost_release_reply_on_one_node, each_setup),
         cmocka_unit_test_setup(test_stalled_node_delays_nobody, each_setup),
+        cmocka_unit_test_setup(test_lost_placement_reply_placed_again, each_setup),
     };
 
     signal(SIGPIPE, SIG_IGN);

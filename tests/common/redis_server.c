@@ -624,6 +624,19 @@ int rt_redis_exists(redisContext *c, const void *key, size_t len)
     return n;
 }
 
+long long rt_redis_del(redisContext *c, const void *key, size_t len)
+{
+    redisReply *rep = redisCommand(c, "DEL %b", key, len);
+    long long n = -1;
+
+    if (rep == NULL)
+        return -1;
+    if (rep->type == REDIS_REPLY_INTEGER)
+        n = rep->integer;
+    freeReplyObject(rep);
+    return n;
+}
+
 long long rt_redis_pttl(redisContext *c, const void *key, size_t len)
 {
     redisReply *rep = redisCommand(c, "PTTL %b", key, len);

@@ -165,6 +165,9 @@ long long rt_redis_shardnumsub(redisContext *c, const void *channel, size_t len)
 /** Whether a (binary) key exists: 1, 0, or -1 on error. */
 int rt_redis_exists(redisContext *c, const void *key, size_t len);
 
+/** DEL of a (binary) key: the keys deleted (0 or 1), or -1 on error. */
+long long rt_redis_del(redisContext *c, const void *key, size_t len);
+
 /** PTTL of a (binary) key in ms: -2 absent, -1 no expiry; -3 on error. */
 long long rt_redis_pttl(redisContext *c, const void *key, size_t len);
 

@@ -34,7 +34,7 @@ static void interpret(const redisReply *r, size_t n_hint)
     n = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ? r->len : 0;
     if (rl__reply_flags(r, n, &flags) == RL_OK) {
         for (size_t i = 0; i < n; i++)
-            if (flags[i] != '0' && flags[i] != '1')
+            if (flags[i] != '0' && flags[i] != '1' && flags[i] != '2')
                 abort();
     }
     rl__reply_flags(r, n_hint, &flags);

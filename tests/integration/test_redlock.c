@@ -95,25 +95,13 @@ static long long count_on(int i, const char *name)
     return h.fields == 0 ? 0 : atoll(h.value);
 }
 
-/* Renewal rounds the client's watchdog has finished. */
-static unsigned long long rounds_of(rl_client *c)
-{
-    rl_stats st;
-
-    memset(&st, 0, sizeof st);
-    st.version = RL_STATS_VERSION;
-    if (rl_client_stats(&st, c) != RL_OK)
-        return 0;
-    return st.renewal_rounds;
-}
-
 /* A field seen in Redis: the round that placed it has read its reply once
  * the round in flight now has ended. */
 static void round_ended(rl_client *c)
 {
-    unsigned long long r = rounds_of(c);
+    unsigned long long r = it_stats(c).renewal_rounds;
 
-    IT_WAIT(rounds_of(c) > r, 5000);
+    IT_WAIT(it_stats(c).renewal_rounds > r, 5000);
 }
 
 static void test_url_rules(void **state)

@@ -114,18 +114,6 @@ static rl_client *client_quick_rounds(long lease_ms, long command_ms)
     return it_client_opts(&o);
 }
 
-static unsigned long long rounds_of(rl_client *c)
-{
-    rl_stats st;
-
-    memset(&st, 0, sizeof st);
-    st.version = RL_STATS_VERSION;
-
-    if (rl_client_stats(&st, c) != RL_OK)
-        return 0;
-    return st.renewal_rounds;
-}
-
 static int exists_on(int i, const char *name)
 {
     const char *k = key_of(name);
@@ -320,7 +308,7 @@ static void test_stopped_master_release_is_done(void **state)
 
     (void)state;
     IT_RC(rl_lock_acquire(l), RL_OK);
-    IT_WAIT(rounds_of(c) >= 1, 5000);
+    IT_WAIT(it_stats(c).renewal_rounds >= 1, 5000);
     assert_int_equal(rt_redis_pause(node[1]), 0);
     t0 = rt_now_ms();
     rc = rl_lock_release(l);
@@ -349,7 +337,7 @@ static void test_stopped_master_one_shot_acquire(void **state)
 
     (void)state;
     IT_RC(rl_lock_acquire(keep), RL_OK);
-    IT_WAIT(rounds_of(c) >= 1, 5000);
+    IT_WAIT(it_stats(c).renewal_rounds >= 1, 5000);
     assert_int_equal(rt_redis_pause(node[1]), 0);
     t0 = rt_now_ms();
     rc = rl_lock_try_acquire(l, 0, 10000);

@@ -611,41 +611,35 @@ int rt_redis_pmessages_before(redisContext *sub, const char *last)
     }
 }
 
-int rt_redis_exists(redisContext *c, const void *key, size_t len)
+/* The integer reply of a one-key command (fmt takes the key as %b), or
+ * `error` when there is none. */
+static long long key_integer(redisContext *c, const char *fmt, const void *key, size_t len,
+                             long long error)
 {
-    redisReply *rep = redisCommand(c, "EXISTS %b", key, len);
-    int n = -1;
+    redisReply *rep = redisCommand(c, fmt, key, len);
+    long long n = error;
 
     if (rep == NULL)
-        return -1;
+        return error;
     if (rep->type == REDIS_REPLY_INTEGER)
-        n = rep->integer > 0 ? 1 : 0;
+        n = rep->integer;
     freeReplyObject(rep);
     return n;
+}
+
+int rt_redis_exists(redisContext *c, const void *key, size_t len)
+{
+    long long n = key_integer(c, "EXISTS %b", key, len, -1);
+
+    return n < 0 ? -1 : n > 0;
 }
 
 long long rt_redis_del(redisContext *c, const void *key, size_t len)
 {
-    redisReply *rep = redisCommand(c, "DEL %b", key, len);
-    long long n = -1;
-
-    if (rep == NULL)
-        return -1;
-    if (rep->type == REDIS_REPLY_INTEGER)
-        n = rep->integer;
-    freeReplyObject(rep);
-    return n;
+    return key_integer(c, "DEL %b", key, len, -1);
 }
 
 long long rt_redis_pttl(redisContext *c, const void *key, size_t len)
 {
-    redisReply *rep = redisCommand(c, "PTTL %b", key, len);
-    long long n = -3;
-
-    if (rep == NULL)
-        return -3;
-    if (rep->type == REDIS_REPLY_INTEGER)
-        n = rep->integer;
-    freeReplyObject(rep);
-    return n;
+    return key_integer(c, "PTTL %b", key, len, -3);
 }

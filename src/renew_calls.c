@@ -80,19 +80,15 @@ static void append_chunk(rl_client *c, redisContext *ctx, const snap *s, size_t 
     argv[3 + m] = lease;
     lens[3 + m] = strlen(lease);
     n = 4 + 2 * m;
-    /* A pair whose placement was called off when it was recorded (its hold
-     * is being released or is lost: rl__redlock_spread_sent) is renewed
-     * only: an empty value, never a field placed at count 0 and unfenced. */
-    for (j = 0; j < m && !s[i + j].place; j++)
-        ;
-    if (j < m && (val = malloc(sizeof *val * m))) {
+    /* A chunk places all its pairs or none (chunk_len), cut after the
+     * placements were recorded: one called off then (its hold being
+     * released or lost: rl__redlock_spread_sent) is in a renew-only chunk. */
+    if (s[i].place && (val = malloc(sizeof *val * m))) {
         since = rl__wall_ms();
         for (j = 0; j < m; j++) {
             argv[n + j] = val[j];
-            lens[n + j] = s[i + j].place > 0
-                              ? (size_t)snprintf(val[j], sizeof val[j], "%d %lld",
-                                                 s[i + j].place, since)
-                              : 0;
+            lens[n + j] = (size_t)snprintf(val[j], sizeof val[j], "%d %lld", s[i + j].place,
+                                           since);
         }
         n += m;
     }

@@ -201,11 +201,10 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
  * vouch for it (a majority does, so a minority at most), where no earlier
  * placement is unanswered (one whose reply was lost is answered for once
  * its connection is fenced: rl__redlock_spread_fenced). */
-int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now)
+int rl__redlock_spread_wanted(const rl__hold *h, int i, int64_t now)
 {
     const rl__node_hold *nh = &h->nodes[i];
 
-    (void)c;
     if (h->releasing || atomic_load(&h->lost) || atomic_load(&h->expiry_ms) <= now)
         return 0;
     return nh->expiry <= now && !nh->spreading;

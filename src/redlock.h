@@ -34,7 +34,7 @@ int rl__redlock_node_renewed(rl_client *c, rl__hold *h, int i, int64_t sent_ms, 
  * the name is free, in this round's renewal there (1) or renew only (0).
  * Only while a majority vouches for h and node i does not, so a round
  * places on a minority at most. Mutex held. */
-int rl__redlock_spread_count(const rl_client *c, const rl__hold *h, int i, int64_t now);
+int rl__redlock_spread_wanted(const rl__hold *h, int i, int64_t now);
 /* The placement on node i is about to be written on a connection fenced
  * by f: the count to place (the highest we have on any node, at least
  * 1), recorded for the last release to fence; 0: h is being released or

@@ -340,7 +340,7 @@ static int add_node_snaps(rl_client *c, rl__hold *h, snap **s, size_t *n, size_t
             continue;
         (*s)[*n].h = h;
         (*s)[*n].srv = c->servers[i];
-        (*s)[*n].place = rl__redlock_spread_count(c, h, i, now);
+        (*s)[*n].place = rl__redlock_spread_wanted(h, i, now);
         h->refs++;
         h->entry->renewing++;
         (*n)++;

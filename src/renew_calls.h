@@ -20,7 +20,7 @@ typedef struct snap {
     rl__hold *h;
     rl__server *srv;        /* the server that arbitrates it this round */
     int place;              /* Redlock: place h where the name is free (the
-                             * spread, rl__redlock_spread_count), at this
+                             * spread, rl__redlock_spread_wanted), at this
                              * count once sent (rl__redlock_spread_sent);
                              * 0: renew only */
 } snap;
